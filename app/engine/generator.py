@@ -1,0 +1,389 @@
+"""Run a model: load it, turn a conversation into tokens, and stream a reply.
+
+`Engine` owns one `llama_cpp.Llama` and drives it with llama.cpp's own primitives (decode,
+a native sampler chain) rather than `Llama.generate`, for four reasons:
+- the prompt is evaluated in `n_batch` slices with a cancel check between them, so even a
+  long prompt can be stopped (llama-cpp-python has no cancel API);
+- logit bias is a native llama.cpp sampler, not a per-token numpy pass over the vocabulary;
+- the repeat-penalty window and the seed are per reply, not per model;
+- token pieces are read with a buffer that grows, because llama-cpp-python's 32-byte buffer
+  returns longer pieces empty (upstream #2362).
+
+Prefix reuse: the engine remembers the token sequence it last evaluated as text segments
+(the prompt, then the reply exactly as generated). The next prompt reuses those tokens for
+as long as its text starts with the same segments, and the KV cache keeps everything up to
+the first differing token, so turn N+1 evaluates only what is new.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import ctypes
+import io
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import llama_cpp
+from llama_cpp import Llama
+from llama_cpp import llama_cpp as llama_c
+from llama_cpp._internals import LlamaSampler
+
+from . import llama_log
+from .context import Fitted, fit_conversation
+from .modelfile import ModelFileError, ModelInfo, inspect_model
+from .sampling import SamplingParams
+from .stops import StopStringMatcher
+from .templates import ChatTemplate, template_for
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT = 4096
+
+
+class LoadCancelled(Exception):
+    """The user cancelled loading a model."""
+
+
+class GenerationError(Exception):
+    """llama.cpp failed while producing a reply; the message is written for the user."""
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    n_ctx: int | None = None  # None: the model's own window, capped at DEFAULT_CONTEXT
+    n_gpu_layers: int | None = None  # None: all layers when the build can offload, else 0
+    template_override: str | None = None
+    n_threads: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    backend: str  # "CUDA" (or another GPU backend) or "CPU"
+    gpu_layers: int
+    total_layers: int
+
+    def describe(self) -> str:
+        if self.gpu_layers == 0:
+            return "CPU"
+        return f"{self.backend} ({self.gpu_layers}/{self.total_layers} layers)"
+
+
+@dataclass
+class ReplyStats:
+    """What one reply cost and why it ended."""
+
+    prompt_tokens: int = 0
+    evaluated_prompt_tokens: int = 0  # prompt tokens not already in the KV cache
+    completion_tokens: int = 0
+    ttft_s: float = 0.0
+    tokens_per_s: float = 0.0
+    stop_reason: str = "error"  # end_of_turn | stop_string | length | cancelled | error
+    dropped_messages: int = 0
+    seed: int | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def supports_gpu_offload() -> bool:
+    return bool(llama_c.llama_supports_gpu_offload())
+
+
+_params_patch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _load_progress(callback: Callable[[float], bool]):
+    """Give llama.cpp's model loader a progress callback that can abort the load.
+
+    `Llama.__init__` builds its model params from `llama_model_default_params()` and loads
+    at once, with no hook in between, so we wrap that factory for the duration of the load.
+    """
+
+    @llama_c.llama_progress_callback
+    def on_progress(fraction: float, _user_data) -> bool:
+        try:
+            return bool(callback(fraction))
+        except Exception:
+            return False
+
+    original = llama_c.llama_model_default_params
+
+    def params_with_progress():
+        params = original()
+        params.progress_callback = on_progress
+        return params
+
+    with _params_patch_lock:
+        llama_c.llama_model_default_params = params_with_progress
+        try:
+            yield
+        finally:
+            llama_c.llama_model_default_params = original
+
+
+class Engine:
+    """One loaded model. Not thread-safe: one thread (the worker) drives it."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        options: LoadOptions = LoadOptions(),
+        progress: Callable[[float], None] | None = None,
+        cancel: threading.Event | None = None,
+    ):
+        self.info: ModelInfo = inspect_model(path)
+        self.options = options
+        self.template: ChatTemplate = template_for(self.info, options.template_override)
+        llama_log.install()
+        self._llm = self._load(progress, cancel)
+        self._vocab = self._llm._model.vocab
+        self._n_vocab = llama_c.llama_vocab_n_tokens(self._vocab)
+        self.n_ctx = self._llm.n_ctx()
+        self.stop_token_ids = self._end_of_generation_ids()
+        self._add_bos = bool(llama_c.llama_vocab_get_add_bos(self._vocab))
+        self._bos_id = llama_c.llama_vocab_bos(self._vocab)
+        self._segments: list[tuple[str, list[int]]] = []
+        self._piece_buffer = ctypes.create_string_buffer(64)
+
+    # --- loading -----------------------------------------------------------------------------
+
+    def _load(self, progress, cancel) -> Llama:
+        info, options = self.info, self.options
+        n_ctx = options.n_ctx or min(info.context_length or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
+        gpu = supports_gpu_offload()
+        if options.n_gpu_layers is None:
+            n_gpu_layers = -1 if gpu else 0
+        else:
+            n_gpu_layers = options.n_gpu_layers if gpu else 0
+        total_layers = (info.block_count or 0) + 1  # the output layer counts too
+        offloaded = total_layers if n_gpu_layers < 0 else min(n_gpu_layers, total_layers)
+        self.device = DeviceInfo("CUDA" if gpu else "CPU", offloaded, total_layers)
+
+        def on_progress(fraction: float) -> bool:
+            if progress is not None:
+                progress(fraction)
+            return not (cancel is not None and cancel.is_set())
+
+        # verbose=True: verbose=False makes llama-cpp-python os.dup() stdout, which does not
+        # exist in a windowed app. Its Python-side prints go to the log instead of stderr.
+        chatter = _LogWriter(logging.getLogger("llama_cpp.python"))
+        try:
+            with _load_progress(on_progress), contextlib.redirect_stderr(chatter), contextlib.redirect_stdout(chatter):
+                llm = Llama(
+                    model_path=str(info.path),
+                    n_ctx=n_ctx,
+                    n_gpu_layers=n_gpu_layers,
+                    n_threads=options.n_threads,
+                    swa_full=True,  # keep the whole sliding-window cache, or Gemma 3 can't reuse prefixes
+                    verbose=True,
+                )
+        except ValueError as exc:
+            if cancel is not None and cancel.is_set():
+                raise LoadCancelled(f"Loading {info.path.name} was cancelled.") from None
+            raise ModelFileError(
+                f"llama.cpp could not load {info.path.name}: {exc}. See the log for details."
+            ) from None
+        log.info("loaded %s: n_ctx=%d device=%s", info.path, n_ctx, self.device.describe())
+        return llm
+
+    def _end_of_generation_ids(self) -> frozenset[int]:
+        """llama.cpp's end-of-generation set, plus the family end-of-turn tokens in the file."""
+        ids = {t.id for t in self.info.end_of_turn}
+        ids.update(i for i in range(self._n_vocab) if llama_c.llama_vocab_is_eog(self._vocab, i))
+        return frozenset(ids)
+
+    def close(self) -> None:
+        self._llm.close()
+
+    # --- prompts -------------------------------------------------------------------------------
+
+    def render(self, messages: list[dict]) -> str:
+        return self.template.render(messages, add_generation_prompt=True)
+
+    def tokenize(self, text: str, at_start: bool = True) -> list[int]:
+        """Tokenize prompt text, parsing special-token text, with exactly one leading BOS."""
+        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        if not at_start:
+            return tokens
+        bos = self._bos_id
+        while len(tokens) >= 2 and tokens[0] == bos and tokens[1] == bos:
+            tokens.pop(0)  # a template that writes BOS and a tokenizer that adds one
+        if self._add_bos and bos >= 0 and (not tokens or tokens[0] != bos):
+            tokens.insert(0, bos)
+        return tokens
+
+    def prompt_tokens(self, messages: list[dict]) -> list[int]:
+        """The prompt's tokens, reusing the previous turn's tokens where the text still matches."""
+        return self._tokens_with_reuse(self.render(messages))[0]
+
+    def _tokens_with_reuse(self, text: str) -> tuple[list[int], list[tuple[str, list[int]]]]:
+        tokens: list[int] = []
+        segments: list[tuple[str, list[int]]] = []
+        position = 0
+        for segment_text, segment_tokens in self._segments:
+            if not segment_text or not text.startswith(segment_text, position):
+                break
+            tokens += segment_tokens
+            segments.append((segment_text, segment_tokens))
+            position += len(segment_text)
+        rest = text[position:]
+        if rest:
+            rest_tokens = self.tokenize(rest, at_start=position == 0)
+            tokens += rest_tokens
+            segments.append((rest, rest_tokens))
+        return tokens, segments
+
+    def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
+        budget = self.n_ctx - max_tokens
+        return fit_conversation(messages, self.prompt_tokens, budget)
+
+    # --- generation ----------------------------------------------------------------------------
+
+    def stream(
+        self,
+        messages: list[dict],
+        params: SamplingParams = SamplingParams(),
+        cancel: threading.Event | None = None,
+    ) -> Iterator[str | ReplyStats]:
+        """Yield text chunks of the reply, then one ReplyStats. Never raises mid-reply.
+
+        Template and context errors raise before the first yield, so a caller sees them as
+        a failed request rather than a half-finished reply.
+        """
+        cancel = cancel or threading.Event()
+        max_tokens = min(params.max_tokens, self.n_ctx - 1)
+        fitted = self.fit(messages, max_tokens)
+        prompt_text = self.render(fitted.messages)
+        prompt, segments = self._tokens_with_reuse(prompt_text)
+        stats = ReplyStats(
+            prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()
+        )
+        return self._generate(prompt, segments, params, stats, cancel, max_tokens)
+
+    def _generate(self, prompt, segments, params, stats, cancel, max_tokens):
+        started = time.perf_counter()
+        reply_tokens: list[int] = []
+        reply_bytes = bytearray()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        stops = StopStringMatcher(params.stop)
+        first_token_at = last_token_at = None
+        try:
+            stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel)
+            if stats.evaluated_prompt_tokens < 0:
+                stats.stop_reason = "cancelled"
+                return
+            sampler = self._sampler(params, stats.seed)
+            stats.stop_reason = "length"
+            while len(reply_tokens) < max_tokens:
+                if cancel.is_set():
+                    stats.stop_reason = "cancelled"
+                    break
+                if self._llm.n_tokens >= self.n_ctx:
+                    break  # the window is full: stop with "length"
+                token = sampler.sample(self._llm._ctx, -1)
+                last_token_at = time.perf_counter()
+                if first_token_at is None:
+                    first_token_at = last_token_at
+                    stats.ttft_s = first_token_at - started
+                if token in self.stop_token_ids:
+                    stats.stop_reason = "end_of_turn"
+                    break
+                reply_tokens.append(token)
+                piece = self._piece(token)
+                reply_bytes += piece
+                text, stopped = stops.feed(decoder.decode(piece))
+                if text:
+                    yield text
+                if stopped:
+                    stats.stop_reason = "stop_string"
+                    break
+                self._llm.eval([token])
+            tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason != "stop_string" else ""
+            if tail:
+                yield tail
+        except Exception as exc:  # llama.cpp decode failure (e.g. out of memory)
+            log.exception("generation failed")
+            stats.stop_reason = "error"
+            stats.error = f"The model failed while generating: {exc}"
+        finally:
+            stats.completion_tokens = len(reply_tokens)
+            if first_token_at is not None and last_token_at is not None and len(reply_tokens) > 1:
+                stats.tokens_per_s = (len(reply_tokens) - 1) / max(last_token_at - first_token_at, 1e-9)
+            reply_text = reply_bytes.decode("utf-8", errors="replace")
+            self._segments = segments + [(reply_text, reply_tokens)]
+        yield stats
+
+    def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event) -> int:
+        """Decode the prompt tokens not already in the KV cache; -1 if cancelled."""
+        llm = self._llm
+        cached = llm.input_ids[: llm.n_tokens]
+        common = 0
+        for a, b in zip(cached, prompt):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)  # re-decode at least one token for fresh logits
+        if common <= 0 or not llm._ctx.kv_cache_seq_rm(-1, common, -1):
+            llm.reset()
+            common = 0
+        llm.n_tokens = common
+        for start in range(common, len(prompt), llm.n_batch):
+            if cancel.is_set():
+                return -1
+            llm.eval(prompt[start:start + llm.n_batch])
+        return len(prompt) - common
+
+    def _sampler(self, params: SamplingParams, seed: int) -> LlamaSampler:
+        sampler = LlamaSampler()
+        if params.logit_bias:
+            sampler.add_logit_bias(self._n_vocab, params.logit_bias)
+        sampler.add_penalties(
+            n_vocab=self._n_vocab,
+            penalty_last_n=params.repeat_last_n,
+            penalty_repeat=params.repeat_penalty,
+            penalty_freq=params.frequency_penalty,
+            penalty_present=params.presence_penalty,
+        )
+        if params.temperature == 0:
+            sampler.add_greedy()
+            return sampler
+        if params.top_k > 0:
+            sampler.add_top_k(params.top_k)
+        sampler.add_top_p(params.top_p, 1)
+        sampler.add_min_p(params.min_p, 1)
+        sampler.add_temp(params.temperature)
+        sampler.add_dist(seed)
+        return sampler
+
+    def _piece(self, token: int) -> bytes:
+        """The bytes of one token, however long (llama_token_to_piece says when to grow)."""
+        buffer = self._piece_buffer
+        n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        if n < 0:
+            self._piece_buffer = buffer = ctypes.create_string_buffer(-n)
+            n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[:n]
+
+    @property
+    def cached_tokens(self) -> list[int]:
+        """The token sequence of the last prompt and reply (what the next prompt should extend)."""
+        return [t for _, tokens in self._segments for t in tokens]
+
+
+class _LogWriter(io.TextIOBase):
+    """A file-like object that sends llama-cpp-python's print() output to a logger."""
+
+    def __init__(self, logger: logging.Logger):
+        self._logger = logger
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self._logger.debug(text.rstrip())
+        return len(text)

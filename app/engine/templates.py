@@ -1,0 +1,193 @@
+"""Chat templates: turn a list of messages into the exact prompt text a model was trained on.
+
+A GGUF's template is Jinja written by strangers, so it is untrusted code. It is rendered in
+Jinja's `ImmutableSandboxedEnvironment` with Hugging Face `apply_chat_template` semantics
+(the same environment options, globals and filters), so the prompt is byte-for-byte what the
+model authors' tooling produces. Rendering is also bounded in output size and time, because
+a sandbox stops attribute escapes but not `{% for %}` loops that never end.
+
+When a file carries no template we choose one by architecture and vocabulary instead of
+llama-cpp-python's silent `llama-2` default, which is wrong for nearly every modern model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import jinja2
+import jinja2.ext
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+from .modelfile import ModelInfo
+
+MAX_PROMPT_CHARS = 4_000_000
+MAX_RENDER_SECONDS = 2.0
+
+
+class TemplateError(Exception):
+    """A chat template that cannot be rendered; the message is written for the user."""
+
+
+class _TemplateRaised(Exception):
+    """The template called raise_exception(): it rejected the conversation on purpose."""
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+
+    def to_dict(self) -> dict:
+        return {"role": self.role, "content": self.content}
+
+
+def _raise_exception(message: str):
+    raise _TemplateRaised(message)
+
+
+def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+class _GenerationTag(jinja2.ext.Extension):
+    """`{% generation %}…{% endgeneration %}`, which HF templates use to mark assistant text.
+
+    Transformers tracks the marked spans for training masks; for a prompt only the text
+    matters, so the body is rendered unchanged.
+    """
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[_GenerationTag, jinja2.ext.loopcontrols],
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    return env
+
+
+_ENV = _environment()
+
+
+class ChatTemplate:
+    """A compiled chat template and the special-token texts it refers to."""
+
+    def __init__(self, source: str, bos_token: str = "", eos_token: str = "", name: str = "model"):
+        self.source = source
+        self.bos_token = bos_token or ""
+        self.eos_token = eos_token or ""
+        self.name = name
+        try:
+            self._compiled = _ENV.from_string(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"The chat template has a syntax error on line {exc.lineno}: {exc.message}") from None
+
+    def render(self, messages: list[Message] | list[dict], add_generation_prompt: bool = True) -> str:
+        """Render the prompt; fold the system prompt into the first user turn if it's refused."""
+        dicts = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
+        try:
+            return self._render(dicts, add_generation_prompt)
+        except _TemplateRaised as exc:
+            folded = fold_system_prompt(dicts)
+            if folded is dicts:
+                raise TemplateError(f"The chat template rejected this conversation: {exc}") from None
+            try:
+                return self._render(folded, add_generation_prompt)
+            except _TemplateRaised as again:
+                raise TemplateError(f"The chat template rejected this conversation: {again}") from None
+
+    def _render(self, messages: list[dict], add_generation_prompt: bool) -> str:
+        context = {
+            "messages": messages,
+            "add_generation_prompt": add_generation_prompt,
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+        }
+        deadline = time.monotonic() + MAX_RENDER_SECONDS
+        pieces: list[str] = []
+        size = 0
+        try:
+            for piece in self._compiled.generate(**context):
+                pieces.append(piece)
+                size += len(piece)
+                if size > MAX_PROMPT_CHARS:
+                    raise TemplateError("The chat template produced an absurdly long prompt; it looks broken.")
+                if time.monotonic() > deadline:
+                    raise TemplateError(f"The chat template took more than {MAX_RENDER_SECONDS:g} s to render.")
+        except (TemplateError, _TemplateRaised):
+            raise
+        except SecurityError as exc:
+            raise TemplateError(f"The chat template tried something unsafe and was stopped: {exc}") from None
+        except jinja2.TemplateError as exc:
+            raise TemplateError(f"The chat template failed: {exc}") from None
+        except Exception as exc:  # a template can raise anything Python can (TypeError, ZeroDivision…)
+            raise TemplateError(f"The chat template failed: {type(exc).__name__}: {exc}") from None
+        return "".join(pieces)
+
+
+def fold_system_prompt(messages: list[dict]) -> list[dict]:
+    """Move a leading system message into the first user message (returns the input if none)."""
+    if not messages or messages[0]["role"] != "system":
+        return messages
+    system, rest = messages[0]["content"], messages[1:]
+    for index, message in enumerate(rest):
+        if message["role"] == "user":
+            merged = dict(message, content=f"{system}\n\n{message['content']}")
+            return rest[:index] + [merged] + rest[index + 1:]
+    return [{"role": "user", "content": system}] + rest
+
+
+# --- Fallbacks for files without a template --------------------------------------------------
+# Each is a family's published template, copied verbatim (sources in tests/data/families.json):
+# gemma = google/gemma-3-1b-it, llama3 = meta-llama/Llama-3.1-8B-Instruct, chatml = the generic
+# ChatML template, phi3 = microsoft/Phi-3-mini-4k-instruct, llama2 = meta-llama/Llama-2-7b-chat-hf.
+_FALLBACK_DIR = Path(__file__).with_name("fallback_templates")
+FALLBACK_NAMES = ("gemma", "llama3", "chatml", "phi3", "llama2")
+
+
+def fallback_source(name: str) -> str:
+    return (_FALLBACK_DIR / f"{name}.jinja").read_text(encoding="utf-8")
+
+
+def fallback_name(info: ModelInfo) -> str:
+    """Pick the fallback format from the architecture first, then from the vocabulary."""
+    arch, vocab = info.architecture, info.special_tokens
+    if arch.startswith("gemma") or "<start_of_turn>" in vocab:
+        return "gemma"
+    if "<|start_header_id|>" in vocab and "<|eot_id|>" in vocab:
+        return "llama3"
+    if arch in ("qwen2", "qwen3", "qwen2moe", "qwen3moe") or "<|im_start|>" in vocab:
+        return "chatml"
+    if arch == "phi3" or ("<|assistant|>" in vocab and "<|end|>" in vocab):
+        return "phi3"
+    return "llama2"
+
+
+def template_for(info: ModelInfo, override: str | None = None) -> ChatTemplate:
+    """The template to use for a model: the user's override, its own, or a fallback."""
+    bos = info.bos.text if info.bos else ""
+    eos = info.eos.text if info.eos else ""
+    if override:
+        return ChatTemplate(override, bos, eos, name="custom")
+    if info.chat_template:
+        return ChatTemplate(info.chat_template, bos, eos, name="model")
+    name = fallback_name(info)
+    return ChatTemplate(fallback_source(name), bos, eos, name=f"fallback:{name}")

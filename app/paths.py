@@ -1,0 +1,62 @@
+"""Where Hearth keeps things, in one place.
+
+User data follows Qt's per-user standard locations. Models and the database go in the
+*local* (non-roaming) data location because models are gigabytes. Setting HEARTH_HOME puts
+everything under one folder instead: the self-test and the test suite use it so they never
+touch a user's real conversations or settings.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QStandardPaths
+
+APP_NAME = "Hearth"
+QCoreApplication.setApplicationName(APP_NAME)
+
+
+def _home_override() -> Path | None:
+    value = os.environ.get("HEARTH_HOME")
+    return Path(value) if value else None
+
+
+def _standard(location: QStandardPaths.StandardLocation) -> Path:
+    return Path(QStandardPaths.writableLocation(location))
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def data_dir() -> Path:
+    home = _home_override()
+    return _ensure(home / "data" if home else _standard(QStandardPaths.AppLocalDataLocation))
+
+
+def config_dir() -> Path:
+    home = _home_override()
+    return _ensure(home / "config" if home else _standard(QStandardPaths.AppConfigLocation))
+
+
+def log_dir() -> Path:
+    home = _home_override()
+    return _ensure(home / "logs" if home else _standard(QStandardPaths.StateLocation) / "logs")
+
+
+def user_models_dir() -> Path:
+    return _ensure(data_dir() / "models")
+
+
+def database_path() -> Path:
+    return data_dir() / "conversations.sqlite3"
+
+
+def app_models_dir() -> Path:
+    """The `models/` folder that ships with Hearth: beside the bundle, or in the source tree."""
+    if getattr(sys, "frozen", False):
+        return Path(sys.executable).resolve().parent / "models"
+    return Path(__file__).resolve().parent.parent / "models"
