@@ -149,7 +149,7 @@ class Engine:
         self.stop_token_ids = self._end_of_generation_ids()
         self._add_bos = bool(llama_c.llama_vocab_get_add_bos(self._vocab))
         self._bos_id = llama_c.llama_vocab_bos(self._vocab)
-        self._segments: list[tuple[str, list[int]]] = []
+        self._segments: list[_Segment] = []
         self._piece_buffer = ctypes.create_string_buffer(64)
 
     # --- loading -----------------------------------------------------------------------------
@@ -223,21 +223,27 @@ class Engine:
         """The prompt's tokens, reusing the previous turn's tokens where the text still matches."""
         return self._tokens_with_reuse(self.render(messages))[0]
 
-    def _tokens_with_reuse(self, text: str) -> tuple[list[int], list[tuple[str, list[int]]]]:
+    def _tokens_with_reuse(self, text: str) -> tuple[list[int], list[_Segment]]:
+        data = text.encode("utf-8")
         tokens: list[int] = []
-        segments: list[tuple[str, list[int]]] = []
+        segments: list[_Segment] = []
         position = 0
-        for segment_text, segment_tokens in self._segments:
-            if not segment_text or not text.startswith(segment_text, position):
+        for segment in self._segments:
+            if segment.data and data.startswith(segment.data, position):
+                taken = segment
+            else:
+                taken = segment.matching_prefix(data, position)
+            if taken.tokens:
+                tokens += taken.tokens
+                segments.append(taken)
+                position += len(taken.data)
+            if taken is not segment:
                 break
-            tokens += segment_tokens
-            segments.append((segment_text, segment_tokens))
-            position += len(segment_text)
-        rest = text[position:]
-        if rest:
-            rest_tokens = self.tokenize(rest, at_start=position == 0)
+        if position < len(data):
+            rest = data[position:]
+            rest_tokens = self.tokenize(rest.decode("utf-8"), at_start=position == 0)
             tokens += rest_tokens
-            segments.append((rest, rest_tokens))
+            segments.append(_Segment(rest, rest_tokens))
         return tokens, segments
 
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
@@ -271,14 +277,12 @@ class Engine:
         started = time.perf_counter()
         reply_tokens: list[int] = []
         reply_bytes = bytearray()
+        reply_pieces: list[bytes] = []
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopStringMatcher(params.stop)
         first_token_at = last_token_at = None
         try:
             stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel)
-            if stats.evaluated_prompt_tokens < 0:
-                stats.stop_reason = "cancelled"
-                return
             sampler = self._sampler(params, stats.seed)
             stats.stop_reason = "length"
             while len(reply_tokens) < max_tokens:
@@ -297,6 +301,7 @@ class Engine:
                     break
                 reply_tokens.append(token)
                 piece = self._piece(token)
+                reply_pieces.append(piece)
                 reply_bytes += piece
                 text, stopped = stops.feed(decoder.decode(piece))
                 if text:
@@ -316,12 +321,14 @@ class Engine:
             stats.completion_tokens = len(reply_tokens)
             if first_token_at is not None and last_token_at is not None and len(reply_tokens) > 1:
                 stats.tokens_per_s = (len(reply_tokens) - 1) / max(last_token_at - first_token_at, 1e-9)
-            reply_text = reply_bytes.decode("utf-8", errors="replace")
-            self._segments = segments + [(reply_text, reply_tokens)]
+            self._segments = segments + [_Segment(bytes(reply_bytes), reply_tokens, reply_pieces)]
         yield stats
 
     def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event) -> int:
-        """Decode the prompt tokens not already in the KV cache; -1 if cancelled."""
+        """Decode the prompt tokens not already in the KV cache and return how many there were.
+
+        Cancelling stops between batches; the generation loop then sees the flag at once.
+        """
         llm = self._llm
         cached = llm.input_ids[: llm.n_tokens]
         common = 0
@@ -336,7 +343,7 @@ class Engine:
         llm.n_tokens = common
         for start in range(common, len(prompt), llm.n_batch):
             if cancel.is_set():
-                return -1
+                break
             llm.eval(prompt[start:start + llm.n_batch])
         return len(prompt) - common
 
@@ -374,7 +381,37 @@ class Engine:
     @property
     def cached_tokens(self) -> list[int]:
         """The token sequence of the last prompt and reply (what the next prompt should extend)."""
-        return [t for _, tokens in self._segments for t in tokens]
+        return [t for segment in self._segments for t in segment.tokens]
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """A stretch of the last token sequence and the text it stands for.
+
+    A prompt segment is reused whole or not at all (a tokenizer may add a space prefix, so its
+    tokens' pieces need not spell its text). A reply segment keeps each token's bytes, so
+    when a template trims the reply (Gemma's `| trim`) the tokens up to the cut still match.
+    """
+
+    data: bytes
+    tokens: list[int]
+    pieces: list[bytes] | None = None
+
+    def matching_prefix(self, text: bytes, position: int) -> "_Segment":
+        """The longest run of leading tokens whose bytes appear in `text` at `position`."""
+        if self.pieces is None:
+            return _Segment(b"", [])
+        end = position
+        count = 0
+        for piece in self.pieces:
+            if not piece or not text.startswith(piece, end):
+                break
+            end += len(piece)
+            count += 1
+        while count and end < len(text) and (text[end] & 0xC0) == 0x80:  # never split a character
+            count -= 1
+            end -= len(self.pieces[count])
+        return _Segment(text[position:end], self.tokens[:count], self.pieces[:count])
 
 
 class _LogWriter(io.TextIOBase):

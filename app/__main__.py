@@ -1,0 +1,40 @@
+"""Entry point: `hearth` opens the GUI; `hearth inspect|prompt|chat|pull` are command-line tools."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hearth", description="Chat with local GGUF language models, offline.")
+    parser.add_argument("--self-test", action="store_true", help="run the GUI end to end headless and exit 0/1")
+    parser.add_argument("--screenshot", metavar="FILE.png", help="with --self-test: save a screenshot")
+    parser.add_argument("--model", help="open the GUI on this GGUF file")
+    subparsers = parser.add_subparsers(dest="command")
+    cli.add_subcommands(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .logs import setup_logging
+
+    setup_logging()
+    if args.command is None:
+        from .ui.application import run_gui  # Qt widgets load only for the GUI
+
+        return run_gui(args)
+    try:
+        return args.run(args)
+    except cli.USER_ERRORS as exc:
+        print(f"hearth: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

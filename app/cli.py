@@ -1,0 +1,125 @@
+"""The command line: `hearth inspect | prompt | chat | pull`.
+
+Everything here speaks to the engine directly, with no Qt. stdout carries only what the
+command promises (JSON, the exact prompt, the reply); messages and statistics go to stderr,
+so the output can be piped and diffed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .engine.context import ContextFullError
+from .engine.modelfile import ModelFileError, inspect_model
+from .engine.sampling import PRESETS, SamplingError, SamplingParams
+from .engine.templates import ChatTemplate, TemplateError, template_for
+
+USER_ERRORS = (ModelFileError, TemplateError, SamplingError, ContextFullError, OSError, ValueError)
+
+
+def add_subcommands(subparsers) -> None:
+    inspect = subparsers.add_parser("inspect", help="print a GGUF model's metadata as JSON")
+    inspect.add_argument("model", type=Path)
+    inspect.set_defaults(run=run_inspect)
+
+    prompt = subparsers.add_parser("prompt", help="print the exact prompt a conversation renders to")
+    prompt.add_argument("model", type=Path, nargs="?", help="take the template from this GGUF")
+    prompt.add_argument("--template", type=Path, help="a Jinja chat template file instead of a model")
+    prompt.add_argument("--bos", default="", help="BOS token text for --template")
+    prompt.add_argument("--eos", default="", help="EOS token text for --template")
+    prompt.add_argument("--messages", type=Path, required=True, help='JSON list of {"role", "content"}')
+    prompt.add_argument("--no-generation-prompt", action="store_true", help="omit the assistant header")
+    prompt.set_defaults(run=run_prompt)
+
+    chat = subparsers.add_parser("chat", help="stream a reply to one message")
+    chat.add_argument("model", type=Path)
+    chat.add_argument("message")
+    chat.add_argument("--system", help="system prompt")
+    chat.add_argument("--preset", choices=sorted(PRESETS), default="Balanced")
+    add_sampling_arguments(chat)
+    chat.add_argument("--ctx", type=int, help="context length in tokens")
+    chat.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
+    chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
+    chat.set_defaults(run=run_chat)
+
+
+_SAMPLING_FLAGS = {
+    "temperature": float, "top_k": int, "top_p": float, "min_p": float, "repeat_penalty": float,
+    "repeat_last_n": int, "presence_penalty": float, "frequency_penalty": float, "max_tokens": int, "seed": int,
+}
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    for name, kind in _SAMPLING_FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+
+
+def sampling_from_args(args) -> SamplingParams:
+    changes = {name: getattr(args, name) for name in _SAMPLING_FLAGS if getattr(args, name) is not None}
+    if args.stop:
+        changes["stop"] = tuple(args.stop)
+    return PRESETS[args.preset].with_changes(**changes)
+
+
+def run_inspect(args) -> int:
+    info = inspect_model(args.model)
+    print(json.dumps(info.to_json(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def run_prompt(args) -> int:
+    messages = _read_messages(args.messages)
+    if args.template:
+        template = ChatTemplate(args.template.read_text(encoding="utf-8"), args.bos, args.eos, name="file")
+    elif args.model:
+        template = template_for(inspect_model(args.model))
+    else:
+        raise ValueError("give a MODEL.gguf or --template T.jinja")
+    text = template.render(messages, add_generation_prompt=not args.no_generation_prompt)
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
+    return 0
+
+
+def run_chat(args) -> int:
+    from .engine.generator import Engine, LoadOptions  # loads llama.cpp: only when chatting
+
+    params = sampling_from_args(args)
+    messages = ([{"role": "system", "content": args.system}] if args.system else [])
+    messages.append({"role": "user", "content": args.message})
+    engine = Engine(args.model, LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
+    try:
+        out = sys.stdout
+        for event in engine.stream(messages, params):
+            if isinstance(event, str):
+                out.write(event)
+                out.flush()
+            else:
+                stats = event
+        out.write("\n")
+        out.flush()
+    finally:
+        engine.close()
+    if args.stats == "json":
+        keys = ("prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s", "stop_reason")
+        print(json.dumps({k: getattr(stats, k) for k in keys} | {"device": engine.device.describe()}), file=sys.stderr)
+    if stats.stop_reason == "error":
+        print(f"hearth: {stats.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _read_messages(path: Path) -> list[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in data
+    ):
+        raise ValueError(f'{path} must be a JSON list of {{"role": ..., "content": ...}} objects')
+    return data

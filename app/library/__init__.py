@@ -1,0 +1,1 @@
+"""Where models come from: the folders Hearth scans, the embedded default, Hugging Face."""
