@@ -233,10 +233,14 @@ def _parse(path: Path, file_size: int, buf: mmap.mmap) -> ModelInfo:
     tensor_count = reader.scalar("<Q")
     kv_count = reader.scalar("<Q")
     # A tensor description takes at least 32 bytes and a key-value pair at least 13.
-    if tensor_count > MAX_TENSORS or tensor_count * 32 > file_size:
-        raise ModelFileError(f"{path.name} has a corrupt header: it claims {tensor_count:,} tensors.")
-    if kv_count > MAX_KEYS or kv_count * 13 > file_size:
-        raise ModelFileError(f"{path.name} has a corrupt header: it claims {kv_count:,} metadata entries.")
+    for count, cap, least, what in ((tensor_count, MAX_TENSORS, 32, "tensors"), (kv_count, MAX_KEYS, 13, "metadata entries")):
+        if count > cap:
+            raise ModelFileError(f"{path.name} has a corrupt header: it claims {count:,} {what}.")
+        if count * least > file_size:
+            raise ModelFileError(
+                f"{path.name} is truncated or corrupt: its header lists {count:,} {what}, "
+                f"which cannot fit in {file_size:,} bytes."
+            )
 
     meta: dict[str, object] = {}
     for _ in range(kv_count):

@@ -1,0 +1,83 @@
+"""The plain values the store hands out, and the one exception it raises.
+
+Records are frozen snapshots: the GUI may keep them around, but they never change under it;
+after a write it asks the store again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+ROLES = ("system", "user", "assistant")
+# 'streaming': a reply still being generated, saved as it grows. 'cancelled': stopped by the
+# user, or cut short by a crash (then stats["stop_reason"] is "interrupted").
+STATUSES = ("complete", "streaming", "cancelled", "error")
+
+
+class StoreError(Exception):
+    """What the user can be told: a database from a newer Hearth, a bad import file, a missing
+    conversation. The message is written to be shown as it is."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation. Timestamps are ISO-8601 UTC strings (they sort as text).
+
+    updated_at follows the content (messages, system prompt), not renames, so that the list,
+    newest first, is ordered by activity. deleted_at is set while it sits in the trash.
+    """
+
+    id: int
+    title: str
+    created_at: str
+    updated_at: str
+    model: str | None
+    system_prompt: str
+    deleted_at: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "Conversation":
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message; position orders the messages of a conversation from 0.
+
+    params are the sampling parameters the reply was generated with; stats are what the engine
+    measured (prompt_tokens, completion_tokens, ttft_s, tokens_per_s, stop_reason, ...).
+    """
+
+    id: int
+    conversation_id: int
+    position: int
+    role: str
+    content: str
+    model: str | None
+    params: dict
+    stats: dict
+    status: str
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
+        values = {name: row[name] for name in row.keys() if not name.endswith("_json")}
+        return cls(**values, params=json.loads(row["params_json"]), stats=json.loads(row["stats_json"]))
+
+
+def utc_now() -> str:
+    """Now, in the one timestamp format the database uses (fixed width, so text order is time order)."""
+    return format_timestamp(datetime.now(timezone.utc))
+
+
+def format_timestamp(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def require_choice(what: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise StoreError(f"{what} must be one of {', '.join(choices)}, not {value!r}")

@@ -1,0 +1,90 @@
+"""Finding conversations by the words in their titles and messages.
+
+With FTS5 the index uses external-content tables: the text is stored once (in conversations and
+messages) and the index holds only tokens. Triggers keep it in step with every insert, update
+and delete, including the cascade when the trash is purged. The index is derived data, so it
+lives outside the versioned migrations: install() creates and back-fills it whenever it is
+missing. Without FTS5 (or when turned off) the triggers are dropped, because writes would fail
+on them, and search falls back to LIKE; a later start with FTS5 rebuilds the index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from app.store.schema import transaction
+
+# index table -> (content table, indexed column)
+_INDEXES = {"conversation_fts": ("conversations", "title"), "message_fts": ("messages", "content")}
+_TRIGGER_SUFFIXES = ("insert", "delete", "update")
+
+
+def fts5_available(conn: sqlite3.Connection) -> bool:
+    return bool(conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0])
+
+
+def install(conn: sqlite3.Connection, wanted: bool = True) -> bool:
+    """Make the full-text index ready if wanted and possible; True when search uses it."""
+    existing = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    triggers = [f"{index}_{suffix}" for index in _INDEXES for suffix in _TRIGGER_SUFFIXES]
+    if not (wanted and fts5_available(conn)):
+        if existing.intersection(triggers):
+            with transaction(conn):
+                for trigger in triggers:
+                    conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        return False
+    if not existing.issuperset([*_INDEXES, *triggers]):
+        with transaction(conn):
+            for index, (table, column) in _INDEXES.items():
+                for statement in _index_ddl(index, table, column):
+                    conn.execute(statement)
+                conn.execute(f"INSERT INTO {index} ({index}) VALUES ('rebuild')")
+    return True
+
+
+def _index_ddl(index: str, table: str, column: str) -> list[str]:
+    remove = f"INSERT INTO {index} ({index}, rowid, {column}) VALUES ('delete', old.id, old.{column});"
+    add = f"INSERT INTO {index} (rowid, {column}) VALUES (new.id, new.{column});"
+    return [
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {index} USING fts5({column}, content='{table}', "
+        f"content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+        f"CREATE TRIGGER IF NOT EXISTS {index}_insert AFTER INSERT ON {table} BEGIN {add} END",
+        f"CREATE TRIGGER IF NOT EXISTS {index}_delete AFTER DELETE ON {table} BEGIN {remove} END",
+        f"CREATE TRIGGER IF NOT EXISTS {index}_update AFTER UPDATE OF {column} ON {table} "
+        f"BEGIN {remove} {add} END",
+    ]
+
+
+def find(conn: sqlite3.Connection, words: list[str], full_text: bool) -> list[sqlite3.Row]:
+    """Conversations not in the trash whose title, or any one message, has all the words.
+
+    FTS matches words by prefix ("stream" finds "streaming"), ignoring case and accents; the
+    LIKE fallback matches substrings, ignoring ASCII case only.
+    """
+    if full_text:
+        params: dict[str, str] = {"query": " ".join(_fts_phrase(word) for word in words)}
+        title_match = "c.id IN (SELECT rowid FROM conversation_fts WHERE conversation_fts MATCH :query)"
+        message_match = (
+            "c.id IN (SELECT m.conversation_id FROM message_fts JOIN messages m "
+            "ON m.id = message_fts.rowid WHERE message_fts MATCH :query)"
+        )
+    else:
+        params = {f"w{i}": "%" + _like_escape(word) + "%" for i, word in enumerate(words)}
+        title_match = " AND ".join(f"c.title LIKE :{name} ESCAPE '\\'" for name in params)
+        message_match = "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND {})".format(
+            " AND ".join(f"m.content LIKE :{name} ESCAPE '\\'" for name in params)
+        )
+    sql = (
+        f"SELECT c.* FROM conversations c WHERE c.deleted_at IS NULL "
+        f"AND (({title_match}) OR ({message_match})) ORDER BY c.updated_at DESC, c.id DESC"
+    )
+    return conn.execute(sql, params).fetchall()
+
+
+def _fts_phrase(word: str) -> str:
+    """A user's word as a quoted FTS5 prefix phrase, so quotes, '-' or 'OR' are just text."""
+    return '"' + word.replace('"', '""') + '"*'
+
+
+def _like_escape(word: str) -> str:
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
