@@ -1,0 +1,125 @@
+"""The Qt bridge with the real engine: nothing blocks the GUI thread, stop works, failures are kept apart."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import QElapsedTimer, QTimer
+
+from app.bridge import EngineBridge
+from app.engine.generator import LoadOptions
+from app.engine.sampling import SamplingParams
+
+PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def bridge(gemma_path, qapp):
+    bridge = EngineBridge()
+    yield bridge
+    bridge.shutdown()
+
+
+@pytest.fixture(scope="module")
+def loaded(bridge, gemma_path, qapp):
+
+    results = []
+    bridge.modelLoaded.connect(results.append)
+    bridge.load(gemma_path, LoadOptions(n_ctx=1024))
+    deadline = time.monotonic() + 60
+    while not results and time.monotonic() < deadline:
+        qapp.processEvents()
+        time.sleep(0.01)
+    assert results, "the model did not load"
+    return results[0]
+
+
+def ask(text):
+    return [{"role": "user", "content": text}]
+
+
+def test_model_loaded_reports_info_and_device(loaded, gemma_path):
+    assert loaded.path == gemma_path
+    assert loaded.info.architecture == "gemma3"
+    assert loaded.device.describe() in ("CPU",) or loaded.device.backend == "CUDA"
+    assert loaded.n_ctx == 1024 and loaded.template_name == "fallback:gemma"
+
+
+def test_reply_streams_in_chunks_and_finishes(bridge, loaded, qtbot):
+    chunks = []
+    bridge.chunk.connect(chunks.append)
+    try:
+        with qtbot.waitSignal(bridge.replyFinished, timeout=30_000) as finished:
+            assert bridge.generate(ask("The capital of France is"), PARAMS)
+        text, stats = finished.args
+        assert "".join(chunks) == text and text
+        assert stats.completion_tokens == 12 and stats.stop_reason == "length"
+        assert not bridge.generating
+    finally:
+        bridge.chunk.disconnect(chunks.append)
+
+
+def test_second_send_while_generating_is_refused(bridge, loaded, qtbot):
+    with qtbot.waitSignal(bridge.replyFinished, timeout=30_000):
+        assert bridge.generate(ask("One"), PARAMS)
+        assert not bridge.generate(ask("Two"), PARAMS)
+
+
+def test_gui_thread_stays_responsive_while_generating(bridge, loaded, qtbot):
+    gaps = []
+    clock = QElapsedTimer()
+    clock.start()
+    last = [clock.elapsed()]
+
+    def tick():
+        now = clock.elapsed()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(tick)
+    timer.start()
+    with qtbot.waitSignal(bridge.replyFinished, timeout=60_000):
+        bridge.generate(ask("Write a poem about rivers " * 20), PARAMS.with_changes(max_tokens=40))
+    timer.stop()
+    assert len(gaps) > 20
+    assert max(gaps) < 250, f"the GUI thread stalled for {max(gaps)} ms"
+
+
+def test_stop_keeps_partial_reply(bridge, loaded, qtbot):
+    chunks = []
+
+    def on_chunk(text):
+        chunks.append(text)
+        bridge.stop()
+
+    bridge.chunk.connect(on_chunk)
+    try:
+        with qtbot.waitSignal(bridge.replyFinished, timeout=30_000) as finished:
+            bridge.generate(ask("Tell me a long story"), PARAMS.with_changes(max_tokens=400))
+    finally:
+        bridge.chunk.disconnect(on_chunk)
+    text, stats = finished.args
+    assert stats.stop_reason == "cancelled"
+    assert text.startswith("".join(chunks)) and 0 < stats.completion_tokens < 400
+
+
+def test_template_failure_is_reported_not_raised(bridge, loaded, qtbot):
+    with qtbot.waitSignal(bridge.failed, timeout=30_000) as failed:
+        bridge.generate(ask("word " * 3000), PARAMS)
+    assert "too long for the context window" in failed.args[0]
+    assert not bridge.generating
+
+
+def test_bad_model_fails_and_previous_model_stays_usable(bridge, loaded, qtbot, tmp_path):
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + b"\xff" * 100)
+    with qtbot.waitSignal(bridge.loadFailed, timeout=30_000) as failed:
+        bridge.load(corrupt)
+    assert "corrupt.gguf" in failed.args[0]
+    assert bridge.loaded is loaded
+    with qtbot.waitSignal(bridge.replyFinished, timeout=30_000) as finished:
+        bridge.generate(ask("Hello"), PARAMS.with_changes(max_tokens=3))
+    assert finished.args[1].completion_tokens == 3
