@@ -135,7 +135,8 @@ class EngineBridge(QObject):
 
     Signals are the worker's, re-emitted on the GUI thread, with stale replies filtered out:
         loadProgress(float), modelLoaded(LoadedModel), loadFailed(str),
-        chunk(str), replyFinished(str, ReplyStats), failed(str), contextUsed(int).
+        chunk(str), replyFinished(str, ReplyStats), failed(str), contextUsed(int),
+        loadFinished(str): after either load outcome; the error message, or "" on success.
     """
 
     loadProgress = Signal(float)
@@ -145,6 +146,7 @@ class EngineBridge(QObject):
     replyFinished = Signal(str, object)
     failed = Signal(str)
     contextUsed = Signal(int)
+    loadFinished = Signal(str)
 
     _requestLoad = Signal(object, object, object)
     _requestGenerate = Signal(int, object, object, object)
@@ -221,10 +223,12 @@ class EngineBridge(QObject):
         self._load_cancel = None
         self.loaded = loaded
         self.modelLoaded.emit(loaded)
+        self.loadFinished.emit("")
 
     def _on_load_failed(self, message: str) -> None:
         self._load_cancel = None
         self.loadFailed.emit(message)
+        self.loadFinished.emit(message)
 
     def _on_chunk(self, request_id: int, text: str) -> None:
         if request_id == self._active_request:

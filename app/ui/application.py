@@ -1,0 +1,116 @@
+"""Start the GUI: one QApplication, the store, the engine bridge, the window, the first model."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from .. import crash, paths
+from ..bridge import EngineBridge
+from ..library.default_model import ensure_default_model
+from ..store import ConversationStore, StoreError
+from .background import run_in_background
+
+log = logging.getLogger(__name__)
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+
+
+def resources_dir() -> Path:
+    """`resources/` in the source tree, or inside a PyInstaller bundle."""
+    bundled = getattr(sys, "_MEIPASS", None)
+    return Path(bundled) / "resources" if bundled else RESOURCES
+
+
+def settings() -> QSettings:
+    """An INI file in the config location, so HEARTH_HOME profiles are self-contained."""
+    return QSettings(str(paths.config_dir() / "hearth.ini"), QSettings.IniFormat)
+
+
+def _ensure_streams() -> None:
+    """A windowed bundle has no stdout/stderr; give libraries something harmless to write to."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
+def create_application() -> QApplication:
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName(paths.APP_NAME)
+    app.setApplicationDisplayName(paths.APP_NAME)
+    app.setDesktopFileName("hearth")
+    app.setStyle("Fusion")  # the same look everywhere; follows the system's light/dark scheme
+    appearance = os.environ.get("HEARTH_APPEARANCE", "").lower()
+    if appearance in ("light", "dark"):
+        app.styleHints().setColorScheme(Qt.ColorScheme.Dark if appearance == "dark" else Qt.ColorScheme.Light)
+    icon = resources_dir() / "hearth.svg"
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+    return app
+
+
+def first_model(args, config: QSettings) -> Path | None:
+    """The model to open: --model, else the last one used, else the embedded default."""
+    if getattr(args, "model", None):
+        return Path(args.model)
+    last = config.value("models/last")
+    if last and Path(last).exists():
+        return Path(last)
+    return ensure_default_model()
+
+
+def run_gui(args) -> int:
+    if args.self_test:
+        os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
+    _ensure_streams()
+    crash.install()
+    app = create_application()
+    from .main_window import MainWindow  # after QApplication: widgets need it
+
+    config = settings()
+    try:
+        store = ConversationStore(paths.database_path())
+    except StoreError as exc:
+        QMessageBox.critical(None, "Hearth", str(exc))
+        return 1
+    bridge = EngineBridge()
+    window = MainWindow(store, bridge, config)
+    window.show()
+
+    def load_first(model, error):
+        if error is not None:
+            window.statusBar().showMessage(f"The default model could not be prepared: {error}")
+        elif model is not None:
+            window.load_model(model)
+
+    run_in_background(lambda: first_model(args, config), load_first)
+    if args.self_test:
+        from .self_test import SelfTest
+
+        code = SelfTest(window, args.screenshot).run()
+    else:
+        QTimer.singleShot(0, lambda: offer_crash_reports(window))
+        code = app.exec()
+    bridge.shutdown()
+    store.close()
+    return code
+
+
+def offer_crash_reports(parent) -> None:
+    reports = crash.pending_reports()
+    if not reports:
+        return
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Warning)
+    box.setWindowTitle("Hearth closed unexpectedly")
+    box.setText("Hearth closed unexpectedly last time. A report was saved in its log folder.")
+    box.setInformativeText(str(paths.log_dir()))
+    box.setDetailedText("\n\n".join(r.read_text(encoding="utf-8", errors="replace")[-4000:] for r in reports))
+    box.exec()
+    crash.mark_seen(reports)

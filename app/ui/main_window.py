@@ -1,0 +1,339 @@
+"""The main window: conversations (left), the chat (centre), model and parameters (right).
+
+The window wires widgets to the session, the bridge and the store; it holds no chat logic of
+its own (that is `app.session.ChatSession`) and never touches llama.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
+)
+
+from ..bridge import EngineBridge, LoadedModel
+from ..engine.generator import LoadOptions
+from ..session import ChatSession, ReplySettings
+from ..store import ConversationStore, StoredMessage, StoreError
+from .chat_view import ChatView, MessageView
+from .composer import Composer
+from .conversation_list import ConversationList
+from .model_picker import ModelPicker
+from .parameters_panel import ParametersPanel
+from .shortcuts import SHORTCUTS, ShortcutsDialog
+
+UNDO_SECONDS = 10
+
+
+def message_view(message: StoredMessage) -> MessageView:
+    return MessageView(
+        id=message.id, role=message.role, content=message.content, stats=message.stats,
+        status=message.status, model=message.model,
+    )
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, store: ConversationStore, bridge: EngineBridge, settings: QSettings):
+        super().__init__()
+        self.setWindowTitle("Hearth")
+        self.store = store
+        self.bridge = bridge
+        self.settings = settings
+        self.session = ChatSession(store, bridge, self.reply_settings, self)
+        self._last_stats: dict = {}
+
+        self.conversations = ConversationList()
+        self.chat = ChatView()
+        self.composer = Composer()
+        self.picker = ModelPicker(settings)
+        self.parameters = ParametersPanel()
+        self.parameters.set_gpu_available(bridge.gpu_available)
+
+        centre = QWidget()
+        centre_layout = QVBoxLayout(centre)
+        centre_layout.setContentsMargins(0, 0, 0, 0)
+        centre_layout.setSpacing(0)
+        centre_layout.addWidget(self.chat, 1)
+        centre_layout.addWidget(self.composer)
+
+        self.side_panel = QTabWidget()
+        self.side_panel.addTab(self.picker, "Model")
+        self.side_panel.addTab(self.parameters, "Parameters")
+
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(self.conversations)
+        self.splitter.addWidget(centre)
+        self.splitter.addWidget(self.side_panel)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setCollapsible(1, False)
+        self.splitter.setSizes([220, 640, 380])
+        self.setCentralWidget(self.splitter)
+
+        self._build_status_bar()
+        self._build_menus()
+        self._connect()
+        self._restore_state()
+        self.refresh_conversations()
+
+    # --- construction ------------------------------------------------------------------------
+
+    def _build_status_bar(self) -> None:
+        self.model_label = QLabel("No model")
+        self.context_label = QLabel("")
+        self.speed_label = QLabel("")
+        for label in (self.model_label, self.context_label, self.speed_label):
+            label.setContentsMargins(6, 0, 6, 0)
+        status = self.statusBar()
+        status.addPermanentWidget(self.model_label)
+        status.addPermanentWidget(self.context_label)
+        status.addPermanentWidget(self.speed_label)
+
+    def _action(self, menu, text, slot, shortcut=None, tip=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ApplicationShortcut)
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self._action(file_menu, "New chat", self.session.new_conversation, SHORTCUTS["new_chat"])
+        self._action(file_menu, "Add model file…", self.picker.add_model_file, SHORTCUTS["add_model"])
+        self._action(file_menu, "Add model folder…", self.picker.add_folder)
+        file_menu.addSeparator()
+        self._action(file_menu, "Import conversation…", self.import_conversation)
+        self._action(file_menu, "Export as Markdown…", lambda: self.export_conversation(None, "markdown"))
+        self._action(file_menu, "Export as JSON…", lambda: self.export_conversation(None, "json"))
+        file_menu.addSeparator()
+        self._action(file_menu, "Quit", self.close, QKeySequence.Quit)
+
+        chat_menu = bar.addMenu("&Chat")
+        self.stop_action = self._action(chat_menu, "Stop", self.session.stop, SHORTCUTS["stop"])
+        self.regenerate_action = self._action(chat_menu, "Regenerate", self.session.regenerate, SHORTCUTS["regenerate"])
+        self._action(chat_menu, "Focus the input", self.composer.edit.setFocus, SHORTCUTS["focus_input"])
+
+        view_menu = bar.addMenu("&View")
+        self.panel_action = self._action(view_menu, "Model and parameters panel", self.toggle_side_panel, "Ctrl+Shift+M")
+        self.panel_action.setCheckable(True)
+        self.panel_action.setChecked(True)
+
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(), "F1")
+
+    def _connect(self) -> None:
+        session, bridge = self.session, self.bridge
+        self.composer.sendRequested.connect(self.send)
+        self.composer.stopRequested.connect(session.stop)
+        self.conversations.opened.connect(session.open)
+        self.conversations.newRequested.connect(session.new_conversation)
+        self.conversations.renameRequested.connect(self.rename_conversation)
+        self.conversations.deleteRequested.connect(self.delete_conversation)
+        self.conversations.exportRequested.connect(self.export_conversation)
+        self.conversations.searchChanged.connect(lambda _text: self.refresh_conversations())
+
+        session.conversationChanged.connect(self.show_conversation)
+        session.conversationsChanged.connect(self.refresh_conversations)
+        session.messageAdded.connect(lambda message: self.chat.add_message(message_view(message)))
+        session.replyStarted.connect(self.chat.begin_reply)
+        session.replyChunk.connect(self.chat.append_text)
+        session.replyFinished.connect(self.on_reply_finished)
+        session.busyChanged.connect(self.on_busy_changed)
+        session.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
+
+        self.chat.editRequested.connect(self.edit_message)
+        self.chat.regenerateRequested.connect(session.regenerate)
+        self.chat.linkActivated.connect(self.confirm_open_link)
+        self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
+
+        self.picker.modelChosen.connect(self.load_model)
+        self.picker.loadCancelRequested.connect(bridge.cancel_load)
+        self.parameters.reloadRequested.connect(self.reload_model)
+        bridge.loadProgress.connect(self.picker.set_loading)
+        bridge.modelLoaded.connect(self.on_model_loaded)
+        bridge.loadFailed.connect(self.on_load_failed)
+        bridge.contextUsed.connect(self.show_context_used)
+
+    # --- models ------------------------------------------------------------------------------
+
+    def load_model(self, path: Path) -> None:
+        stored = self.parameters.stored_model_settings(Path(path).name, self.settings)
+        self.picker.set_loading(0.0)
+        self.model_label.setText(f"Loading {Path(path).name}…")
+        self.bridge.load(Path(path), LoadOptions(
+            n_ctx=stored.get("n_ctx"), n_gpu_layers=stored.get("gpu_layers"),
+            template_override=stored.get("template_override"),
+        ))
+
+    def reload_model(self) -> None:
+        if self.bridge.loaded is not None:
+            self.load_model(self.bridge.loaded.path)
+
+    def on_model_loaded(self, loaded: LoadedModel) -> None:
+        self.picker.set_loading(None)
+        self.picker.set_current(loaded.path)
+        self.parameters.load_for_model(loaded.path.name, self.settings, loaded)
+        self.settings.setValue("models/last", str(loaded.path))
+        self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}")
+        self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
+        self.context_label.setText(f"Context 0 / {loaded.n_ctx:,}")
+        self.statusBar().showMessage(f"Loaded {loaded.path.name}", 5000)
+
+    def on_load_failed(self, message: str) -> None:
+        self.picker.set_loading(None)
+        self.picker.show_load_error(message)
+        loaded = self.bridge.loaded
+        self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}" if loaded else "No model")
+        self.statusBar().showMessage(message, 15_000)
+
+    def reply_settings(self) -> ReplySettings:
+        loaded = self.bridge.loaded
+        return ReplySettings(
+            params=self.parameters.params(),
+            system_prompt=self.parameters.system_prompt(),
+            model_name=loaded.path.name if loaded else None,
+        )
+
+    # --- chat --------------------------------------------------------------------------------
+
+    def send(self, text: str) -> None:
+        if self.session.send(text):
+            self.composer.clear()
+
+    def show_conversation(self, conversation_id: int) -> None:
+        self.chat.set_messages([message_view(m) for m in self.session.messages()])
+        self.refresh_conversations()
+
+    def on_reply_finished(self, message_id: int, text: str, stats: dict, status: str) -> None:
+        self.chat.finish_reply(text, stats, status)
+        if stats.get("tokens_per_s"):
+            self.speed_label.setText(f"{stats['tokens_per_s']:.1f} tok/s · first token {stats.get('ttft_s', 0):.2f} s")
+        if stats.get("dropped_messages"):
+            self.statusBar().showMessage(
+                f"The conversation was longer than the context window: the oldest "
+                f"{stats['dropped_messages']} messages were left out of this reply.", 10_000)
+        self.refresh_conversations()
+
+    def on_busy_changed(self, busy: bool) -> None:
+        self.composer.set_busy(busy)
+        self.regenerate_action.setEnabled(not busy)
+
+    def show_context_used(self, tokens: int) -> None:
+        if self.bridge.loaded is not None:
+            self.context_label.setText(f"Context {tokens:,} / {self.bridge.loaded.n_ctx:,}")
+
+    def edit_message(self, message_id: int) -> None:
+        message = next((m for m in self.session.messages() if m.id == message_id), None)
+        if message is None or self.session.busy:
+            return
+        text, accepted = QInputDialog.getMultiLineText(self, "Edit message", "Change the message and send it again:", message.content)
+        if accepted:
+            self.session.edit(message_id, text)
+
+    def confirm_open_link(self, url: QUrl) -> None:
+        """Links come from model output, which is untrusted: open one only if the user says so."""
+        if url.scheme() not in ("http", "https"):
+            return
+        answer = QMessageBox.question(self, "Open link?", f"Open this link from the reply in your browser?\n\n{url.toString()}")
+        if answer == QMessageBox.Yes:
+            QDesktopServices.openUrl(url)
+
+    # --- conversations -------------------------------------------------------------------------
+
+    def refresh_conversations(self) -> None:
+        query = self.conversations.search.text().strip()
+        found = self.store.search(query) if query else self.store.list_conversations()
+        self.conversations.set_conversations(found, self.session.conversation_id)
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        self.store.rename(conversation_id, title)
+        QTimer.singleShot(0, self.refresh_conversations)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        deleted = self.store.delete(conversation_id)
+        if self.session.conversation_id == conversation_id:
+            self.session.conversation_id = None
+            self.chat.set_messages([])
+        self.refresh_conversations()
+        self._offer_undo(deleted)
+
+    def _offer_undo(self, deleted) -> None:
+        from PySide6.QtWidgets import QPushButton
+
+        button = QPushButton("Undo")
+        status = self.statusBar()
+        status.showMessage(f"Deleted “{deleted.title or 'New chat'}”", UNDO_SECONDS * 1000)
+        status.addWidget(button)
+
+        def undo():
+            self.store.restore(deleted.id)
+            status.clearMessage()
+            button.deleteLater()
+            self.refresh_conversations()
+
+        button.clicked.connect(undo)
+        QTimer.singleShot(UNDO_SECONDS * 1000, button.deleteLater)
+        self._undo_button = button
+
+    def export_conversation(self, conversation_id: int | None, kind: str) -> None:
+        conversation_id = conversation_id or self.session.conversation_id
+        if conversation_id is None:
+            return
+        title = self.store.get_conversation(conversation_id).title or "conversation"
+        suffix = ".md" if kind == "markdown" else ".json"
+        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", title + suffix)
+        if path:
+            self.write_export(conversation_id, kind, Path(path))
+
+    def write_export(self, conversation_id: int, kind: str, path: Path) -> None:
+        if kind == "markdown":
+            path.write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
+        else:
+            data = self.store.export_json(conversation_id)
+            path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+        self.statusBar().showMessage(f"Exported to {path}", 5000)
+
+    def import_conversation(self, path: Path | None = None) -> None:
+        if path is None:
+            chosen, _ = QFileDialog.getOpenFileName(self, "Import conversation", "", "Hearth conversation (*.json)")
+            if not chosen:
+                return
+            path = Path(chosen)
+        try:
+            conversation_id = self.store.import_json(Path(path).read_bytes())
+        except (StoreError, OSError) as exc:
+            QMessageBox.warning(self, "Import failed", str(exc))
+            return
+        self.session.open(conversation_id)
+
+    # --- window state ----------------------------------------------------------------------------
+
+    def toggle_side_panel(self) -> None:
+        visible = not self.side_panel.isVisible()
+        self.side_panel.setVisible(visible)
+        self.panel_action.setChecked(visible)
+
+    def _restore_state(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 800)
+        splitter = self.settings.value("window/splitter")
+        if splitter is not None:
+            self.splitter.restoreState(splitter)
+
+    def closeEvent(self, event) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/splitter", self.splitter.saveState())
+        self.settings.sync()
+        self.session.stop()
+        super().closeEvent(event)
