@@ -45,6 +45,12 @@ def add_subcommands(subparsers) -> None:
     chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
     chat.set_defaults(run=run_chat)
 
+    from .library.pull_cli import add_pull_arguments, run_pull  # huggingface_hub: only with `pull`
+
+    pull = subparsers.add_parser("pull", help="download a GGUF model from Hugging Face")
+    add_pull_arguments(pull)
+    pull.set_defaults(run=run_pull)
+
 
 _SAMPLING_FLAGS = {
     "temperature": float, "top_k": int, "top_p": float, "min_p": float, "repeat_penalty": float,

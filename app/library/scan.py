@@ -1,0 +1,231 @@
+"""Finding the GGUF files a user can chat with, and saying what is wrong with the others.
+
+The model picker lists what this returns. A file that fails inspection is still listed, with
+the reason, because a model that silently does not appear ("I downloaded it, where is it?")
+is worse than one that says it is truncated. Inspection reads headers only, but a folder of
+big models is still worth not re-reading: results are cached by path, size and mtime.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths
+from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model
+
+log = logging.getLogger(__name__)
+
+# Files this many folders below a scanned folder are found; deeper ones are not, so adding
+# a big folder (a home directory) by mistake costs a bounded walk, not the whole disk.
+MAX_DEPTH = 3
+# Downloads in progress (`.gguf.part`, `.gguf.partial`) don't end in `.gguf`, so they are
+# never listed; files that failed their checksum wait in `quarantine/`, which is skipped.
+SKIPPED_FOLDERS = frozenset({"quarantine"})
+# llama.cpp's split-model naming; it loads the rest of the parts from the first.
+_SPLIT = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+_HF_REPO_PREFIX = "models--"
+
+APP_MODELS_LABEL = "Hearth"
+USER_MODELS_LABEL = "Your models"
+HF_LABEL = "Hugging Face"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One listed model: a usable file (`info`) or an unusable one (`error`), never both."""
+
+    path: Path  # as listed; in the Hugging Face cache, the snapshot's file name, not the blob
+    origin: str  # where it was found, for people: "Hearth", "Your models", a folder, a repo
+    size: int  # bytes, all parts of a split model together
+    info: ModelInfo | None
+    error: str | None
+
+    @property
+    def usable(self) -> bool:
+        return self.info is not None
+
+    @property
+    def name(self) -> str:
+        return self.info.name if self.info else self.path.name
+
+
+def hf_cache_dir() -> Path:
+    """huggingface_hub's cache folder (it honours HF_HOME and HF_HUB_CACHE)."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def model_folders(extra: Iterable[Path] = ()) -> list[Path]:
+    """Every folder Hearth looks in, in listing order; duplicates and missing ones dropped."""
+    folders: list[Path] = []
+    seen: set[Path] = set()
+    for folder in (paths.app_models_dir(), paths.user_models_dir(), *extra, hf_cache_dir()):
+        folder = Path(folder).expanduser()
+        key = _resolved(folder)
+        if key not in seen and folder.is_dir():
+            seen.add(key)
+            folders.append(folder)
+    return folders
+
+
+def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry]:
+    """List the models in `folders`, then the single `files` the user added.
+
+    A folder laid out as a Hugging Face cache (`models--org--name/snapshots/…`) is read as
+    one: each file is listed under its repository. The same file reached twice (a symlink,
+    a folder inside another) is listed once, where it was found first.
+    """
+    entries: list[ModelEntry] = []
+    seen: set[Path] = set()
+
+    def add(path: Path, origin: str) -> None:
+        key = _resolved(path)
+        if key not in seen:
+            seen.add(key)
+            entries.append(_entry(path, origin))
+
+    for folder in folders:
+        folder = Path(folder)
+        if _is_hf_cache(folder):
+            for path, repo in _hf_cache_files(folder):
+                add(path, f"{HF_LABEL} · {repo}")
+        else:
+            origin = folder_label(folder)
+            for path in _gguf_files(folder):
+                add(path, origin)
+    for path in files:
+        path = Path(path)
+        if path.exists() and _is_listed_name(path.name):
+            add(path, folder_label(path.parent))
+    return entries
+
+
+def folder_label(folder: Path) -> str:
+    """How the folder column names a folder: Hearth's own by name, others by their path."""
+    key = _resolved(folder)
+    if key == _resolved(paths.app_models_dir()):
+        return APP_MODELS_LABEL
+    if key == _resolved(paths.user_models_dir()):
+        return USER_MODELS_LABEL
+    home = Path.home()
+    try:
+        return str(Path("~") / folder.relative_to(home))
+    except ValueError:
+        return str(folder)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:  # a symlink loop, or a drive that went away
+        return path.absolute()
+
+
+def _is_listed_name(name: str) -> bool:
+    """A `.gguf` that is a whole model or the first part of a split one."""
+    if not name.lower().endswith(".gguf"):
+        return False
+    split = _SPLIT.match(name)
+    return split is None or int(split["index"]) == 1
+
+
+def _gguf_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for root, dirs, names in os.walk(folder, onerror=lambda exc: log.info("skipping %s: %s", exc.filename, exc)):
+        depth = len(Path(root).relative_to(folder).parts)
+        dirs[:] = [] if depth >= MAX_DEPTH else [
+            d for d in dirs if not d.startswith(".") and d.lower() not in SKIPPED_FOLDERS
+        ]
+        found.extend(Path(root, name) for name in names if _is_listed_name(name))
+    return sorted(found, key=lambda p: str(p.relative_to(folder)).lower())
+
+
+def _is_hf_cache(folder: Path) -> bool:
+    try:
+        return any(child.name.startswith(_HF_REPO_PREFIX) and child.is_dir() for child in folder.iterdir())
+    except OSError:
+        return False
+
+
+def _hf_cache_files(cache: Path) -> list[tuple[Path, str]]:
+    """(snapshot path, "org/name") for every model file in every snapshot of every repo."""
+    found = []
+    for repo_dir in sorted(cache.glob(f"{_HF_REPO_PREFIX}*")):
+        repo = repo_dir.name.removeprefix(_HF_REPO_PREFIX).replace("--", "/")
+        for snapshot in sorted((repo_dir / "snapshots").glob("*")):
+            if snapshot.is_dir():
+                found.extend((path, repo) for path in _gguf_files(snapshot))
+    return found
+
+
+def _entry(path: Path, origin: str) -> ModelEntry:
+    size = _stat_size(path)
+    split = _SPLIT.match(path.name)
+    if split:
+        count = int(split["count"])
+        for index in range(2, count + 1):
+            part = path.with_name(f"{split['stem']}-{index:05d}-of-{count:05d}.gguf")
+            if not part.exists():
+                return ModelEntry(path, origin, size, None, f"Part {index} of {count} ({part.name}) is missing.")
+            size += _stat_size(part)
+    result = _INSPECTIONS.inspect(path)
+    if isinstance(result, ModelInfo):
+        return ModelEntry(path, origin, size, result, None)
+    return ModelEntry(path, origin, size, None, result)
+
+
+def _stat_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class _InspectionCache:
+    """inspect_model results by path, valid while the file's size and mtime are unchanged.
+
+    Shared by scans on worker threads, hence the lock. One slot per path, so a file that
+    changes replaces its old result instead of piling up.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._results: dict[Path, tuple[int, int, ModelInfo | str]] = {}
+
+    def inspect(self, path: Path) -> ModelInfo | str:
+        try:
+            stat = path.stat()
+        except OSError:
+            return _inspect(path)  # the inspector words "not found" for the user
+        with self._lock:
+            cached = self._results.get(path)
+        if cached and cached[:2] == (stat.st_size, stat.st_mtime_ns):
+            return cached[2]
+        result = _inspect(path)
+        with self._lock:
+            self._results[path] = (stat.st_size, stat.st_mtime_ns, result)
+        return result
+
+
+def _inspect(path: Path) -> ModelInfo | str:
+    try:
+        info = inspect_model(path)
+    except ModelFileError as exc:
+        return str(exc)
+    except Exception as exc:  # a parser bug on one odd file must not hide every other model
+        log.exception("inspecting %s failed", path)
+        return f"Hearth could not read {path.name}: {type(exc).__name__}: {exc}"
+    if info.architecture == "clip":
+        return (f"{path.name} is a vision projector (mmproj): it goes with a language model "
+                "and cannot be chatted with on its own.")
+    return info
+
+
+_INSPECTIONS = _InspectionCache()

@@ -1,0 +1,75 @@
+"""Fixtures for the Hugging Face tests: a fake Hub on 127.0.0.1 and an isolated HF home.
+
+huggingface_hub reads HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE once, at import. The code
+under test takes the endpoint explicitly (HubClient(endpoint=...)) and reads HF_ENDPOINT
+and HF_HUB_OFFLINE again when a client is made, so the fixtures set the environment; the
+token and cache paths huggingface_hub computed at import are patched to the test's folder
+so no test can read the user's login or write into the user's cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gguf import GGUFWriter
+from huggingface_hub import constants
+
+from app.library.hub import HubClient, Timeouts
+from fake_hub import QWEN_REPO, FakeHub
+
+
+@pytest.fixture(autouse=True)
+def isolated_hf_home(tmp_path, monkeypatch):
+    home = tmp_path / "hf-home"
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HEARTH_HOME", str(tmp_path / "hearth-home"))
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(home / "token"))
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(home / "stored_tokens"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory) -> bytes:
+    """A small valid llama-architecture GGUF (64 KiB of weights), as bytes."""
+    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_name("Tiny Test")
+    writer.add_context_length(128)
+    writer.add_block_count(1)
+    writer.add_file_type(15)  # MOSTLY_Q4_K_M, as the file name will say
+    writer.add_tensor("token_embd.weight", np.arange(16384, dtype=np.float32).reshape(64, 256))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path.read_bytes()
+
+
+@pytest.fixture
+def hub():
+    with FakeHub() as server:
+        yield server
+
+
+@pytest.fixture
+def qwen(hub, tiny_gguf):
+    """A repo shaped like a real one: three quants, one of them split, and a projector."""
+    return hub.add_repo(QWEN_REPO, {
+        "README.md": b"# Qwen3 0.6B GGUF\n",
+        "Qwen3-0.6B-Q4_K_M.gguf": tiny_gguf,
+        "Qwen3-0.6B-IQ2_XS.gguf": tiny_gguf[:40_000],
+        "BF16/Qwen3-0.6B-BF16-00001-of-00003.gguf": tiny_gguf[:30_000],
+        "BF16/Qwen3-0.6B-BF16-00002-of-00003.gguf": tiny_gguf[30_000:50_000],
+        "BF16/Qwen3-0.6B-BF16-00003-of-00003.gguf": tiny_gguf[50_000:],
+        "mmproj-Qwen3-0.6B-f16.gguf": b"projector" * 100,
+    }, downloads=5000, likes=42)
+
+
+@pytest.fixture
+def client(hub) -> HubClient:
+    return HubClient(endpoint=hub.url, timeouts=Timeouts(connect=2.0, read=2.0))

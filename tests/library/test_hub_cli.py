@@ -1,0 +1,68 @@
+"""`hearth pull` end to end against the fake Hub, found through HF_ENDPOINT as in real use."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.library.pull_cli import add_pull_arguments, run_pull
+from fake_hub import QWEN_REPO
+
+
+def pull(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="hearth pull")
+    add_pull_arguments(parser)
+    return run_pull(parser.parse_args(list(argv)))
+
+
+@pytest.fixture
+def endpoint(hub, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    return hub.url
+
+
+def test_pull_downloads_a_quant_and_draws_progress(qwen, endpoint, tmp_path, capsys, tiny_gguf):
+    assert pull(QWEN_REPO, "--quant", "Q4_K_M", "--dest", str(tmp_path)) == 0
+
+    out, err = capsys.readouterr()
+    assert Path(out.strip()) == tmp_path / "Qwen3-0.6B-Q4_K_M.gguf"
+    assert Path(out.strip()).read_bytes() == tiny_gguf
+    assert "Downloading Qwen3-0.6B-Q4_K_M.gguf (Q4_K_M, 65.8 KB)" in err
+    assert "[########################] 100%  65.8 KB / 65.8 KB" in err
+    assert "/s  ETA" in err
+
+
+def test_pull_defaults_to_hearths_models_folder(qwen, endpoint, tmp_path, capsys):
+    assert pull(QWEN_REPO, "--file", "Qwen3-0.6B-IQ2_XS.gguf") == 0
+    out = capsys.readouterr().out.strip()
+    assert Path(out) == tmp_path / "hearth-home" / "data" / "models" / "Qwen3-0.6B-IQ2_XS.gguf"
+
+
+def test_pull_failure_is_one_line_and_exit_status_1(qwen, endpoint, tmp_path, capsys):
+    assert pull(QWEN_REPO, "--quant", "Q2_K", "--dest", str(tmp_path)) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("hearth pull: Qwen/Qwen3-0.6B-GGUF has no Q2_K model. It has: ")
+
+
+def test_pull_of_a_malformed_repo_name_says_how_to_write_it(endpoint, capsys):
+    assert pull("not a repo") == 1
+    assert capsys.readouterr().err == (
+        "hearth pull: 'not a repo' is not a Hugging Face repository name; write it as OWNER/NAME.\n"
+    )
+
+
+def test_pull_as_a_program(qwen, endpoint, tmp_path, tiny_gguf):
+    result = subprocess.run(
+        [sys.executable, "-m", "app.library.pull_cli", QWEN_REPO, "--quant", "Q4_K_M", "--dest", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=os.environ.copy(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).read_bytes() == tiny_gguf
+    assert "100%" in result.stderr

@@ -1,0 +1,164 @@
+"""Model discovery on real files: the real Gemma (linked, not copied), garbage, HF cache layouts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app import paths
+from app.library import scan as scan_module
+from app.library.scan import MAX_DEPTH, model_folders, scan
+
+
+def _link(src: Path, dest: Path) -> Path:
+    """A 253 MB model in many places without 253 MB each: a hard link, else a symlink."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        dest.symlink_to(src)
+    return dest
+
+
+def _garbage(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"this is not a model, just some bytes " * 50)
+    return path
+
+
+@pytest.fixture
+def no_hf_cache(monkeypatch, tmp_path):
+    monkeypatch.setattr(scan_module, "hf_cache_dir", lambda: tmp_path / "no-hf-cache")
+
+
+def _names(entries):
+    return [entry.path.name for entry in entries]
+
+
+def test_lists_a_model_with_its_header(gemma_path, tmp_path):
+    model = _link(gemma_path, tmp_path / "models" / "gemma.gguf")
+    [entry] = scan([tmp_path / "models"])
+    assert entry.path == model and entry.usable and entry.error is None
+    assert entry.info.architecture == "gemma3" and entry.info.quantization == "Q4_K_M"
+    assert entry.size == gemma_path.stat().st_size
+    assert entry.origin == str(tmp_path / "models")
+
+
+def test_a_corrupt_file_is_listed_with_its_reason(tmp_path):
+    _garbage(tmp_path / "broken.gguf")
+    [entry] = scan([tmp_path])
+    assert not entry.usable and entry.info is None
+    assert "not a GGUF model file" in entry.error
+    assert entry.name == "broken.gguf"
+
+
+def test_skips_partial_downloads_quarantine_and_hidden_folders(gemma_path, tmp_path):
+    _link(gemma_path, tmp_path / "good.gguf")
+    _garbage(tmp_path / "downloading.gguf.part")
+    _garbage(tmp_path / "assembling.gguf.partial")
+    _garbage(tmp_path / "quarantine" / "bad.gguf")
+    _garbage(tmp_path / ".trash" / "old.gguf")
+    _garbage(tmp_path / "notes.txt")
+    assert _names(scan([tmp_path])) == ["good.gguf"]
+
+
+def test_depth_is_bounded(tmp_path):
+    shallow = tmp_path.joinpath(*[f"d{i}" for i in range(MAX_DEPTH)], "deep-enough.gguf")
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(MAX_DEPTH + 1)], "too-deep.gguf")
+    _garbage(shallow)
+    _garbage(deep)
+    assert _names(scan([tmp_path])) == ["deep-enough.gguf"]
+
+
+def test_split_models_list_the_first_part_with_the_total_size(gemma_path, tmp_path):
+    first = _link(gemma_path, tmp_path / "big-00001-of-00002.gguf")
+    _garbage(tmp_path / "big-00002-of-00002.gguf")
+    [entry] = scan([tmp_path])
+    assert entry.path == first and entry.usable
+    assert entry.size == gemma_path.stat().st_size + (tmp_path / "big-00002-of-00002.gguf").stat().st_size
+
+
+def test_a_split_model_missing_a_part_says_which(gemma_path, tmp_path):
+    _link(gemma_path, tmp_path / "big-00001-of-00003.gguf")
+    _garbage(tmp_path / "big-00003-of-00003.gguf")
+    [entry] = scan([tmp_path])
+    assert not entry.usable
+    assert entry.error == "Part 2 of 3 (big-00002-of-00003.gguf) is missing."
+
+
+def test_the_same_file_twice_is_listed_once(gemma_path, tmp_path):
+    model = _link(gemma_path, tmp_path / "a" / "gemma.gguf")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "alias.gguf").symlink_to(model)
+    entries = scan([tmp_path / "a", tmp_path / "b", tmp_path / "a"])
+    assert [entry.path for entry in entries] == [model]
+
+
+def test_added_files_are_listed_on_their_own(gemma_path, tmp_path):
+    model = _link(gemma_path, tmp_path / "elsewhere" / "gemma.gguf")
+    _garbage(tmp_path / "elsewhere" / "neighbour.gguf")  # the file's folder is not scanned
+    entries = scan([], files=[model, tmp_path / "gone.gguf"])
+    assert [entry.path for entry in entries] == [model]
+    assert entries[0].origin == str(tmp_path / "elsewhere")
+
+
+def test_hugging_face_cache_layout(gemma_path, tmp_path):
+    cache = tmp_path / "hub"
+    repo = cache / "models--google--gemma-3-270m-GGUF"
+    blob = _link(gemma_path, repo / "blobs" / "9f86d081884c7d659a2feaa0c55ad015")
+    snapshot = repo / "snapshots" / "0123abcd"
+    (snapshot / "q4").mkdir(parents=True)
+    listed = snapshot / "q4" / "gemma-3-270m-Q4_K_M.gguf"
+    listed.symlink_to(os.path.relpath(blob, listed.parent))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+
+    [entry] = scan([cache])
+    assert entry.path == listed  # the snapshot's name, not the blob's hash
+    assert entry.origin == "Hugging Face · google/gemma-3-270m-GGUF"
+    assert entry.usable and entry.size == gemma_path.stat().st_size
+
+
+def test_model_folders_in_order(monkeypatch, tmp_path):
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    monkeypatch.setattr(scan_module, "hf_cache_dir", lambda: cache)
+    folders = model_folders([extra, tmp_path / "missing", extra])
+    assert folders == [paths.app_models_dir(), paths.user_models_dir(), extra, cache]
+
+
+def test_origin_labels_name_hearths_own_folders(no_hf_cache, gemma_path):
+    entries = scan(model_folders())
+    assert {entry.origin for entry in entries} <= {"Hearth", "Your models"}
+    assert gemma_path in [entry.path for entry in entries]
+
+
+def test_rescans_reuse_inspections_until_the_file_changes(monkeypatch, gemma_path, tmp_path):
+    model = _link(gemma_path, tmp_path / "gemma.gguf")
+    corrupt = _garbage(tmp_path / "zz-corrupt.gguf")
+    calls = []
+    real = scan_module.inspect_model
+    monkeypatch.setattr(scan_module, "inspect_model", lambda path: calls.append(path) or real(path))
+
+    first = scan([tmp_path])
+    again = scan([tmp_path])
+    assert calls == [model, corrupt]
+    assert again == first
+
+    corrupt.write_bytes(b"different garbage, different size")
+    scan([tmp_path])
+    assert calls == [model, corrupt, corrupt]
+
+
+def test_a_vision_projector_is_not_offered_as_a_chat_model(monkeypatch, gemma_path, tmp_path):
+    from dataclasses import replace
+
+    real = scan_module.inspect_model
+    monkeypatch.setattr(scan_module, "inspect_model", lambda path: replace(real(path), architecture="clip"))
+    _link(gemma_path, tmp_path / "mmproj-model-f16.gguf")
+    [entry] = scan([tmp_path])
+    assert not entry.usable and "vision projector" in entry.error
