@@ -53,6 +53,8 @@ class EngineWorker(QObject):
         replyFinished(int, str, ReplyStats): request id, the whole reply, its statistics.
         failed(int, str): request id, why the reply could not start (template, context…).
         promptCounted(int, int): request id, tokens in the prompt (for "context used").
+        templateChanged(str): the chat template in use now ("model", "custom", "fallback:…").
+        templateFailed(str): a template override that does not compile; the old one stays.
     """
 
     loadProgress = Signal(float)
@@ -62,6 +64,8 @@ class EngineWorker(QObject):
     replyFinished = Signal(int, str, object)
     failed = Signal(int, str)
     promptCounted = Signal(int, int)
+    templateChanged = Signal(str)
+    templateFailed = Signal(str)
 
     def __init__(self):
         super().__init__()
@@ -123,6 +127,17 @@ class EngineWorker(QObject):
         self.promptCounted.emit(request_id, stats.prompt_tokens + stats.completion_tokens)
         self.replyFinished.emit(request_id, "".join(pieces), stats)
 
+    @Slot(object)
+    def set_template(self, source: str | None) -> None:
+        if self._engine is None:
+            return
+        try:
+            self._engine.set_template_override(source)
+        except TemplateError as exc:
+            self.templateFailed.emit(str(exc))
+            return
+        self.templateChanged.emit(self._engine.template.name)
+
     @Slot()
     def unload(self) -> None:
         if self._engine is not None:
@@ -137,6 +152,7 @@ class EngineBridge(QObject):
         loadProgress(float), modelLoaded(LoadedModel), loadFailed(str),
         chunk(str), replyFinished(str, ReplyStats), failed(str), contextUsed(int),
         loadFinished(str): after either load outcome; the error message, or "" on success.
+    The worker's templateChanged(str) and templateFailed(str) are exposed as they are.
     """
 
     loadProgress = Signal(float)
@@ -151,6 +167,7 @@ class EngineBridge(QObject):
     _requestLoad = Signal(object, object, object)
     _requestGenerate = Signal(int, object, object, object)
     _requestUnload = Signal()
+    _requestTemplate = Signal(object)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -161,6 +178,9 @@ class EngineBridge(QObject):
         self._requestLoad.connect(self._worker.load)
         self._requestGenerate.connect(self._worker.generate)
         self._requestUnload.connect(self._worker.unload)
+        self._requestTemplate.connect(self._worker.set_template)
+        self.templateChanged = self._worker.templateChanged
+        self.templateFailed = self._worker.templateFailed
         self._worker.loadProgress.connect(self.loadProgress)
         self._worker.modelLoaded.connect(self._on_loaded)
         self._worker.loadFailed.connect(self._on_load_failed)
@@ -204,6 +224,10 @@ class EngineBridge(QObject):
         self._reply_cancel = threading.Event()
         self._requestGenerate.emit(self._request_id, messages, params, self._reply_cancel)
         return True
+
+    def set_template(self, source: str | None) -> None:
+        """Apply a template override to the loaded model from the next reply (None: its own)."""
+        self._requestTemplate.emit(source)
 
     def stop(self) -> None:
         """Stop the reply in progress after the current token; its text so far is kept."""

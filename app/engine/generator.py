@@ -146,9 +146,12 @@ class Engine:
         self._vocab = self._llm._model.vocab
         self._n_vocab = llama_c.llama_vocab_n_tokens(self._vocab)
         self.n_ctx = self._llm.n_ctx()
+        self._eog_text_tokens: frozenset[int] = frozenset()
         self.stop_token_ids = self._end_of_generation_ids()
         self._add_bos = bool(llama_c.llama_vocab_get_add_bos(self._vocab))
         self._bos_id = llama_c.llama_vocab_bos(self._vocab)
+        # SentencePiece vocabs with a space prefix tokenize "\n" as ["▁", "\n"]; see tokenize().
+        self._newline_tokens = self._llm.tokenize(b"\n", add_bos=False, special=False)
         self._segments: list[_Segment] = []
         self._piece_buffer = ctypes.create_string_buffer(64)
 
@@ -194,21 +197,46 @@ class Engine:
         return llm
 
     def _end_of_generation_ids(self) -> frozenset[int]:
-        """llama.cpp's end-of-generation set, plus the family end-of-turn tokens in the file."""
+        """llama.cpp's end-of-generation set, plus the family end-of-turn tokens in the file.
+
+        llama.cpp also flags tokens as end-of-generation by their text alone ("</s>"), and
+        retypes them as control, even where the file types them as ordinary text: Gemma 3's
+        and Phi-3's "</s>" is an HTML tag, Qwen's a BPE word. Those stay text (see
+        modelfile.END_OF_TURN_TEXTS): they neither end a reply nor vanish from it.
+        """
         ids = {t.id for t in self.info.end_of_turn}
-        ids.update(i for i in range(self._n_vocab) if llama_c.llama_vocab_is_eog(self._vocab, i))
+        eog = {i for i in range(self._n_vocab) if llama_c.llama_vocab_is_eog(self._vocab, i)}
+        control = set(self.info.special_tokens.values())
+        if control:  # a file without token types gives nothing to go by: trust llama.cpp
+            self._eog_text_tokens = frozenset(eog - control - ids)
+        ids.update(eog - self._eog_text_tokens)
         return frozenset(ids)
 
     def close(self) -> None:
         self._llm.close()
+
+    def set_template_override(self, source: str | None) -> None:
+        """Use another chat template from the next reply on (None: the model's own)."""
+        self.template = template_for(self.info, source)
 
     # --- prompts -------------------------------------------------------------------------------
 
     def render(self, messages: list[dict]) -> str:
         return self.template.render(messages, add_generation_prompt=True)
 
-    def tokenize(self, text: str, at_start: bool = True) -> list[int]:
-        """Tokenize prompt text, parsing special-token text, with exactly one leading BOS."""
+    def tokenize(self, text: str, at_start: bool = True, after_text: bool = False) -> list[int]:
+        """Tokenize prompt text, parsing special-token text, with exactly one leading BOS.
+
+        `after_text`: the text continues a prompt whose last token is ordinary text. llama.cpp's
+        SentencePiece tokenizer puts a "▁" before every text it starts, as at the start of a
+        prompt (and after a special token, as Hugging Face's does); in the middle of text that
+        space is not in the prompt. Starting the text after a newline (a byte token, which
+        merges with nothing) and dropping the newline's tokens gives the in-place tokens.
+        """
+        if after_text and len(self._newline_tokens) > 1:
+            marked = self._llm.tokenize(b"\n" + text.encode("utf-8"), add_bos=False, special=True)
+            if marked[: len(self._newline_tokens)] == self._newline_tokens:
+                return marked[len(self._newline_tokens):]
         tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         if not at_start:
             return tokens
@@ -241,10 +269,17 @@ class Engine:
                 break
         if position < len(data):
             rest = data[position:]
-            rest_tokens = self.tokenize(rest.decode("utf-8"), at_start=position == 0)
+            after_text = bool(tokens) and not self._is_special(tokens[-1])
+            rest_tokens = self.tokenize(rest.decode("utf-8"), at_start=position == 0, after_text=after_text)
             tokens += rest_tokens
             segments.append(_Segment(rest, rest_tokens))
         return tokens, segments
+
+    def _is_special(self, token: int) -> bool:
+        """Whether llama.cpp's tokenizer treats the token as special (matched by its text)."""
+        attr = llama_c.llama_vocab_get_attr(self._vocab, token)
+        return bool(attr & (llama_c.LLAMA_TOKEN_ATTR_CONTROL | llama_c.LLAMA_TOKEN_ATTR_USER_DEFINED
+                            | llama_c.LLAMA_TOKEN_ATTR_UNKNOWN))
 
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
         budget = self.n_ctx - max_tokens
@@ -372,10 +407,11 @@ class Engine:
     def _piece(self, token: int) -> bytes:
         """The bytes of one token, however long (llama_token_to_piece says when to grow)."""
         buffer = self._piece_buffer
-        n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        text_token = token in self._eog_text_tokens  # retyped control by llama.cpp: ask for its text
+        n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, text_token)
         if n < 0:
             self._piece_buffer = buffer = ctypes.create_string_buffer(-n)
-            n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+            n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, text_token)
         return buffer.raw[:n]
 
     @property

@@ -44,7 +44,7 @@ class MainWindow(QMainWindow):
         self.bridge = bridge
         self.settings = settings
         self.session = ChatSession(store, bridge, self.reply_settings, self)
-        self._last_stats: dict = {}
+        self._applied_override: str | None = None
 
         self.conversations = ConversationList()
         self.chat = ChatView()
@@ -157,6 +157,9 @@ class MainWindow(QMainWindow):
         self.picker.modelChosen.connect(self.load_model)
         self.picker.loadCancelRequested.connect(bridge.cancel_load)
         self.parameters.reloadRequested.connect(self.reload_model)
+        self.parameters.modelSettingsChanged.connect(self.on_model_settings_changed)
+        bridge.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
+        bridge.templateFailed.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         bridge.loadProgress.connect(self.picker.set_loading)
         bridge.modelLoaded.connect(self.on_model_loaded)
         bridge.loadFailed.connect(self.on_load_failed)
@@ -166,6 +169,7 @@ class MainWindow(QMainWindow):
 
     def load_model(self, path: Path) -> None:
         stored = self.parameters.stored_model_settings(Path(path).name, self.settings)
+        self._applied_override = stored.get("template_override")
         self.picker.set_loading(0.0)
         self.model_label.setText(f"Loading {Path(path).name}…")
         self.bridge.load(Path(path), LoadOptions(
@@ -180,7 +184,7 @@ class MainWindow(QMainWindow):
     def on_model_loaded(self, loaded: LoadedModel) -> None:
         self.picker.set_loading(None)
         self.picker.set_current(loaded.path)
-        self.parameters.load_for_model(loaded.path.name, self.settings, loaded)
+        self.parameters.load_for_model(loaded.path.name, self.settings, loaded.info)
         self.settings.setValue("models/last", str(loaded.path))
         self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}")
         self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
@@ -193,6 +197,13 @@ class MainWindow(QMainWindow):
         loaded = self.bridge.loaded
         self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}" if loaded else "No model")
         self.statusBar().showMessage(message, 15_000)
+
+    def on_model_settings_changed(self, settings: dict) -> None:
+        """A template override applies to the next reply; context and GPU layers wait for a reload."""
+        override = settings.get("template_override")
+        if self.bridge.loaded is not None and override != self._applied_override:
+            self._applied_override = override
+            self.bridge.set_template(override)
 
     def reply_settings(self) -> ReplySettings:
         loaded = self.bridge.loaded

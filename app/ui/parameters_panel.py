@@ -1,0 +1,538 @@
+"""The right panel's Parameters page: how replies are sampled, and the loaded model's settings.
+
+Every control's range is the range `SamplingParams` accepts, so the panel cannot produce
+parameters the engine would reject. Everything here is remembered per model (by file name)
+in the QSettings given to `load_for_model`, because a good temperature or system prompt for
+one model is rarely right for another.
+
+Only changes the user makes emit signals and are saved; `set_params` and `load_for_model`
+change the controls silently, since whoever calls them already knows the new values.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+    QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget,
+)
+
+from ..engine.modelfile import ModelInfo
+from ..engine.sampling import PRESETS, SamplingParams
+from ..engine.templates import template_for
+from .template_editor import TemplateEditor
+
+log = logging.getLogger(__name__)
+
+CUSTOM = "Custom"
+# What a preset decides. Reply length, stop strings, the seed and logit biases are the
+# user's own and survive a change of preset.
+PRESET_FIELDS = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n",
+                 "presence_penalty", "frequency_penalty")
+PRESET_TIPS = {
+    "Precise": "Always the likeliest word: the same answer every time. For facts, code and extraction.",
+    "Balanced": "A little variety while staying on topic. A good default for conversation.",
+    "Creative": "More varied, surprising wording. For brainstorming and fiction.",
+    CUSTOM: "Your own settings (any change to the values below).",
+}
+SEED_MAX = 2**32 - 1
+MAX_CONTEXT = 1 << 20  # when the file does not say how long its context is
+MAX_GPU_LAYERS = 999  # when the file does not say how many layers it has
+NO_GPU_REASON = "This build of llama.cpp has no GPU offload, so the model runs on the CPU."
+RELOAD_NOTICE = "Takes effect when the model is reloaded."
+
+
+def format_stop_strings(stops: tuple[str, ...]) -> str:
+    """The stop-string field's text: comma-separated, with backslash escapes (see parse)."""
+    return ", ".join(_escape_stop(stop) for stop in stops)
+
+
+def _escape_stop(stop: str) -> str:
+    text = stop.replace("\\", "\\\\").replace(",", "\\,").replace("\n", "\\n").replace("\t", "\\t")
+    # Spaces at the ends would be trimmed as separator padding, so they are spelled \s.
+    core = text.strip(" ")
+    lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
+    return "\\s" * lead + core + "\\s" * trail if core else "\\s" * len(text)
+
+
+def parse_stop_strings(text: str) -> tuple[str, ...]:
+    """Split on commas; `\\n` is a line break, `\\t` a tab, `\\s` a space, `\\,` a comma,
+    `\\\\` a backslash. Unescaped spaces around each item are trimmed; empty items dropped."""
+    escapes = {"n": "\n", "t": "\t", "s": " ", ",": ",", "\\": "\\"}
+    items: list[list[tuple[str, bool]]] = [[]]  # characters, with whether each was escaped
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and text[index + 1] in escapes:
+            items[-1].append((escapes[text[index + 1]], True))
+            index += 2
+            continue
+        if char == ",":
+            items.append([])
+        else:
+            items[-1].append((char, False))
+        index += 1
+    stops = []
+    for chars in items:
+        while chars and not chars[0][1] and chars[0][0].isspace():
+            chars.pop(0)
+        while chars and not chars[-1][1] and chars[-1][0].isspace():
+            chars.pop()
+        if chars:
+            stops.append("".join(char for char, _ in chars))
+    return tuple(stops)
+
+
+def read_model_settings(settings: QSettings, key: str) -> dict:
+    """What is stored for one model, with defaults for whatever is not.
+
+    Keys: sampling (SamplingParams), system_prompt (str), n_ctx (int, or None for the
+    engine's automatic choice), gpu_layers (int, -1 for all), template_override (str or None).
+    """
+    settings.beginGroup(_group(key))
+    try:
+        sampling = SamplingParams()
+        stored = settings.value("sampling")
+        if stored:
+            try:
+                sampling = SamplingParams.from_dict(json.loads(stored))
+            except (ValueError, TypeError) as exc:  # a hand-edited or older file: defaults
+                log.warning("ignoring stored sampling parameters for %s: %s", key, exc)
+        return {
+            "sampling": sampling,
+            "system_prompt": str(settings.value("system_prompt", "") or ""),
+            "n_ctx": int(settings.value("n_ctx", 0) or 0) or None,
+            "gpu_layers": int(settings.value("gpu_layers", -1)),
+            "template_override": settings.value("template_override") or None,
+        }
+    finally:
+        settings.endGroup()
+
+
+def _group(key: str) -> str:
+    # QSettings treats "/" and "\" as group separators; a file name has neither on its own.
+    return "model_settings/" + key.replace("/", "_").replace("\\", "_")
+
+
+class ParametersPanel(QWidget):
+    """Sampling parameters, a preset picker, and the loaded model's own settings.
+
+    Signals:
+        paramsChanged(SamplingParams): the user changed sampling; it applies to the next reply.
+        modelSettingsChanged(dict): the user changed the system prompt, context length, GPU
+            layers or chat template; the dict is `model_settings()`.
+        reloadRequested(): "Reload now", after a change that needs the model reloaded.
+    """
+
+    paramsChanged = Signal(object)
+    modelSettingsChanged = Signal(dict)
+    reloadRequested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._updating = False  # set while controls are filled in by code, not by the user
+        self._key: str | None = None
+        self._settings: QSettings | None = None
+        self._info: ModelInfo | None = None
+        self._loaded_with: tuple[int, int] | None = None  # (n_ctx, gpu layers) of the loaded model
+        self._template_override: str | None = None
+        self._logit_bias: dict[int, float] = {}
+
+        self._labels: list[QLabel] = []
+        self._build_sampling()
+        self._build_reply()
+        self._build_model()
+        # One label column for all three boxes, so the fields line up down the panel.
+        label_width = max(label.sizeHint().width() for label in self._labels)
+        for label in self._labels:
+            label.setMinimumWidth(label_width)
+
+        content = QWidget()
+        column = QVBoxLayout(content)
+        column.addWidget(self.sampling_box)
+        column.addWidget(self.reply_box)
+        column.addWidget(self.model_box)
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidget(content)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+
+        self.set_params(SamplingParams())
+        self._show_model(None)
+
+    # --- construction ----------------------------------------------------------------------------
+
+    def _build_sampling(self) -> None:
+        self.preset = QComboBox()
+        for index, name in enumerate([*PRESETS, CUSTOM]):
+            self.preset.addItem(name)
+            self.preset.setItemData(index, PRESET_TIPS[name], Qt.ToolTipRole)
+        self.temperature = _double(0.0, 5.0, 0.05)
+        self.top_k = _int(0, 100_000, 5, off_at_zero=True)
+        # top-p must stay above 0 (0 would keep no words at all), so its floor is one step.
+        self.top_p = _double(0.01, 1.0, 0.01)
+        self.min_p = _double(0.0, 1.0, 0.01, off_at_zero=True)
+        self.repeat_penalty = _double(0.01, 5.0, 0.05)
+        self.repeat_last_n = _int(0, 1_000_000, 16, off_at_zero=True)
+        self.repeat_last_n.setSuffix(" tokens")
+        self.presence_penalty = _double(-2.0, 2.0, 0.1)
+        self.frequency_penalty = _double(-2.0, 2.0, 0.1)
+
+        self.sampling_box = QGroupBox("Sampling")
+        form = _form(self.sampling_box)
+        self._row(form, "Preset", self.preset,
+             "Ready-made sampling settings. Changing a value below switches this to Custom.")
+        self._row(form, "Temperature", self.temperature,
+             "How adventurous word choice is. 0 always picks the likeliest word (same answer "
+             "every time); 0.7 is a good default; above 1 gets creative, then incoherent.")
+        self._row(form, "Top-k", self.top_k,
+             "Consider only the k likeliest next words. Typical: 40. Off (0) considers all of them.")
+        self._row(form, "Top-p", self.top_p,
+             "Consider only the likeliest words that together make up this share of the "
+             "probability. Typical: 0.9–0.95. 1 turns it off.")
+        self._row(form, "Min-p", self.min_p,
+             "Drop words less than this fraction as likely as the likeliest one. Typical: "
+             "0.05; it trims nonsense while keeping variety. Off (0) drops none.")
+        self._row(form, "Repeat penalty", self.repeat_penalty,
+             "Makes words that were used recently less likely, against loops. 1 is off; "
+             "1.1 is typical; much higher makes the wording odd.")
+        self._row(form, "Penalty window", self.repeat_last_n,
+             "How many recent tokens the repeat, presence and frequency penalties look at. "
+             "Typical: 64. Off (0) looks at none.")
+        self._row(form, "Presence penalty", self.presence_penalty,
+             "Lowers the chance of any word that already appeared, nudging towards new topics. "
+             "0 is off; 0.1–1 is a gentle to strong push. Negative values encourage repeats.")
+        self._row(form, "Frequency penalty", self.frequency_penalty,
+             "Like the presence penalty, but stronger the more often a word was used. 0 is off; "
+             "0.1–1 is typical.")
+
+        self.preset.activated.connect(self._apply_preset)
+        for spin in (self.temperature, self.top_k, self.top_p, self.min_p, self.repeat_penalty,
+                     self.repeat_last_n, self.presence_penalty, self.frequency_penalty):
+            spin.valueChanged.connect(self._on_params_edited)
+
+    def _build_reply(self) -> None:
+        self.max_tokens = _int(1, 10_000_000, 256)
+        self.max_tokens.setSuffix(" tokens")
+        self.stop = QLineEdit()
+        self.stop.setPlaceholderText("none (the model decides)")
+        self.fixed_seed = QCheckBox("Fixed")
+        # A seed is 0…2³²−1, beyond a QSpinBox's 32-bit signed range; a double holds it exactly.
+        self.seed = QDoubleSpinBox()
+        self.seed.setDecimals(0)
+        self.seed.setRange(0, SEED_MAX)
+        self.seed.setKeyboardTracking(False)
+        self.seed.setEnabled(False)
+        seed_row = QWidget()
+        seed_layout = QHBoxLayout(seed_row)
+        seed_layout.setContentsMargins(0, 0, 0, 0)
+        seed_layout.addWidget(self.fixed_seed)
+        seed_layout.addWidget(self.seed, 1)
+
+        self.reply_box = QGroupBox("Reply")
+        form = _form(self.reply_box)
+        self._row(form, "Max length", self.max_tokens,
+             "The longest a reply may get, in tokens (a token is roughly ¾ of a word). "
+             "The reply stops here even mid-sentence. Typical: 512–2048.")
+        self._row(form, "Stop at", self.stop,
+             "Text that ends the reply as soon as the model writes it (it is not shown). "
+             "Separate several with commas. Write \\n for a line break, \\, for a comma, "
+             "\\s for a space at the start or end, \\\\ for a backslash. "
+             "Example: \\n\\nUser:, ###")
+        self._row(form, "Seed", seed_row,
+             "The random seed. Fixed: the same settings and conversation give the same reply "
+             "every time, handy for comparing. Unticked: a new seed for every reply.")
+
+        self.max_tokens.valueChanged.connect(self._on_params_edited)
+        self.stop.textEdited.connect(self._on_params_edited)
+        self.seed.valueChanged.connect(self._on_params_edited)
+        self.fixed_seed.toggled.connect(self.seed.setEnabled)
+        self.fixed_seed.toggled.connect(self._on_params_edited)
+
+    def _build_model(self) -> None:
+        self.system_prompt_edit = QPlainTextEdit()
+        self.system_prompt_edit.setPlaceholderText("e.g. You are a concise, friendly assistant.")
+        self.system_prompt_edit.setFixedHeight(90)
+        self.system_prompt_edit.setTabChangesFocus(True)
+        self.system_prompt_edit.setToolTip(
+            "Instructions the model reads before every conversation: who it is, tone, rules. "
+            "Applies from the next reply.")
+        self.n_ctx = _int(0, MAX_CONTEXT, 1024)
+        self.n_ctx.setSpecialValueText("Automatic")
+        self.n_ctx.setSuffix(" tokens")
+        self.gpu_layers = _int(-1, MAX_GPU_LAYERS, 1)
+        self.gpu_layers.setSpecialValueText("All")
+        self.gpu_layers.setValue(-1)
+        self.gpu_reason = QLabel(NO_GPU_REASON)
+        self.gpu_reason.setWordWrap(True)
+        self.gpu_reason.setStyleSheet("color: gray;")
+        self.gpu_reason.hide()
+        self.template_label = QLabel()
+        self.template_label.setWordWrap(True)
+        self.template_button = QPushButton("Edit…")
+        self.template_button.setToolTip("See and change the chat template, with a preview of the exact prompt")
+        template_row = QWidget()
+        template_layout = QHBoxLayout(template_row)
+        template_layout.setContentsMargins(0, 0, 0, 0)
+        template_layout.addWidget(self.template_label, 1)
+        template_layout.addWidget(self.template_button)
+
+        self.reload_notice = QFrame()
+        self.reload_notice.setFrameShape(QFrame.StyledPanel)
+        self.reload_label = QLabel(RELOAD_NOTICE)
+        self.reload_label.setWordWrap(True)
+        self.reload_button = QPushButton("Reload now")
+        notice_layout = QHBoxLayout(self.reload_notice)
+        notice_layout.setContentsMargins(6, 4, 6, 4)
+        notice_layout.addWidget(self.reload_label, 1)
+        notice_layout.addWidget(self.reload_button)
+        self.reload_notice.hide()
+
+        self.model_name = QLabel()
+        self.model_name.setStyleSheet("color: gray;")
+        # A long file name is clipped rather than widening the whole panel.
+        self.model_name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+
+        self.model_box = QGroupBox("Model")
+        box = QVBoxLayout(self.model_box)
+        box.addWidget(self.model_name)
+        system_label = QLabel("System prompt")
+        system_label.setToolTip(self.system_prompt_edit.toolTip())
+        box.addWidget(system_label)
+        box.addWidget(self.system_prompt_edit)
+        form = QFormLayout()
+        form.setContentsMargins(0, 0, 0, 0)
+        _configure(form)
+        box.addLayout(form)
+        self._row(form, "Context length", self.n_ctx,
+             "How much of the conversation the model can see at once, in tokens. Longer "
+             "needs more memory. Automatic: the model's own length, up to 4,096.")
+        self._row(form, "GPU layers", self.gpu_layers,
+             "How many of the model's layers run on the graphics card; the rest run on the "
+             "CPU. All is fastest if it fits in the card's memory; 0 uses the CPU only.")
+        form.addRow("", self.gpu_reason)
+        self._row(form, "Chat template", template_row,
+             "The format that turns the conversation into the text the model reads.")
+        box.addWidget(self.reload_notice)
+
+        self.system_prompt_edit.textChanged.connect(self._on_model_edited)
+        self.n_ctx.valueChanged.connect(self._on_model_edited)
+        self.gpu_layers.valueChanged.connect(self._on_model_edited)
+        self.template_button.clicked.connect(self.edit_template)
+        self.reload_button.clicked.connect(self.reloadRequested)
+
+    def _row(self, form: QFormLayout, label: str, field: QWidget, tip: str) -> None:
+        """A labelled row whose label and field both explain themselves on hover."""
+        label_widget = QLabel(label)
+        label_widget.setToolTip(tip)
+        label_widget.setBuddy(field)
+        field.setToolTip(tip)
+        form.addRow(label_widget, field)
+        self._labels.append(label_widget)
+
+    # --- sampling --------------------------------------------------------------------------------
+
+    def params(self) -> SamplingParams:
+        return SamplingParams(
+            temperature=self.temperature.value(),
+            top_k=self.top_k.value(),
+            top_p=self.top_p.value(),
+            min_p=self.min_p.value(),
+            repeat_penalty=self.repeat_penalty.value(),
+            repeat_last_n=self.repeat_last_n.value(),
+            presence_penalty=self.presence_penalty.value(),
+            frequency_penalty=self.frequency_penalty.value(),
+            max_tokens=self.max_tokens.value(),
+            seed=int(self.seed.value()) if self.fixed_seed.isChecked() else None,
+            stop=parse_stop_strings(self.stop.text()),
+            logit_bias=dict(self._logit_bias),  # no control; kept as given
+        )
+
+    def set_params(self, params: SamplingParams) -> None:
+        self._updating = True
+        try:
+            self.temperature.setValue(params.temperature)
+            self.top_k.setValue(params.top_k)
+            self.top_p.setValue(params.top_p)
+            self.min_p.setValue(params.min_p)
+            self.repeat_penalty.setValue(params.repeat_penalty)
+            self.repeat_last_n.setValue(params.repeat_last_n)
+            self.presence_penalty.setValue(params.presence_penalty)
+            self.frequency_penalty.setValue(params.frequency_penalty)
+            self.max_tokens.setValue(params.max_tokens)
+            self.fixed_seed.setChecked(params.seed is not None)
+            if params.seed is not None:
+                self.seed.setValue(params.seed)
+            self.stop.setText(format_stop_strings(params.stop))
+            self._logit_bias = dict(params.logit_bias)
+        finally:
+            self._updating = False
+        self._show_preset()
+
+    def _apply_preset(self, index: int) -> None:
+        name = self.preset.itemText(index)
+        if name == CUSTOM:
+            return
+        preset = PRESETS[name]
+        self.set_params(self.params().with_changes(**{f: getattr(preset, f) for f in PRESET_FIELDS}))
+        self._on_params_edited()
+
+    def _show_preset(self) -> None:
+        current = self.params()
+        name = next((name for name, preset in PRESETS.items()
+                     if all(getattr(preset, f) == getattr(current, f) for f in PRESET_FIELDS)), CUSTOM)
+        self.preset.setCurrentText(name)
+
+    def _on_params_edited(self) -> None:
+        if self._updating:
+            return
+        self._show_preset()
+        self._save()
+        self.paramsChanged.emit(self.params())
+
+    # --- the model's settings ------------------------------------------------------------------
+
+    def system_prompt(self) -> str:
+        return self.system_prompt_edit.toPlainText()
+
+    def model_settings(self) -> dict:
+        """system_prompt, n_ctx (None: automatic), gpu_layers (-1: all), template_override."""
+        return {
+            "system_prompt": self.system_prompt(),
+            "n_ctx": self.n_ctx.value() or None,
+            "gpu_layers": self.gpu_layers.value(),
+            "template_override": self._template_override,
+        }
+
+    def set_gpu_available(self, available: bool) -> None:
+        """Without GPU offload the layer count means nothing, so it is off and says why."""
+        self.gpu_layers.setEnabled(available)
+        self.gpu_reason.setVisible(not available)
+
+    @staticmethod
+    def stored_model_settings(key: str, settings: QSettings) -> dict:
+        """A model's stored settings before it is loaded (see `read_model_settings`)."""
+        return read_model_settings(settings, key)
+
+    def load_for_model(self, key: str, settings: QSettings, info: ModelInfo | None = None) -> None:
+        """Show the settings stored for this model (key: its file name) and save changes there.
+
+        Call it once the model is loaded: the context length and GPU layers shown then are
+        the ones it runs with, and changing them offers a reload. `info` sets the ranges
+        (the model's context length and layer count) and the template editor's defaults.
+        """
+        self._key, self._settings, self._info = key, settings, info
+        stored = read_model_settings(settings, key)
+        self._updating = True
+        try:
+            self.n_ctx.setMaximum(info.context_length if info and info.context_length else MAX_CONTEXT)
+            # block_count repeating layers, plus the output layer llama.cpp also offloads.
+            self.gpu_layers.setMaximum(info.block_count + 1 if info and info.block_count else MAX_GPU_LAYERS)
+            self.system_prompt_edit.setPlainText(stored["system_prompt"])
+            self.n_ctx.setValue(stored["n_ctx"] or 0)
+            self.gpu_layers.setValue(stored["gpu_layers"])
+            self._template_override = stored["template_override"]
+        finally:
+            self._updating = False
+        self.set_params(stored["sampling"])
+        self._loaded_with = (self.n_ctx.value(), self.gpu_layers.value())
+        self.reload_notice.hide()
+        self._show_model(key)
+
+    def _show_model(self, key: str | None) -> None:
+        self.model_name.setText(key or "No model loaded")
+        self.model_name.setToolTip(key or "")
+        self.model_box.setEnabled(key is not None)
+        self.template_button.setEnabled(self._info is not None)
+        self.template_label.setText(self._template_description())
+
+    def _template_description(self) -> str:
+        if self._template_override:
+            return "Your edited one"
+        if self._info is None:
+            return "Automatic"
+        if self._info.has_chat_template:
+            return "The model's own"
+        return f"“{template_for(self._info).name.removeprefix('fallback:')}” fallback (none in the file)"
+
+    def _on_model_edited(self) -> None:
+        if self._updating:
+            return
+        changed = self._loaded_with is not None and self._loaded_with != (self.n_ctx.value(), self.gpu_layers.value())
+        self.reload_notice.setVisible(changed)
+        self._save()
+        self.modelSettingsChanged.emit(self.model_settings())
+
+    def edit_template(self) -> TemplateEditor | None:
+        """Open the chat-template editor for the loaded model (non-modal); returns it."""
+        if self._info is None:
+            return None
+        editor = TemplateEditor(self._info, self._template_override, self)
+        editor.setAttribute(Qt.WA_DeleteOnClose)
+        editor.templateOverrideChanged.connect(self._set_template_override)
+        editor.open()
+        return editor
+
+    def _set_template_override(self, override: str | None) -> None:
+        self._template_override = override
+        self._show_model(self._key)
+        self._on_model_edited()
+
+    def _save(self) -> None:
+        if self._settings is None or self._key is None:
+            return
+        settings = self._settings
+        settings.beginGroup(_group(self._key))
+        settings.setValue("sampling", json.dumps(self.params().to_dict()))
+        settings.setValue("system_prompt", self.system_prompt())
+        settings.setValue("n_ctx", self.n_ctx.value())
+        settings.setValue("gpu_layers", self.gpu_layers.value())
+        if self._template_override:
+            settings.setValue("template_override", self._template_override)
+        else:
+            settings.remove("template_override")
+        settings.endGroup()
+
+
+def _double(low: float, high: float, step: float, off_at_zero: bool = False) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox()
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setDecimals(2)
+    spin.setKeyboardTracking(False)  # one change when the typed number is complete, not per digit
+    if off_at_zero:
+        spin.setSpecialValueText("Off")
+    return spin
+
+
+def _int(low: int, high: int, step: int, off_at_zero: bool = False) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setKeyboardTracking(False)
+    spin.setGroupSeparatorShown(True)
+    if off_at_zero:
+        spin.setSpecialValueText("Off")
+    return spin
+
+
+def _configure(form: QFormLayout) -> None:
+    form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+    form.setRowWrapPolicy(QFormLayout.WrapLongRows)
+    form.setLabelAlignment(Qt.AlignLeft | Qt.AlignVCenter)
+
+
+def _form(box: QGroupBox) -> QFormLayout:
+    form = QFormLayout(box)
+    _configure(form)
+    return form
+
+

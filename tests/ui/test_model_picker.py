@@ -1,0 +1,255 @@
+"""The model picker on real files: the real Gemma, a tiny GGUF written here, and garbage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QFont
+
+from app.library import scan
+from app.ui.model_picker import EXTRA_FILES_KEY, EXTRA_FOLDERS_KEY, Column, ModelPicker, format_parameters, format_size
+
+SCAN_TIMEOUT_MS = 10_000
+
+
+@pytest.fixture(autouse=True)
+def no_hf_cache(monkeypatch, tmp_path):
+    """The machine's own Hugging Face cache is not part of any test."""
+    monkeypatch.setattr(scan, "hf_cache_dir", lambda: tmp_path / "no-hf-cache")
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+
+
+def write_tiny_gguf(path: Path, name: str = "Tiny Test") -> Path:
+    """A valid, very small GGUF with its own chat template: another model beside Gemma."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(name)
+    writer.add_context_length(2048)
+    writer.add_chat_template("{% for m in messages %}{{ m.content }}{% endfor %}")
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def write_garbage(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"<html>Not found</html>" * 20)
+    return path
+
+
+def make_picker(qtbot, settings) -> ModelPicker:
+    picker = ModelPicker(settings)
+    qtbot.addWidget(picker)
+    # The first scan's result is queued to this thread, so waiting after creating it misses nothing.
+    with qtbot.waitSignal(picker.scanFinished, timeout=SCAN_TIMEOUT_MS):
+        pass
+    return picker
+
+
+def rescanned(qtbot, picker, action):
+    with qtbot.waitSignal(picker.scanFinished, timeout=SCAN_TIMEOUT_MS):
+        action()
+
+
+def row_of(picker, path) -> int:
+    row = picker.model.row_of(path)
+    assert row is not None, f"{path} is not listed"
+    return row
+
+
+def cell(picker, row, column, role=Qt.DisplayRole):
+    return picker.model.data(picker.model.index(row, column), role)
+
+
+def double_click(qtbot, picker, row):
+    picker.resize(900, 400)
+    picker.show()
+    qtbot.waitExposed(picker)
+    rect = picker.view.visualRect(picker.model.index(row, Column.NAME))
+    # A real double-click is a click and then a double-click event; QTest's mouseDClick alone
+    # sends only the second half, which item views ignore.
+    qtbot.mouseClick(picker.view.viewport(), Qt.LeftButton, pos=rect.center())
+    qtbot.mouseDClick(picker.view.viewport(), Qt.LeftButton, pos=rect.center())
+
+
+def test_lists_the_real_gemma_with_every_column(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    row = row_of(picker, gemma_path)
+    columns = {column: cell(picker, row, column) for column in Column}
+    assert columns == {
+        Column.NAME: "Gemma 3 270m",
+        Column.ARCHITECTURE: "gemma3",
+        Column.PARAMETERS: "268M",
+        Column.QUANTIZATION: "Q4_K_M",
+        Column.SIZE: "253 MB",
+        Column.CONTEXT: "32,768",
+        Column.TEMPLATE: "fallback",
+        Column.FOLDER: "Hearth",
+    }
+    assert "gemma" in cell(picker, row, Column.TEMPLATE, Qt.ToolTipRole)
+    assert picker.model.headerData(Column.PARAMETERS, Qt.Horizontal) == "Params"
+
+
+def test_a_model_with_its_own_template_shows_a_check(qtbot, settings, tmp_path):
+    tiny = write_tiny_gguf(tmp_path / "models" / "tiny.gguf")
+    settings.setValue(EXTRA_FOLDERS_KEY, [str(tmp_path / "models")])
+    picker = make_picker(qtbot, settings)
+    row = row_of(picker, tiny)
+    assert cell(picker, row, Column.NAME) == "Tiny Test"
+    assert cell(picker, row, Column.TEMPLATE) == "✓"
+    assert cell(picker, row, Column.CONTEXT) == "2,048"
+    assert cell(picker, row, Column.FOLDER) == str(tmp_path / "models")
+
+
+def test_a_corrupt_file_is_listed_greyed_with_its_reason_and_cannot_be_chosen(qtbot, settings, tmp_path):
+    broken = write_garbage(tmp_path / "models" / "broken.gguf")
+    settings.setValue(EXTRA_FOLDERS_KEY, [str(tmp_path / "models")])
+    picker = make_picker(qtbot, settings)
+    row = row_of(picker, broken)
+    assert cell(picker, row, Column.NAME) == "broken.gguf"
+    assert "not a GGUF model file" in cell(picker, row, Column.NAME, Qt.ToolTipRole)
+    assert cell(picker, row, Column.NAME, Qt.ForegroundRole) is not None  # greyed
+    assert "1 model, 1 that can't be used" in picker.status_label.text()
+
+    picker.view.selectRow(row)
+    assert not picker.load_button.isEnabled()
+    assert "not a GGUF model file" in picker.details.text()
+    with qtbot.assertNotEmitted(picker.modelChosen):
+        double_click(qtbot, picker, row)
+        picker.load_button.click()
+
+
+def test_double_click_chooses_a_model(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    row = row_of(picker, gemma_path)
+    with qtbot.waitSignal(picker.modelChosen) as chosen:
+        double_click(qtbot, picker, row)
+    assert chosen.args == [gemma_path]
+
+
+def test_load_button_chooses_the_selected_model(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    picker.view.selectRow(row_of(picker, gemma_path))
+    assert picker.load_button.isEnabled()
+    with qtbot.waitSignal(picker.modelChosen) as chosen:
+        picker.load_button.click()
+    assert chosen.args == [gemma_path]
+
+
+def test_add_file_lists_that_file_only_remembers_it_and_selects_it(qtbot, settings, tmp_path):
+    tiny = write_tiny_gguf(tmp_path / "downloads" / "tiny.gguf")
+    neighbour = write_garbage(tmp_path / "downloads" / "neighbour.gguf")
+    picker = make_picker(qtbot, settings)
+    rescanned(qtbot, picker, lambda: picker.add_model_file_path(tiny))
+
+    assert picker.model.row_of(neighbour) is None
+    assert picker.view.selectionModel().selectedRows()[0].row() == row_of(picker, tiny)
+    settings.sync()
+    reopened = QSettings(settings.fileName(), QSettings.IniFormat)
+    assert reopened.value(EXTRA_FILES_KEY) == str(tiny) or reopened.value(EXTRA_FILES_KEY) == [str(tiny)]
+
+    # A fresh picker on the same settings lists it again; adding it twice stores it once.
+    again = make_picker(qtbot, reopened)
+    assert again.model.row_of(tiny) is not None
+    rescanned(qtbot, again, lambda: again.add_model_file_path(tiny))
+    assert len([e for e in again.entries() if e.path == tiny]) == 1
+
+
+def test_add_folder_lists_its_models_and_remembers_it(qtbot, settings, tmp_path):
+    folder = tmp_path / "more-models"
+    tiny = write_tiny_gguf(folder / "sub" / "tiny.gguf")
+    broken = write_garbage(folder / "broken.gguf")
+    picker = make_picker(qtbot, settings)
+    assert picker.model.row_of(tiny) is None
+    rescanned(qtbot, picker, lambda: picker.add_folder_path(folder))
+    assert picker.model.row_of(tiny) is not None and picker.model.row_of(broken) is not None
+
+    settings.sync()
+    reopened = make_picker(qtbot, QSettings(settings.fileName(), QSettings.IniFormat))
+    assert reopened.model.row_of(tiny) is not None
+
+
+def test_rescan_finds_new_files_and_keeps_the_selection(qtbot, settings, tmp_path, gemma_path):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    settings.setValue(EXTRA_FOLDERS_KEY, [str(folder)])
+    picker = make_picker(qtbot, settings)
+    picker.view.selectRow(row_of(picker, gemma_path))
+    tiny = write_tiny_gguf(folder / "tiny.gguf")
+    rescanned(qtbot, picker, picker.rescan_button.click)
+    assert picker.model.row_of(tiny) is not None
+    assert picker.view.selectionModel().selectedRows()[0].row() == row_of(picker, gemma_path)
+
+
+def test_set_current_marks_the_loaded_model(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    row = row_of(picker, gemma_path)
+    assert cell(picker, row, Column.NAME, Qt.FontRole) is None
+    picker.set_current(gemma_path)
+    font = cell(picker, row, Column.NAME, Qt.FontRole)
+    assert isinstance(font, QFont) and font.bold()
+    assert picker.view.selectionModel().selectedRows()[0].row() == row
+
+
+def test_loading_shows_progress_and_cancel(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    picker.view.selectRow(row_of(picker, gemma_path))
+    picker.set_loading(0.25)
+    assert not picker.loading_row.isHidden() and picker.progress.value() == 250
+    assert not picker.load_button.isEnabled()
+    with qtbot.waitSignal(picker.loadCancelRequested):
+        picker.cancel_button.click()
+    picker.set_loading(None)
+    assert picker.loading_row.isHidden() and picker.load_button.isEnabled()
+
+
+def test_a_load_error_is_shown_and_the_selection_stays(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    row = row_of(picker, gemma_path)
+    picker.set_current(gemma_path)
+    picker.view.selectRow(row)
+    picker.set_loading(0.5)
+    picker.show_load_error("llama.cpp could not allocate 12 GB for the context.")
+    assert not picker.error_label.isHidden()
+    assert "could not allocate 12 GB" in picker.error_label.text()
+    assert picker.loading_row.isHidden()
+    assert picker.view.selectionModel().selectedRows()[0].row() == row
+    assert cell(picker, row, Column.NAME, Qt.FontRole).bold()
+
+    with qtbot.waitSignal(picker.modelChosen):  # trying again clears the old error
+        picker.load_button.click()
+    assert picker.error_label.isHidden()
+
+
+def test_a_narrow_panel_hides_columns_instead_of_scrolling(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    picker.show()
+    qtbot.waitExposed(picker)
+    picker.resize(1000, 400)
+    qtbot.waitUntil(lambda: not any(picker.view.isColumnHidden(c) for c in Column))
+    picker.resize(380, 400)
+    qtbot.waitUntil(lambda: picker.view.isColumnHidden(Column.FOLDER))
+    assert not picker.view.isColumnHidden(Column.NAME) and not picker.view.isColumnHidden(Column.SIZE)
+    picker.view.selectRow(row_of(picker, gemma_path))
+    assert "Q4_K_M" in picker.details.text() and "Hearth" in picker.details.text()  # all facts, below
+
+
+def test_number_formats():
+    assert format_parameters(268_098_176) == "268M"
+    assert format_parameters(8_030_261_248) == "8B"
+    assert format_parameters(1_543_714_304) == "1.5B"
+    assert format_parameters(512_000) == "512K"
+    assert format_size(253_113_024) == "253 MB"
+    assert format_size(4_920_000_000) == "4.9 GB"
+    assert format_size(2_000) == "2 KB"

@@ -1,0 +1,234 @@
+"""The parameters panel: every control round-trips, presets, ranges, reload notice, per-model memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from app.engine.modelfile import inspect_model
+from app.engine.sampling import PRESETS, SamplingParams
+from app.ui.parameters_panel import (
+    CUSTOM, NO_GPU_REASON, PRESET_FIELDS, ParametersPanel, format_stop_strings, parse_stop_strings,
+    read_model_settings,
+)
+
+EVERY_FIELD_CHANGED = SamplingParams(
+    temperature=1.35, top_k=7, top_p=0.81, min_p=0.12, repeat_penalty=1.25, repeat_last_n=300,
+    presence_penalty=-0.4, frequency_penalty=1.5, max_tokens=777, seed=4_000_000_000,
+    stop=("\n\nUser:", "a, b", " padded ", "back\\slash", "\t", "###"), logit_bias={5: -100.0},
+)
+
+
+@pytest.fixture
+def panel(qtbot):
+    widget = ParametersPanel()
+    qtbot.addWidget(widget)
+    return widget
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+
+
+@pytest.fixture(scope="module")
+def gemma_info(gemma_path):
+    return inspect_model(gemma_path)
+
+
+def test_every_parameter_round_trips(panel, qtbot):
+    assert all(getattr(EVERY_FIELD_CHANGED, f) != getattr(SamplingParams(), f)
+               for f in SamplingParams.__dataclass_fields__), "the sample must change every field"
+    with qtbot.assertNotEmitted(panel.paramsChanged):  # set by code, not by the user
+        panel.set_params(EVERY_FIELD_CHANGED)
+    assert panel.params() == EVERY_FIELD_CHANGED
+    panel.set_params(SamplingParams())
+    assert panel.params() == SamplingParams()
+
+
+def test_the_seed_is_random_unless_fixed(panel):
+    panel.set_params(SamplingParams(seed=42))
+    assert panel.seed.isEnabled() and panel.params().seed == 42
+    panel.fixed_seed.setChecked(False)
+    assert not panel.seed.isEnabled() and panel.params().seed is None
+
+
+@pytest.mark.parametrize("stops", [
+    (), ("###",), ("\n\nUser:", "###"), ("a, b",), (" leading", "trailing ", "  "), ("C:\\path\\n",),
+    ("tab\there", "line\nbreak", "\\,"),
+])
+def test_stop_strings_round_trip_through_the_text_field(stops):
+    assert parse_stop_strings(format_stop_strings(stops)) == stops
+
+
+def test_stop_string_text_as_a_user_types_it():
+    assert parse_stop_strings("\\n\\nUser:, ###") == ("\n\nUser:", "###")
+    assert parse_stop_strings(" a ,  , b,") == ("a", "b")  # padding trimmed, empties dropped
+    assert parse_stop_strings("1\\,000") == ("1,000",)
+    assert parse_stop_strings("end\\") == ("end\\",)  # a lone backslash is just a backslash
+    assert format_stop_strings(("\n\nUser:", "###")) == "\\n\\nUser:, ###"
+
+
+def test_choosing_a_preset_applies_it_and_keeps_the_users_own_fields(panel, qtbot):
+    panel.set_params(SamplingParams(max_tokens=300, stop=("###",), seed=9))
+    for name, preset in PRESETS.items():
+        index = panel.preset.findText(name)
+        with qtbot.waitSignal(panel.paramsChanged) as changed:
+            panel.preset.setCurrentIndex(index)
+            panel.preset.activated.emit(index)
+        params = changed.args[0]
+        assert params == panel.params()
+        assert all(getattr(params, f) == getattr(preset, f) for f in PRESET_FIELDS), name
+        assert (params.max_tokens, params.stop, params.seed) == (300, ("###",), 9)
+        assert panel.preset.currentText() == name
+
+
+def test_editing_a_value_switches_to_custom_and_back(panel, qtbot):
+    panel.set_params(PRESETS["Creative"])
+    assert panel.preset.currentText() == "Creative"
+    with qtbot.waitSignal(panel.paramsChanged) as changed:
+        panel.temperature.setValue(0.33)
+    assert changed.args[0].temperature == 0.33
+    assert panel.preset.currentText() == CUSTOM
+    panel.temperature.setValue(PRESETS["Creative"].temperature)
+    assert panel.preset.currentText() == "Creative"
+    panel.set_params(SamplingParams())
+    assert panel.preset.currentText() == "Balanced"
+
+
+def test_the_controls_cannot_leave_the_valid_ranges(panel):
+    spins = [panel.temperature, panel.top_k, panel.top_p, panel.min_p, panel.repeat_penalty,
+             panel.repeat_last_n, panel.presence_penalty, panel.frequency_penalty, panel.max_tokens]
+    panel.fixed_seed.setChecked(True)
+    for end in ("minimum", "maximum"):
+        for spin in [*spins, panel.seed]:
+            spin.setValue(getattr(spin, end)())
+        panel.params()  # SamplingParams validates: this raises if any extreme were invalid
+    panel.top_p.setValue(0.0)
+    panel.repeat_penalty.setValue(-3.0)
+    panel.temperature.setValue(99.0)
+    params = panel.params()
+    assert params.top_p > 0 and params.repeat_penalty > 0 and params.temperature == 5.0
+    assert panel.seed.maximum() == 2**32 - 1
+
+
+def test_every_control_explains_itself(panel):
+    controls = [panel.preset, panel.temperature, panel.top_k, panel.top_p, panel.min_p, panel.repeat_penalty,
+                panel.repeat_last_n, panel.presence_penalty, panel.frequency_penalty, panel.max_tokens,
+                panel.stop, panel.system_prompt_edit, panel.n_ctx, panel.gpu_layers]
+    for control in controls:
+        assert len(control.toolTip()) > 40, control
+    assert "comma" in panel.stop.toolTip() and "\\n" in panel.stop.toolTip()
+
+
+def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, settings, gemma_info):
+    panel.load_for_model(gemma_info.path.name, settings, gemma_info)
+    panel.set_gpu_available(False)
+    assert not panel.gpu_layers.isEnabled()
+    assert not panel.gpu_reason.isHidden() and panel.gpu_reason.text() == NO_GPU_REASON
+    assert "no GPU offload" in NO_GPU_REASON
+    panel.set_gpu_available(True)
+    assert panel.gpu_layers.isEnabled() and panel.gpu_reason.isHidden()
+    assert panel.gpu_layers.maximum() == gemma_info.block_count + 1
+    assert panel.n_ctx.maximum() == gemma_info.context_length
+
+
+def test_reload_notice_only_for_context_length_and_gpu_layers(panel, qtbot, settings, gemma_info):
+    panel.load_for_model(gemma_info.path.name, settings, gemma_info)
+    assert panel.reload_notice.isHidden()
+
+    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+        panel.system_prompt_edit.setPlainText("Be brief.")
+    assert changed.args[0]["system_prompt"] == "Be brief."
+    panel.temperature.setValue(1.2)
+    assert panel.reload_notice.isHidden()
+
+    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+        panel.n_ctx.setValue(8192)
+    assert changed.args[0]["n_ctx"] == 8192
+    assert not panel.reload_notice.isHidden()
+    with qtbot.waitSignal(panel.reloadRequested):
+        panel.reload_button.click()
+
+    panel.n_ctx.setValue(0)  # back to what the model was loaded with
+    assert panel.reload_notice.isHidden()
+    panel.gpu_layers.setValue(4)
+    assert not panel.reload_notice.isHidden()
+
+    panel.load_for_model(gemma_info.path.name, settings, gemma_info)  # reloaded with the new values
+    assert panel.reload_notice.isHidden() and panel.gpu_layers.value() == 4
+
+
+def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
+    path = str(tmp_path / "hearth.ini")
+    first = ParametersPanel()
+    qtbot.addWidget(first)
+    settings = QSettings(path, QSettings.IniFormat)
+    first.load_for_model("gemma.gguf", settings, gemma_info)
+    first.set_params(EVERY_FIELD_CHANGED)
+    first.temperature.setValue(0.4)  # a user edit saves everything
+    first.system_prompt_edit.setPlainText("You are a pirate.\nSpeak like one.")
+    first.n_ctx.setValue(2048)
+    first.gpu_layers.setValue(0)
+    first.load_for_model("other.gguf", settings, gemma_info)  # other models keep their own
+    first.top_k.setValue(3)
+    settings.sync()
+
+    reopened = QSettings(path, QSettings.IniFormat)
+    second = ParametersPanel()
+    qtbot.addWidget(second)
+    second.load_for_model("gemma.gguf", reopened, gemma_info)
+    assert second.params() == EVERY_FIELD_CHANGED.with_changes(temperature=0.4)
+    assert second.system_prompt() == "You are a pirate.\nSpeak like one."
+    assert second.model_settings() == {
+        "system_prompt": "You are a pirate.\nSpeak like one.", "n_ctx": 2048, "gpu_layers": 0,
+        "template_override": None,
+    }
+    assert ParametersPanel.stored_model_settings("gemma.gguf", reopened)["n_ctx"] == 2048
+
+    second.load_for_model("other.gguf", reopened, gemma_info)
+    assert second.params() == SamplingParams(top_k=3)
+    assert second.system_prompt() == "" and second.model_settings()["n_ctx"] is None
+
+    second.load_for_model("never-seen.gguf", reopened, gemma_info)
+    assert second.params() == SamplingParams() and second.model_settings()["gpu_layers"] == -1
+
+
+def test_sampling_works_before_any_model_is_loaded(panel, qtbot):
+    assert not panel.model_box.isEnabled() and not panel.template_button.isEnabled()
+    assert panel.edit_template() is None
+    with qtbot.waitSignal(panel.paramsChanged) as changed:
+        panel.temperature.setValue(1.9)
+    assert changed.args[0].temperature == 1.9
+
+
+def test_a_damaged_stored_entry_falls_back_to_defaults(settings):
+    settings.setValue("model_settings/x.gguf/sampling", json.dumps({"temperature": 99}))
+    settings.setValue("model_settings/y.gguf/sampling", "{not json")
+    assert read_model_settings(settings, "x.gguf")["sampling"] == SamplingParams()
+    assert read_model_settings(settings, "y.gguf")["sampling"] == SamplingParams()
+
+
+def test_the_template_editor_sets_the_models_override(panel, qtbot, settings, gemma_info):
+    panel.load_for_model(gemma_info.path.name, settings, gemma_info)
+    assert "gemma" in panel.template_label.text()
+    editor = panel.edit_template()
+    custom = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+    editor.source_edit.setPlainText(custom)
+    qtbot.waitUntil(lambda: editor.rendered_prompt() is not None and "[user]" in editor.rendered_prompt())
+    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+        editor.save_button.click()
+    assert changed.args[0]["template_override"] == custom
+    assert panel.template_label.text() == "Your edited one"
+    assert panel.reload_notice.isHidden()
+    assert ParametersPanel.stored_model_settings(gemma_info.path.name, settings)["template_override"] == custom
+
+    editor = panel.edit_template()
+    assert editor.source() == custom
+    editor.reset_button.click()
+    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+        editor.save_button.click()
+    assert changed.args[0]["template_override"] is None
+    assert ParametersPanel.stored_model_settings(gemma_info.path.name, settings)["template_override"] is None
