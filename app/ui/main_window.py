@@ -45,6 +45,7 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.session = ChatSession(store, bridge, self.reply_settings, self)
         self._applied_override: str | None = None
+        self._get_models = None
 
         self.conversations = ConversationList()
         self.chat = ChatView()
@@ -109,6 +110,7 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "New chat", self.session.new_conversation, SHORTCUTS["new_chat"])
         self._action(file_menu, "Add model file…", self.picker.add_model_file, SHORTCUTS["add_model"])
         self._action(file_menu, "Add model folder…", self.picker.add_folder)
+        self._action(file_menu, "Get models from Hugging Face…", self.show_get_models, "Ctrl+Shift+G")
         file_menu.addSeparator()
         self._action(file_menu, "Import conversation…", self.import_conversation)
         self._action(file_menu, "Export as Markdown…", lambda: self.export_conversation(None, "markdown"))
@@ -176,6 +178,25 @@ class MainWindow(QMainWindow):
             n_ctx=stored.get("n_ctx"), n_gpu_layers=stored.get("gpu_layers"),
             template_override=stored.get("template_override"),
         ))
+
+    def show_get_models(self) -> None:
+        """One "Get models" window for the whole session, so downloads keep running when it's hidden."""
+        if self._get_models is None:
+            from PySide6.QtWidgets import QDialog
+
+            from .get_models import GetModelsView
+
+            dialog = QDialog(self)
+            dialog.setWindowTitle("Get models")
+            view = GetModelsView(parent=dialog)
+            layout = QVBoxLayout(dialog)
+            layout.setContentsMargins(0, 0, 0, 0)
+            layout.addWidget(view)
+            dialog.resize(view.sizeHint())
+            view.modelDownloaded.connect(lambda _path: self.picker.rescan())
+            self._get_models = (dialog, view)
+        self._get_models[0].show()
+        self._get_models[0].raise_()
 
     def reload_model(self) -> None:
         if self.bridge.loaded is not None:
@@ -347,4 +368,6 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/splitter", self.splitter.saveState())
         self.settings.sync()
         self.session.stop()
+        if self._get_models is not None:
+            self._get_models[1].shutdown()  # downloads keep their .part files and resume next time
         super().closeEvent(event)

@@ -1,0 +1,344 @@
+"""The "Get models" view against the fake Hub: real searches, listings and downloads."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import namedtuple
+from functools import partial
+
+import keyring
+import keyring.backends.fail
+import psutil
+import pytest
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QInputDialog
+
+from app.engine.modelfile import inspect_model
+from app.library import credentials
+from app.library.downloads import PARTIAL_SUFFIX, DownloadQueue
+from app.library.hub import HubClient, Timeouts
+from app.ui import get_models
+from app.ui.get_models import OFFLINE_HEADLINE, DownloadRow, GetModelsView, ModelColumn, ResultColumn
+from fake_hub import GOOD_TOKEN, QWEN_REPO
+from test_credentials import MemoryKeyring
+
+Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
+GATED_REPO = "meta-llama/Llama-3.2-1B-Instruct-GGUF"
+GATED_FILE = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+WAIT_MS = 8_000
+
+
+@pytest.fixture(autouse=True)
+def memory_keyring():
+    """No test reads or writes the machine's keyring."""
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    credentials.forget_token()
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    """4 KiB reads, so a 66 KB test model reports progress and can be paused midway."""
+    monkeypatch.setattr(get_models, "DownloadQueue", partial(DownloadQueue, chunk_size=4096))
+
+
+def client_factory(url: str, read: float = 2.0):
+    return lambda token=None: HubClient(endpoint=url, token=token, timeouts=Timeouts(connect=2.0, read=read))
+
+
+@pytest.fixture
+def make_view(qtbot, hub, tmp_path):
+    views = []
+
+    def make(factory=None) -> GetModelsView:
+        view = GetModelsView(factory or client_factory(hub.url), dest=tmp_path / "models")
+        qtbot.addWidget(view)
+        view.show()
+        views.append(view)
+        return view
+
+    yield make
+    for view in views:
+        view.shutdown()
+
+
+def search(qtbot, view, text):
+    with qtbot.waitSignal(view.searchFinished, timeout=WAIT_MS):
+        view.search(text)
+
+
+def open_repo(qtbot, view, repo_id):
+    row = next(r for r in range(view.results.rowCount())
+               if view.results.item(r, ResultColumn.REPO).text() == repo_id)
+    with qtbot.waitSignal(view.listingFinished, timeout=WAIT_MS):
+        view.results.selectRow(row)
+
+
+def model_items(view):
+    """Every downloadable row of the models tree, groups opened, by file name."""
+    items = {}
+    for top in range(view.models.topLevelItemCount()):
+        item = view.models.topLevelItem(top)
+        for child in [item] + [item.child(i) for i in range(item.childCount())]:
+            if child.data(0, get_models._MODEL_ROLE) is not None:
+                items[child.text(ModelColumn.FILE)] = child
+    return items
+
+
+def start_download(qtbot, view, file_name) -> DownloadRow:
+    view.models.setCurrentItem(model_items(view)[file_name])
+    view.download_button.click()
+    rows = [row for row in view.findChildren(DownloadRow) if row.job.model.name == file_name]
+    return rows[-1]
+
+
+def test_search_shows_repositories_and_creating_the_view_touches_no_network(qtbot, make_view, hub, qwen, tiny_gguf):
+    hub.add_repo(GATED_REPO, {GATED_FILE: tiny_gguf}, gated=True, downloads=900, likes=7)
+    hub.add_repo("someone/unrelated", {"x-Q8_0.gguf": tiny_gguf})
+    view = make_view()
+    assert hub.requests == []
+
+    with qtbot.waitSignal(view.searchFinished, timeout=WAIT_MS):
+        view.search("qwen3")
+        assert view.message_label.text() == "Searching…"
+    search(qtbot, view, "")  # nothing typed: the most downloaded GGUF repositories
+
+    table = [[view.results.item(r, c).text() for c in ResultColumn] for r in range(view.results.rowCount())]
+    assert table == [
+        [QWEN_REPO, "5,000", "42", "2025-05-01", ""],
+        [GATED_REPO, "900", "7", "2025-05-01", "gated"],
+        ["someone/unrelated", "0", "0", "2025-05-01", ""],
+    ]
+    search(qtbot, view, "nothing-like-this")
+    assert view.results.rowCount() == 0 and "No GGUF models match" in view.message_label.text()
+
+
+def test_a_repository_lists_its_quantizations_with_sizes_and_fit(qtbot, make_view, qwen, monkeypatch):
+    view = make_view()
+    search(qtbot, view, "qwen")
+    open_repo(qtbot, view, QWEN_REPO)
+
+    rows = {name: [item.text(c) for c in ModelColumn] for name, item in model_items(view).items()}
+    assert rows == {  # smallest first, the projector left out, the split model as one
+        "Qwen3-0.6B-IQ2_XS.gguf": ["IQ2_XS", "Qwen3-0.6B-IQ2_XS.gguf", "40.0 KB", "✓ fits in RAM"],
+        "Qwen3-0.6B-Q4_K_M.gguf": ["Q4_K_M", "Qwen3-0.6B-Q4_K_M.gguf", "65.8 KB", "✓ fits in RAM"],
+        "Qwen3-0.6B-BF16-00001-of-00003.gguf":
+            ["BF16", "Qwen3-0.6B-BF16-00001-of-00003.gguf", "65.8 KB", "✓ fits in RAM"],
+    }
+    assert "Qwen3-0.6B-GGUF" in view.repo_label.text() and not view.download_button.isEnabled()
+
+    view.set_vram(8 * 1024**3)
+    assert {item.text(ModelColumn.FITS) for item in model_items(view).values()} == {"✓ fits in VRAM"}
+
+    Memory = namedtuple("Memory", "available")
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Memory(available=100 * 1024**2))
+    view.set_vram(None)
+    item = model_items(view)[Q4]
+    assert item.text(ModelColumn.FITS) == "too large for this machine"
+    assert item.foreground(ModelColumn.FILE).color() != view.palette().text().color()  # greyed
+    assert "Needs about" in item.toolTip(ModelColumn.FITS)
+
+
+def test_downloads_queue_one_after_another_and_announce_a_loadable_model(qtbot, make_view, qwen, tmp_path):
+    qwen.files[Q4].bytes_per_second = 150_000
+    view = make_view()
+    search(qtbot, view, QWEN_REPO)  # owner/name: its listing opens at once
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    downloaded = []
+    view.modelDownloaded.connect(downloaded.append)
+
+    assert view.no_downloads_label.isVisible()
+    first = start_download(qtbot, view, Q4)
+    second = start_download(qtbot, view, "Qwen3-0.6B-IQ2_XS.gguf")
+    assert start_download(qtbot, view, Q4) is first  # asked twice, queued once
+    assert "already in the downloads list" in view.message_label.text()
+    assert not view.no_downloads_label.isVisible()
+    qtbot.waitUntil(lambda: first.pause_button.isEnabled(), timeout=WAIT_MS)
+    assert " of 65.8 KB" in first.status_label.text()
+    assert second.status_label.text() == "Waiting for the downloads before it"
+    qtbot.waitUntil(lambda: len(downloaded) == 2, timeout=WAIT_MS)
+
+    models = tmp_path / "models"
+    assert downloaded == [models / Q4, models / "Qwen3-0.6B-IQ2_XS.gguf"]
+    assert inspect_model(downloaded[0]).architecture == "llama"
+    assert first.status_label.text() == f"Downloaded to {models / Q4}" and first.progress.value() == 1000
+    assert first.pause_button.isHidden() and first.cancel_button.isHidden()
+    view.clear_button.click()
+    qtbot.waitUntil(lambda: not view.findChildren(DownloadRow))
+    assert view.no_downloads_label.isVisible()
+
+
+def test_pause_holds_a_download_and_resume_continues_it(qtbot, make_view, hub, qwen, tmp_path, tiny_gguf):
+    qwen.files[Q4].bytes_per_second = 100_000
+    view = make_view()
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    row = start_download(qtbot, view, Q4)
+    partial_file = tmp_path / "models" / (Q4 + PARTIAL_SUFFIX)
+    qtbot.waitUntil(lambda: partial_file.exists() and partial_file.stat().st_size > 8_000, timeout=WAIT_MS)
+
+    row.pause_button.click()
+    assert row.pause_button.text() == "Resume"
+    qtbot.waitUntil(lambda: row.status_label.text().startswith("Paused · "), timeout=WAIT_MS)
+    held = partial_file.stat().st_size
+    qtbot.wait(300)
+    assert partial_file.stat().st_size == held < len(tiny_gguf)
+
+    with qtbot.waitSignal(view.modelDownloaded, timeout=WAIT_MS) as done:
+        row.pause_button.click()
+    assert done.args[0].read_bytes() == tiny_gguf
+    assert hub.body_requests(Q4) == [None, f"bytes={held}-"]
+
+
+def test_cancel_stops_a_download_and_deletes_its_partial_file(qtbot, make_view, qwen, tmp_path):
+    qwen.files[Q4].bytes_per_second = 60_000
+    view = make_view()
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    downloaded = []
+    view.modelDownloaded.connect(downloaded.append)
+    row = start_download(qtbot, view, Q4)
+    qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=WAIT_MS)
+
+    row.cancel_button.click()
+
+    assert row.status_label.text() == "Cancelled" and row.cancel_button.isHidden()
+    assert view._queue.wait_idle(timeout=5)
+    qtbot.wait(50)  # the queue's last report reaches the GUI thread
+    assert row.status_label.text() == "Cancelled" and downloaded == []
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_a_damaged_download_says_it_was_quarantined(qtbot, make_view, qwen, tmp_path):
+    qwen.files[Q4].corrupt = True
+    view = make_view()
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    row = start_download(qtbot, view, Q4)
+
+    qtbot.waitUntil(lambda: row.done, timeout=WAIT_MS)
+    assert "arrived damaged" in row.status_label.text()
+    assert str(tmp_path / "models" / "quarantine" / (Q4 + ".corrupt")) in row.status_label.text()
+
+
+def test_shutdown_keeps_the_partial_file_and_the_next_download_continues_it(
+        qtbot, make_view, hub, qwen, tmp_path, tiny_gguf):
+    qwen.files[Q4].bytes_per_second = 60_000
+    view = make_view()
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    start_download(qtbot, view, Q4)
+    partial_file = tmp_path / "models" / (Q4 + PARTIAL_SUFFIX)
+    qtbot.waitUntil(lambda: partial_file.exists() and partial_file.stat().st_size > 8_000, timeout=WAIT_MS)
+
+    view.shutdown()  # as when Hearth quits
+    kept = partial_file.stat().st_size
+    assert 0 < kept < len(tiny_gguf)
+
+    qwen.files[Q4].bytes_per_second = None
+    restarted = make_view()
+    search(qtbot, restarted, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(restarted)), timeout=WAIT_MS)
+    with qtbot.waitSignal(restarted.modelDownloaded, timeout=WAIT_MS) as done:
+        start_download(qtbot, restarted, Q4)
+    assert done.args[0].read_bytes() == tiny_gguf
+    assert hub.body_requests(Q4)[-1] == f"bytes={kept}-"
+
+
+def test_a_gated_download_asks_for_a_token_then_retries_with_it(
+        qtbot, make_view, hub, tiny_gguf, memory_keyring, monkeypatch):
+    hub.add_repo(GATED_REPO, {GATED_FILE: tiny_gguf}, gated=True)
+    view = make_view()
+    search(qtbot, view, GATED_REPO)  # the Hub lists a gated repository to anyone
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    assert "gated" in view.repo_label.text()
+    row = start_download(qtbot, view, GATED_FILE)
+
+    qtbot.waitUntil(lambda: view.token_button.isVisible(), timeout=WAIT_MS)
+    assert "is gated" in view.message_label.text() and "enter an access token" in view.message_label.text()
+    asked = []
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args: asked.append(args) or (f" {GOOD_TOKEN} ", True))
+    with qtbot.waitSignal(view.modelDownloaded, timeout=WAIT_MS) as done:
+        view.token_button.click()
+
+    assert asked[0][3] == get_models.QLineEdit.Password
+    assert done.args[0].read_bytes() == tiny_gguf
+    assert view.token_label.text() == "The access token is saved in the system keyring."
+    assert memory_keyring.secrets == {(credentials.SERVICE, credentials.ACCOUNT): GOOD_TOKEN}
+    assert not view.token_button.isVisible()
+    assert row not in view.findChildren(DownloadRow)  # the failed attempt gave way to the retry
+
+
+def test_a_private_repository_found_by_name_opens_with_a_session_token(qtbot, make_view, hub, tiny_gguf,
+                                                                       monkeypatch):
+    keyring.set_keyring(keyring.backends.fail.Keyring())
+    hub.add_repo("someone/private-GGUF", {"p-Q4_K_M.gguf": tiny_gguf}, private=True)
+    view = make_view()
+    with qtbot.waitSignal(view.listingFinished, timeout=WAIT_MS):
+        view.search("someone/private-GGUF")  # not in the results: it is looked up by name
+
+    assert "does not exist, or it is private or gated" in view.message_label.text()
+    assert view.token_button.isVisible() and not model_items(view)
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args: (GOOD_TOKEN, True))
+    with qtbot.waitSignal(view.listingFinished, timeout=WAIT_MS):
+        view.token_button.click()
+
+    assert list(model_items(view)) == ["p-Q4_K_M.gguf"]
+    assert "No system keyring" in view.token_label.text() and "until Hearth quits" in view.token_label.text()
+
+
+def test_offline_mode_says_so_at_once_and_sends_nothing(qtbot, make_view, hub, qwen, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    view = make_view()
+    assert view.message_label.text().startswith(OFFLINE_HEADLINE)
+    assert "HF_HUB_OFFLINE" in view.message_label.text()
+
+    search(qtbot, view, "qwen")
+
+    assert view.message_label.text().startswith(OFFLINE_HEADLINE) and view.results.rowCount() == 0
+    assert hub.requests == []
+
+
+def test_an_unreachable_hub_is_reported_as_offline(qtbot, make_view):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    view = make_view(client_factory(f"http://127.0.0.1:{port}"))
+    search(qtbot, view, "qwen")
+    assert view.message_label.text().startswith(OFFLINE_HEADLINE)
+    assert "cannot be reached" in view.message_label.text()
+
+
+def test_a_stalled_hub_times_out_while_the_window_stays_responsive(qtbot, make_view, hub, qwen):
+    view = make_view(client_factory(hub.url, read=1.0))
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    hub.stall_api = True
+    ticks = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start(50)
+
+    started = time.monotonic()
+    with qtbot.waitSignal(view.searchFinished, timeout=WAIT_MS):
+        view.search("qwen")
+        assert time.monotonic() - started < 0.2 and view.message_label.text() == "Searching…"
+    timer.stop()
+
+    assert "timed out" in view.message_label.text() and view.message_label.text().startswith(OFFLINE_HEADLINE)
+    assert len(ticks) >= 5  # the event loop kept running through the second of silence
+    assert max(b - a for a, b in zip(ticks, ticks[1:])) < 0.9  # never blocked for the read timeout
+
+
+def test_a_stalled_download_reports_the_timeout(qtbot, make_view, hub, qwen):
+    qwen.files[Q4].stall_after = 10_000
+    view = make_view(client_factory(hub.url, read=0.5))
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    row = start_download(qtbot, view, Q4)
+    qtbot.waitUntil(lambda: row.done, timeout=WAIT_MS)
+    assert "stopped sending data" in row.status_label.text()
