@@ -33,7 +33,7 @@ class Composer(QWidget):
         self.edit = _InputEdit()
         self.edit.setPlaceholderText("Message Hearth…  (Enter sends, Shift+Enter for a new line)")
         self.edit.setTabChangesFocus(True)
-        self.edit.setMaximumHeight(120)
+        self.edit.setFixedHeight(self.edit.fontMetrics().lineSpacing() * 4 + 12)
         self.button = QPushButton("Send")
         self.button.setDefault(True)
         self.button.setMinimumWidth(80)

@@ -37,6 +37,8 @@ class ConversationList(QWidget):
         self.list = QListWidget()
         self.list.setContextMenuPolicy(Qt.CustomContextMenu)
         self.list.setEditTriggers(QListWidget.EditKeyPressed | QListWidget.DoubleClicked)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.ElideRight)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 0, 6)
         layout.addWidget(self.new_button)

@@ -145,7 +145,7 @@ class MainWindow(QMainWindow):
         session.conversationChanged.connect(self.show_conversation)
         session.conversationsChanged.connect(self.refresh_conversations)
         session.messageAdded.connect(lambda message: self.chat.add_message(message_view(message)))
-        session.replyStarted.connect(self.chat.begin_reply)
+        session.replyStarted.connect(self.begin_reply)
         session.replyChunk.connect(self.chat.append_text)
         session.replyFinished.connect(self.on_reply_finished)
         session.busyChanged.connect(self.on_busy_changed)
@@ -243,6 +243,10 @@ class MainWindow(QMainWindow):
     def show_conversation(self, conversation_id: int) -> None:
         self.chat.set_messages([message_view(m) for m in self.session.messages()])
         self.refresh_conversations()
+
+    def begin_reply(self, message_id: int) -> None:
+        loaded = self.bridge.loaded
+        self.chat.begin_reply(message_id, model=loaded.path.name if loaded else None)
 
     def on_reply_finished(self, message_id: int, text: str, stats: dict, status: str) -> None:
         self.chat.finish_reply(text, stats, status)

@@ -1,0 +1,279 @@
+"""Markdown for the chat pane: untrusted model output to Qt-safe HTML, one block at a time.
+
+Two pieces:
+- `MarkdownRenderer` turns Markdown into the HTML subset QTextDocument understands. The text
+  comes from a model (or a pasted prompt), so it is treated as hostile: raw HTML is escaped,
+  not passed through; only http(s) links survive; images become links, so nothing is loaded.
+- `BlockSplitter` finds where blocks complete in a reply that is still growing, so that the
+  view renders each finished block once instead of re-rendering the whole reply per token.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import xml.etree.ElementTree as etree
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import markdown
+from markdown.extensions import Extension
+from markdown.preprocessors import Preprocessor
+from markdown.treeprocessors import Treeprocessor
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.lexers.special import TextLexer
+from pygments.styles import get_style_by_name
+from pygments.token import Token
+from pygments.util import ClassNotFound
+
+# Syntax colours per appearance: each style's token colours are designed for its own background,
+# which the code block uses, so code stays readable whatever the window's palette is.
+LIGHT_CODE_STYLE = "default"
+DARK_CODE_STYLE = "github-dark"
+
+_SAFE_SCHEMES = ("http://", "https://")
+# Both fenced and indented code come out of python-markdown in this shape. Model text cannot
+# forge it: every "<" the model writes reaches this point escaped as "&lt;".
+_CODE_BLOCK = re.compile(r"<pre><code(?: class=\"language-([^\"]*)\")?>(.*?)</code></pre>", re.S)
+_TAB = " " * 4
+
+
+@dataclass(frozen=True)
+class RenderTheme:
+    """The colours (as "#rrggbb") and monospace family that rendered HTML embeds.
+
+    QTextDocument resolves CSS when HTML is imported, so these are baked into the document;
+    the view renders again when the palette changes.
+    """
+
+    dark: bool
+    text: str
+    muted: str
+    link: str
+    inline_code_background: str
+    rule: str
+    mono_family: str
+
+
+class MarkdownRenderer:
+    """Markdown → HTML for QTextDocument, with highlighted code blocks that carry a Copy link.
+
+    `code_href(code)` is asked for the href of each code block's Copy link; the view stores
+    the code under that href, because the document keeps only the highlighted HTML.
+    """
+
+    def __init__(self, theme: RenderTheme, code_href: Callable[[str], str]) -> None:
+        self.theme = theme
+        self._code_href = code_href
+        self._markdown = markdown.Markdown(
+            extensions=["fenced_code", "tables", "sane_lists", "nl2br", _ChatMarkdown(theme)],
+        )
+        style = get_style_by_name(DARK_CODE_STYLE if theme.dark else LIGHT_CODE_STYLE)
+        self._formatter = HtmlFormatter(style=style, noclasses=True, nowrap=True)
+        self._code_background = style.background_color
+        default_colour = style.style_for_token(Token)["color"]
+        self._code_colour = f"#{default_colour}" if default_colour else theme.text
+
+    def style_sheet(self) -> str:
+        """CSS for QTextDocument.setDefaultStyleSheet: it applies while HTML is imported."""
+        t = self.theme
+        return (
+            f"a {{ color: {t.link}; text-decoration: none; }}"
+            f"code {{ font-family: '{t.mono_family}', monospace;"
+            f" background-color: {t.inline_code_background}; }}"
+            "p, li, ul, ol { margin-top: 4px; margin-bottom: 4px; }"
+            "h1 { font-size: x-large; } h2 { font-size: large; }"
+            "h3, h4, h5, h6 { font-size: medium; }"
+            f"blockquote {{ color: {t.muted}; }}"
+            f"th {{ background-color: {t.inline_code_background}; }}"
+        )
+
+    def render(self, text: str) -> str:
+        self._markdown.reset()
+        return _CODE_BLOCK.sub(self._code_block, self._markdown.convert(text))
+
+    def _code_block(self, match: re.Match[str]) -> str:
+        language, escaped = match.group(1) or "", match.group(2)
+        code = html.unescape(escaped).removesuffix("\n")
+        try:
+            lexer = get_lexer_by_name(language, stripnl=False) if language else TextLexer()
+        except ClassNotFound:
+            lexer = TextLexer()
+        coloured = highlight(code.replace("\t", _TAB), lexer, self._formatter).removesuffix("\n")
+        # The caption paragraph comes first on purpose: a table that starts an HTML fragment
+        # makes Qt leave an empty line before it.
+        caption = html.escape(language or "code")
+        return (
+            f'<p style="margin-top:8px; margin-bottom:2px; font-size:small; color:{self.theme.muted}">'
+            f'{caption}&nbsp;&nbsp;&nbsp;<a href="{html.escape(self._code_href(code))}">Copy</a></p>'
+            f'<table width="100%" cellspacing="0" cellpadding="8" bgcolor="{self._code_background}"'
+            ' style="margin-bottom:8px"><tr><td>'
+            f'<pre style="margin:0px; font-family:\'{self.theme.mono_family}\', monospace;'
+            f' color:{self._code_colour}">{coloured}</pre></td></tr></table>'
+        )
+
+
+class _ChatMarkdown(Extension):
+    """Escape raw HTML instead of passing it through, neuter links and images, style tables,
+    and nest lists the way models indent them."""
+
+    def __init__(self, theme: RenderTheme) -> None:
+        super().__init__()
+        self._theme = theme
+
+    def extendMarkdown(self, md: markdown.Markdown) -> None:
+        md.preprocessors.deregister("html_block")
+        md.inlinePatterns.deregister("html")
+        # After "fenced_code_block" (25), so that code is already set aside.
+        md.preprocessors.register(_NestedListIndent(md), "hearth_nested_lists", 22)
+        # After "inline" (20), which is what creates links and images.
+        md.treeprocessors.register(_SafeLinks(md), "hearth_safe_links", 15)
+        md.treeprocessors.register(_TableStyle(md, self._theme.rule), "hearth_table_style", 14)
+
+
+_LIST_ITEM = re.compile(r" *([-*+]|\d{1,9}[.)]) ")
+
+
+class _NestedListIndent(Preprocessor):
+    """python-markdown nests a list only under 4 spaces; models indent nested items by 2 or 3
+    (which it shows as "- item" text). Inside a list, re-indent each item to 4 spaces per
+    level of nesting, and continuation lines indented less than 4 to their item's level.
+    Lines indented the standard way come out unchanged."""
+
+    def run(self, lines: list[str]) -> list[str]:
+        out = []
+        open_items: list[int] = []  # marker indentation of the enclosing items, outermost first
+        after_blank = False
+        for line in lines:
+            text = line.lstrip(" ")
+            indent = len(line) - len(text)
+            if not text:
+                after_blank = True
+                out.append(line)
+                continue
+            if _LIST_ITEM.match(line) and (open_items or indent < 4):
+                while open_items and open_items[-1] >= indent:
+                    open_items.pop()
+                line = " " * (4 * len(open_items)) + text
+                open_items.append(indent)
+            elif indent == 0:
+                if after_blank:
+                    open_items = []
+            elif open_items and indent < 4:
+                line = " " * (4 * sum(1 for item in open_items if item < indent)) + text
+            after_blank = False
+            out.append(line)
+        return out
+
+
+class _SafeLinks(Treeprocessor):
+    """Keep only http(s) links; turn images into links (or text) so nothing is fetched or shown.
+
+    A javascript:, data:, file: or relative link becomes plain text, so it is not clickable at
+    all; the view also ignores such clicks, in case one ever got through.
+    """
+
+    def run(self, root: etree.Element) -> None:
+        for element in root.iter():
+            if element.tag == "img":
+                src = element.get("src", "")
+                label = element.get("alt") or src
+                element.attrib.clear()
+                element.text = f"[image: {label}]"
+                element.tag = "a" if _is_safe(src) else "span"
+                if _is_safe(src):
+                    element.set("href", src)
+            elif element.tag == "a":
+                href = element.get("href", "")
+                element.attrib.clear()
+                if _is_safe(href):
+                    element.set("href", href)
+                else:
+                    element.tag = "span"
+
+
+class _TableStyle(Treeprocessor):
+    """Give tables thin cell borders in the theme's rule colour: Qt draws none for a bare
+    <table>, and 3D ones for border="1" alone."""
+
+    def __init__(self, md: markdown.Markdown, rule: str) -> None:
+        super().__init__(md)
+        self._style = f"border-collapse: collapse; border-style: solid; border-color: {rule};"
+
+    def run(self, root: etree.Element) -> None:
+        for table in root.iter("table"):
+            table.set("border", "1")
+            table.set("cellspacing", "0")
+            table.set("cellpadding", "5")
+            table.set("style", self._style)
+
+
+def _is_safe(url: str) -> bool:
+    return url.strip().lower().startswith(_SAFE_SCHEMES)
+
+
+# python-markdown's opening fence: at the margin, then an optional language or {attributes}.
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,}) *(\{.*\}|\.?[\w#.+-]* *)$")
+_ATX_HEADING = re.compile(r"#{1,6}(\s|$)")
+
+
+class BlockSplitter:
+    """Cuts a growing Markdown text after each block that can no longer change.
+
+    A block completes:
+    - at a blank line followed by a line that starts at the margin (an indented line after a
+      blank line may still continue a list item, so the cut waits for an unindented one);
+    - after an ATX heading line;
+    - after a closing code fence. Nothing inside a fence completes.
+    Fences follow python-markdown's rules (at the margin, closed by the same fence string), so
+    the splitter never cuts where the renderer would see one block. Each line is scanned once,
+    so feeding stays cheap however long the reply grows.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""  # the text after the last cut
+        self._scanned = 0  # offset in _pending of the first line not yet scanned
+        self._fence: str | None = None
+        self._after_blank = False
+
+    @property
+    def tail(self) -> str:
+        """The text not yet part of a completed block."""
+        return self._pending
+
+    @property
+    def in_fence(self) -> bool:
+        return self._fence is not None
+
+    def feed(self, text: str) -> str:
+        """Add text; return the blocks it completed (possibly "")."""
+        pending = self._pending + text
+        cut = 0
+        pos = self._scanned
+        while True:
+            if self._after_blank and pos < len(pending) and pending[pos] not in " \t\n":
+                cut = pos
+                self._after_blank = False
+            newline = pending.find("\n", pos)
+            if newline < 0:
+                break
+            line = pending[pos:newline]
+            pos = newline + 1
+            if self._fence is not None:
+                if line.rstrip(" ") == self._fence:
+                    self._fence = None
+                    cut = pos
+            elif opening := _FENCE_OPEN.match(line):
+                self._fence = opening.group(1)
+                self._after_blank = False
+            elif not line.strip():
+                self._after_blank = True
+            else:
+                self._after_blank = False
+                if _ATX_HEADING.match(line):
+                    cut = pos
+        self._pending = pending[cut:]
+        self._scanned = pos - cut
+        return pending[:cut]

@@ -1,0 +1,430 @@
+"""The chat pane, on real widgets (offscreen): streaming, Markdown, safety of model text, actions."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import QObject, QPoint, Qt, QUrl, Slot
+from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QApplication, QTextBrowser
+
+from app.ui.chat_view import FLUSH_INTERVAL_MS, ChatView, MessageView
+from app.ui.markdown_render import BlockSplitter
+
+WAIT_MS = FLUSH_INTERVAL_MS * 20
+
+REPLY_STATS = {"completion_tokens": 128, "tokens_per_s": 34.5, "stop_reason": "end_of_turn", "ttft_s": 0.21}
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = ChatView()
+    widget.resize(700, 500)
+    qtbot.addWidget(widget)
+    widget.show()
+    return widget
+
+
+def browser(view: ChatView) -> QTextBrowser:
+    return view.findChild(QTextBrowser)
+
+
+def plain_text(view: ChatView) -> str:
+    return browser(view).document().toPlainText()
+
+
+def fragments(view: ChatView):
+    """(text, char format) of every run of text in the document, table cells included."""
+    block = browser(view).document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            yield it.fragment().text(), it.fragment().charFormat()
+            it += 1
+        block = block.next()
+
+
+def hrefs(view: ChatView) -> list[str]:
+    return [fmt.anchorHref() for _text, fmt in fragments(view) if fmt.isAnchor()]
+
+
+def click_anchor(qtbot, view: ChatView, href: str) -> None:
+    """A real mouse click on the link's text, as the user would make it."""
+    text_browser = browser(view)
+    block = text_browser.document().begin()
+    position = None
+    while block.isValid() and position is None:
+        it = block.begin()
+        while not it.atEnd():
+            if it.fragment().charFormat().anchorHref() == href:
+                position = it.fragment().position()
+                break
+            it += 1
+        block = block.next()
+    assert position is not None, f"no link to {href}"
+    cursor = QTextCursor(text_browser.document())
+    cursor.setPosition(position + 1)
+    text_browser.setTextCursor(cursor)
+    text_browser.ensureCursorVisible()
+    rect = text_browser.cursorRect(cursor)
+    qtbot.mouseClick(text_browser.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(rect.left() - 3, rect.center().y()))
+
+
+def stream(qtbot, view: ChatView, chunks: list[str]) -> None:
+    """Send chunks and wait for the timer's flush (one, as they are all sent at once)."""
+    flushes = view.flush_count
+    for chunk in chunks:
+        view.append_text(chunk)
+    qtbot.waitUntil(lambda: view.flush_count > flushes, timeout=WAIT_MS)
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+def test_a_thousand_chunks_end_as_exactly_the_streamed_text(view, qtbot):
+    chunks = [f"word{i}" + ("\n" if i % 40 == 39 else " ") for i in range(1000)]
+    expected = "".join(chunks)
+    view.begin_reply(7)
+    for chunk in chunks:
+        view.append_text(chunk)
+    qtbot.waitUntil(lambda: view.text_of_reply() == expected, timeout=WAIT_MS)
+
+    view.finish_reply(expected, REPLY_STATS, "complete")
+    assert view.text_of_reply() == expected.rstrip()  # Markdown drops the trailing space
+
+
+def test_many_chunks_are_coalesced_into_few_document_updates(view, qtbot):
+    view.begin_reply(1)
+    started = time.perf_counter()
+    for _ in range(10):  # 100 chunks per 10 ms: 10,000 chunks a second
+        for i in range(100):
+            view.append_text(f"t{i} ")
+        qtbot.wait(10)
+    qtbot.waitUntil(lambda: view.text_of_reply().count("t99 ") == 10, timeout=WAIT_MS)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    # At most one update per flush interval, however slow the machine running the test.
+    assert 1 <= view.flush_count <= elapsed_ms / FLUSH_INTERVAL_MS + 1
+    assert view.flush_count <= 20  # of 1,000 chunks
+
+
+def test_a_completed_block_is_rendered_while_the_tail_stays_plain(view, qtbot):
+    view.begin_reply(1)
+    view.append_text("# Title\n\nSome **bold** text\n\n")
+    qtbot.waitUntil(lambda: view.flush_count == 1, timeout=WAIT_MS)
+
+    document = browser(view).document()
+    title = document.findBlockByNumber(0)
+    while title.text() != "Title":
+        assert title.text() != "# Title", "the heading was left as plain text"
+        title = title.next()
+    assert title.blockFormat().headingLevel() == 1
+    # The paragraph after it has not completed (the next line could still continue it).
+    assert "Some **bold** text" in view.text_of_reply()
+
+    view.append_text("Next")
+    qtbot.waitUntil(lambda: "Some bold text" in view.text_of_reply(), timeout=WAIT_MS)
+    assert view.text_of_reply().endswith("Next")
+
+
+def test_a_streamed_reply_shows_what_the_same_reply_shows_rendered_whole(view, qtbot):
+    reply = (
+        "## Plan\n\nFirst a paragraph\nwith a line break.\n\n- one\n- two\n\n"
+        "```python\nprint('hi')\n\n\nx = 1\n```\nAfter the code.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end."
+    )
+    view.begin_reply(1)
+    stream(qtbot, view, [reply[i : i + 3] for i in range(0, len(reply), 3)])
+    view.finish_reply(reply, REPLY_STATS, "complete")
+
+    whole = ChatView()
+    qtbot.addWidget(whole)
+    whole.set_messages([MessageView(1, "assistant", reply, REPLY_STATS)])
+    assert view.text_of_reply() == whole.text_of_reply()
+    assert plain_text(view) == plain_text(whole)
+
+
+def test_finish_renders_the_authoritative_text_when_it_differs(view, qtbot):
+    view.begin_reply(1)
+    stream(qtbot, view, ["Hello wor", "ld<|im_e"])
+    view.finish_reply("Hello **world**", {}, "complete")
+    assert view.text_of_reply() == "Hello world"
+    assert "<|im_e" not in plain_text(view)
+
+
+def test_finish_shows_the_reply_stats_in_words(view):
+    view.begin_reply(1)
+    view.append_text("Hi")
+    assert view.is_streaming()
+    view.finish_reply("Hi", REPLY_STATS, "complete")
+    assert not view.is_streaming()
+    assert "128 tokens · 34.5 tok/s · first token 0.21 s · end of turn" in plain_text(view)
+
+    view.begin_reply(2)
+    view.finish_reply("Cut sh", {"completion_tokens": 1, "stop_reason": "cancelled"}, "cancelled")
+    assert "1 token · stopped" in plain_text(view)
+
+
+def test_chunks_with_no_reply_streaming_are_ignored(view, qtbot):
+    view.set_messages([MessageView(1, "user", "hi")])
+    view.append_text("late chunk")
+    qtbot.wait(FLUSH_INTERVAL_MS * 2)
+    assert "late chunk" not in plain_text(view)
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+
+def test_code_is_highlighted_and_copy_puts_only_the_code_on_the_clipboard(view, qtbot):
+    code = "def f(x):\n    return x * 2  # twice"
+    view.set_messages([MessageView(1, "assistant", f"Here:\n\n```python\n{code}\n```\n\nDone.")])
+
+    colours = {fmt.foreground().color().name() for text, fmt in fragments(view) if text.strip() in ("def", "return", "# twice")}
+    assert len(colours) >= 2, "keywords and comments should be coloured differently"
+    copy = [href for href in hrefs(view) if href.startswith("hearth:copy-code/")]
+    assert len(copy) == 1
+
+    with qtbot.waitSignal(view.copied, timeout=WAIT_MS):
+        click_anchor(qtbot, view, copy[0])
+    assert QGuiApplication.clipboard().text() == code
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", '<p><img src="file:///etc/passwd"></p>'],
+)
+def test_html_in_model_output_is_shown_as_text(view, content):
+    view.set_messages([MessageView(1, "assistant", f"Look: {content}\n\n{content}")])
+    html = browser(view).document().toHtml()
+    assert "<img" not in html and "<script" not in html
+    assert content in plain_text(view)
+    assert not any(fmt.isImageFormat() for _text, fmt in fragments(view))
+
+
+def test_markdown_images_become_text_and_nothing_is_loaded(view):
+    view.set_messages([MessageView(1, "assistant", "![secret](file:///etc/passwd) ![logo](https://example.com/a.png)")])
+    assert not any(fmt.isImageFormat() for _text, fmt in fragments(view))
+    assert "[image: secret]" in plain_text(view)
+    assert "file:" not in " ".join(hrefs(view))
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", "file:///etc/passwd"])
+def test_links_other_than_http_are_not_clickable(view, qtbot, url):
+    view.set_messages([MessageView(1, "assistant", f"[click me]({url})")])
+    assert all(not fmt.isAnchor() for text, fmt in fragments(view) if "click me" in text)
+    assert url.split(":")[0].lower() not in browser(view).document().toHtml().lower()
+
+    # Even a forged click on such a URL does nothing.
+    activated = []
+    view.linkActivated.connect(activated.append)
+    browser(view).anchorClicked.emit(QUrl(url))
+    assert activated == []
+
+
+class _UrlRecorder(QObject):
+    def __init__(self):
+        super().__init__()
+        self.opened = []
+
+    @Slot(QUrl)
+    def open(self, url):
+        self.opened.append(url)
+
+
+def test_an_http_link_is_handed_to_the_window_and_not_opened(view, qtbot):
+    recorder = _UrlRecorder()
+    for scheme in ("http", "https"):
+        QDesktopServices.setUrlHandler(scheme, recorder, "open")
+    try:
+        view.set_messages([MessageView(1, "assistant", "See [the docs](https://example.com/docs).")])
+        with qtbot.waitSignal(view.linkActivated, timeout=WAIT_MS) as clicked:
+            click_anchor(qtbot, view, "https://example.com/docs")
+        assert clicked.args[0] == QUrl("https://example.com/docs")
+        qtbot.wait(50)
+        assert recorder.opened == []
+        assert browser(view).source().isEmpty()
+    finally:
+        for scheme in ("http", "https"):
+            QDesktopServices.unsetUrlHandler(scheme)
+
+
+@pytest.mark.parametrize(
+    "content, shown",
+    [
+        ("- a\n- b", "a\nb"),
+        ("# Head\n\ntext", "Head\ntext"),
+        ("> quote\n\nx", "quote\nx"),
+        ("```\ncode\n```\nafter", "code   Copy\ncode\nafter"),
+        ("| a |\n|---|\n| 1 |\n\nafter", "\na\n1\nafter"),  # a thin spacer: a table needs a block before it
+    ],
+)
+def test_a_body_keeps_its_first_blocks_format_and_gains_no_empty_lines(view, content, shown):
+    view.set_messages([MessageView(1, "assistant", content)])
+    assert view.text_of_reply() == shown
+    document = browser(view).document()
+    label = document.begin()
+    assert label.text() == "Assistant"
+    first = label.next()
+    if content.startswith("-"):
+        assert first.textList() is not None
+    elif content.startswith("#"):
+        assert first.blockFormat().headingLevel() == 1
+    elif content.startswith(">"):
+        assert first.blockFormat().leftMargin() > 0
+    elif content.startswith("|"):
+        assert first.blockFormat().lineHeight() < 10
+
+
+@pytest.mark.parametrize("indent", ["  ", "   ", "    "])
+def test_nested_lists_nest_however_the_model_indents_them(view, indent):
+    view.set_messages([MessageView(1, "assistant", f"1. one\n{indent}- sub\n{indent}- sub two\n2. two")])
+    levels = {}
+    block = browser(view).document().begin()
+    while block.isValid():
+        if block.textList() is not None:
+            levels[block.text()] = block.textList().format().indent()
+        block = block.next()
+    assert levels["sub"] == levels["sub two"] == levels["one"] + 1 == levels["two"] + 1
+
+
+def rules_right_after_tables(view: ChatView) -> int:
+    count = 0
+    block = browser(view).document().begin()
+    while block.isValid():
+        previous = block.previous()
+        if (
+            block.blockFormat().hasProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth)
+            and previous.isValid()
+            and QTextCursor(previous).currentTable() is not None
+        ):
+            count += 1
+        block = block.next()
+    return count
+
+
+def test_a_rule_after_code_is_not_drawn_beside_it(view, qtbot):
+    """Qt lays out a rule that directly follows a table at the table's right edge."""
+    reply = "```\ncode\n```\n\n---\n\nafter"
+    view.set_messages([MessageView(1, "assistant", reply)])
+    assert view.text_of_reply() == "code   Copy\ncode\n\n\nafter"
+    assert rules_right_after_tables(view) == 0
+
+    view.begin_reply(2)
+    stream(qtbot, view, list(reply))
+    assert rules_right_after_tables(view) == 0
+    view.finish_reply(reply, {}, "complete")
+    assert rules_right_after_tables(view) == 0
+
+
+# -- actions ------------------------------------------------------------------------------------
+
+
+def test_edit_regenerate_and_copy_links(view, qtbot):
+    view.set_messages([MessageView(11, "user", "Question?"), MessageView(12, "assistant", "**Answer**", REPLY_STATS)])
+
+    with qtbot.waitSignal(view.editRequested, timeout=WAIT_MS) as edit:
+        click_anchor(qtbot, view, "hearth:edit/11")
+    assert edit.args == [11]
+    with qtbot.waitSignal(view.regenerateRequested, timeout=WAIT_MS):
+        click_anchor(qtbot, view, "hearth:regenerate")
+    with qtbot.waitSignal(view.copied, timeout=WAIT_MS):
+        click_anchor(qtbot, view, "hearth:copy-message/1")
+    assert QGuiApplication.clipboard().text() == "**Answer**"  # the message's own text
+
+
+def test_only_the_last_reply_offers_regenerate(view, qtbot):
+    view.set_messages([
+        MessageView(1, "user", "a"), MessageView(2, "assistant", "b"),
+        MessageView(3, "user", "c"), MessageView(4, "assistant", "d"),
+    ])
+    assert hrefs(view).count("hearth:regenerate") == 1
+    assert hrefs(view)[-1] == "hearth:regenerate"
+
+    view.add_message(MessageView(5, "user", "e"))
+    assert "hearth:regenerate" not in hrefs(view)
+    view.begin_reply(6)
+    assert "hearth:regenerate" not in hrefs(view)
+    view.finish_reply("f", {}, "complete")
+    assert hrefs(view).count("hearth:regenerate") == 1
+    assert plain_text(view).rstrip().endswith(("Regenerate", "Regenerate\u2003\u2003"))
+
+
+# -- scrolling ----------------------------------------------------------------------------------
+
+
+def test_the_view_follows_the_stream_until_the_user_scrolls_up(view, qtbot):
+    bar = browser(view).verticalScrollBar()
+    view.begin_reply(1)
+    stream(qtbot, view, [f"line {i}\n" for i in range(200)])
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=WAIT_MS)
+    assert view.is_following()
+
+    bar.setValue(0)  # the user scrolls up
+    assert not view.is_following()
+    old_maximum = bar.maximum()
+    stream(qtbot, view, [f"more {i}\n" for i in range(100)])
+    qtbot.waitUntil(lambda: bar.maximum() > old_maximum, timeout=WAIT_MS)
+    assert bar.value() == 0
+
+    bar.setValue(bar.maximum())  # and back to the bottom
+    assert view.is_following()
+    old_maximum = bar.maximum()
+    stream(qtbot, view, [f"again {i}\n" for i in range(100)])
+    qtbot.waitUntil(lambda: bar.maximum() > old_maximum and bar.value() == bar.maximum(), timeout=WAIT_MS)
+
+
+# -- appearance ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dark_palette(qapp):
+    original = QPalette(qapp.palette())
+    dark = QPalette()
+    for role, colour in [
+        (QPalette.ColorRole.Window, "#2b2b2b"), (QPalette.ColorRole.WindowText, "#e6e6e6"),
+        (QPalette.ColorRole.Base, "#1f1f1f"), (QPalette.ColorRole.Text, "#e6e6e6"),
+        (QPalette.ColorRole.Highlight, "#3d7bd9"), (QPalette.ColorRole.Link, "#0000ff"),
+    ]:
+        dark.setColor(role, QColor(colour))
+    yield dark
+    QApplication.setPalette(original)
+
+
+def test_a_palette_change_renders_again_in_the_new_colours(view, qtbot, dark_palette):
+    view.set_messages([MessageView(1, "user", "hi"), MessageView(2, "assistant", "```python\nx = 1\n```")])
+    view.begin_reply(3)
+    stream(qtbot, view, ["still ", "streaming"])
+    light_html = browser(view).document().toHtml()
+
+    QApplication.setPalette(dark_palette)
+    qtbot.waitUntil(lambda: browser(view).document().toHtml() != light_html, timeout=WAIT_MS)
+    assert "#0d1117" in browser(view).document().toHtml()  # the dark code style's background
+    assert view.text_of_reply() == "still streaming"
+    link = next(fmt for _text, fmt in fragments(view) if fmt.isAnchor()).foreground().color()
+    assert link.lightness() > 100, "links must stay readable on a dark background"
+
+    view.append_text(" on")
+    view.finish_reply("still streaming on", {}, "complete")
+    assert view.text_of_reply() == "still streaming on"
+
+
+# -- the block splitter -------------------------------------------------------------------------
+
+
+def feed_by_character(text: str) -> list[str]:
+    splitter = BlockSplitter()
+    blocks = [block for block in map(splitter.feed, text) if block]
+    return blocks + [splitter.tail]
+
+
+def test_blocks_complete_at_blank_lines_headings_and_closing_fences():
+    assert feed_by_character("# T\nPara\ngraph\n\nNext\n\n```py\na\n\nb\n```\ntail") == [
+        "# T\n", "Para\ngraph\n\n", "Next\n\n", "```py\na\n\nb\n```\n", "tail",
+    ]
+
+
+def test_an_indented_line_after_a_blank_line_stays_with_its_list_item():
+    assert feed_by_character("- item\n\n  more of it\n\n- next") == ["- item\n\n  more of it\n\n", "- next"]
+
+
+def test_a_fence_closes_only_on_its_own_string_at_the_margin():
+    assert feed_by_character("````\n```\n\nx\n  ````\n````\n\nafter") == ["````\n```\n\nx\n  ````\n````\n", "\n", "after"]
