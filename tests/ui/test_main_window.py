@@ -1,0 +1,217 @@
+"""The real window, offscreen, with the real Gemma model and a real database file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+
+from app.bridge import EngineBridge
+from app.engine.generator import LoadOptions
+from app.store import ConversationStore
+from app.ui.main_window import MainWindow
+
+SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
+
+
+class Harness:
+    """A window over a database and settings file in tmp_path, the model loaded once."""
+
+    def __init__(self, root, qtbot, gemma_path):
+        self.root, self.qtbot, self.gemma_path = root, qtbot, gemma_path
+        self.bridge = EngineBridge()
+        self.open_window()
+        with qtbot.waitSignal(self.bridge.modelLoaded, timeout=60_000):
+            self.bridge.load(gemma_path, LoadOptions(n_ctx=2048))
+        self.short_replies()
+
+    def open_window(self):
+        self.store = ConversationStore(self.root / "conversations.sqlite3")
+        self.settings = QSettings(str(self.root / "hearth.ini"), QSettings.IniFormat)
+        self.window = MainWindow(self.store, self.bridge, self.settings)
+        self.window.show()
+        if self.bridge.loaded is not None:
+            self.window.on_model_loaded(self.bridge.loaded)
+
+    def reopen_window(self):
+        self.window.close()
+        self.store.close()
+        self.open_window()
+        self.short_replies()
+
+    def short_replies(self, **changes):
+        self.window.parameters.set_params(self.window.parameters.params().with_changes(**(SHORT | changes)))
+
+    def send_and_wait(self, text):
+        with self.qtbot.waitSignal(self.window.session.replyFinished, timeout=60_000) as finished:
+            self.window.composer.edit.setPlainText(text)
+            QTest.keyClick(self.window.composer.edit, Qt.Key_Return)
+        return finished.args  # message id, text, stats, status
+
+    def replies(self):
+        return [m for m in self.window.session.messages() if m.role == "assistant"]
+
+    def close(self):
+        self.window.close()
+        self.bridge.shutdown()
+        self.store.close()
+
+
+@pytest.fixture
+def harness(tmp_path, qtbot, gemma_path):
+    harness = Harness(tmp_path, qtbot, gemma_path)
+    yield harness
+    harness.close()
+
+
+def test_model_is_shown_in_the_status_bar(harness):
+    assert "Gemma 3 270m" in harness.window.model_label.text()
+    assert "CPU" in harness.window.model_label.text() or "CUDA" in harness.window.model_label.text()
+    assert harness.window.context_label.text() == "Context 0 / 2,048"
+
+
+def test_enter_sends_and_the_reply_streams_into_the_view(harness, qtbot):
+    chunks = []
+    harness.window.session.replyChunk.connect(chunks.append)
+    message_id, text, stats, status = harness.send_and_wait("Hello there")
+    assert status == "complete" and stats["completion_tokens"] == 8
+    assert "".join(chunks) == text
+    assert harness.window.chat.text_of_reply().strip() == text.strip()
+    stored = harness.window.session.messages()
+    assert [(m.role, m.status) for m in stored] == [("user", "complete"), ("assistant", "complete")]
+    assert stored[0].content == "Hello there" and stored[1].content == text
+    assert stored[1].params["max_tokens"] == 8 and stored[1].stats["stop_reason"] == "length"
+    assert harness.window.composer.text() == ""
+    assert "tok/s" in harness.window.speed_label.text()
+    assert harness.window.context_label.text().startswith("Context ")
+
+
+def test_shift_enter_makes_a_new_line(harness):
+    edit = harness.window.composer.edit
+    edit.setPlainText("first")
+    edit.moveCursor(edit.textCursor().MoveOperation.End)
+    QTest.keyClick(edit, Qt.Key_Return, Qt.ShiftModifier)
+    assert edit.toPlainText() == "first\n" and harness.window.session.conversation_id is None
+
+
+def test_no_double_send_while_generating(harness, qtbot):
+    harness.short_replies(max_tokens=40)
+    window = harness.window
+    with qtbot.waitSignal(window.session.replyFinished, timeout=60_000):
+        window.composer.edit.setPlainText("First")
+        window.composer._submit()
+        assert window.composer.button.text() == "Stop"
+        window.composer.edit.setPlainText("Second")
+        QTest.keyClick(window.composer.edit, Qt.Key_Return)  # Enter while busy sends nothing
+        window.send("Third")  # nor does a direct call
+    users = [m.content for m in window.session.messages() if m.role == "user"]
+    assert users == ["First"]
+    assert window.composer.text() == "Second"  # the unsent text is kept for the user
+
+
+def test_stop_keeps_the_partial_reply_and_it_is_saved_while_streaming(harness, qtbot):
+    harness.short_replies(max_tokens=400, temperature=0.9)
+    window = harness.window
+    saved_while_streaming = []
+
+    def check_database(_text):
+        replies = harness.replies()
+        if replies and replies[-1].status == "streaming" and replies[-1].content:
+            saved_while_streaming.append(replies[-1].content)
+            window.stop_action.trigger()
+
+    window.session.replyChunk.connect(check_database)
+    with qtbot.waitSignal(window.session.replyFinished, timeout=60_000) as finished:
+        window.send("Tell me a long story")
+    _, text, stats, status = finished.args
+    assert saved_while_streaming, "the partial reply was never saved while streaming"
+    assert status == "cancelled" and stats["stop_reason"] == "cancelled"
+    assert harness.replies()[-1].status == "cancelled" and harness.replies()[-1].content == text
+    assert text.startswith(saved_while_streaming[0])
+    assert window.composer.button.text() == "Send"
+
+
+def test_regenerate_replaces_the_last_reply(harness, qtbot):
+    harness.send_and_wait("Name a fruit")
+    first = harness.replies()[-1]
+    harness.short_replies(temperature=1.0, seed=99)
+    with qtbot.waitSignal(harness.window.session.replyFinished, timeout=60_000):
+        harness.window.regenerate_action.trigger()
+    replies = harness.replies()
+    assert len(replies) == 1 and replies[0].created_at != first.created_at  # a new row (SQLite may reuse the id)
+    assert replies[0].content != first.content  # seed 99 at temperature 1 writes something else
+    assert [m.role for m in harness.window.session.messages()] == ["user", "assistant"]
+
+
+def test_edit_changes_the_message_and_continues_from_there(harness, qtbot):
+    harness.send_and_wait("First question")
+    harness.send_and_wait("Second question")
+    first_user = harness.window.session.messages()[0]
+    with qtbot.waitSignal(harness.window.session.replyFinished, timeout=60_000):
+        assert harness.window.session.edit(first_user.id, "Edited question")
+    messages = harness.window.session.messages()
+    assert [(m.role, m.content) for m in messages][0] == ("user", "Edited question")
+    assert [m.role for m in messages] == ["user", "assistant"]
+
+
+def test_conversations_persist_and_reload(harness, qtbot):
+    _, text, _, _ = harness.send_and_wait("Remember me")
+    conversation_id = harness.window.session.conversation_id
+    harness.reopen_window()
+    items = [harness.window.conversations.list.item(i) for i in range(harness.window.conversations.list.count())]
+    assert [item.text() for item in items] == ["Remember me"]
+    harness.window.conversations.list.setCurrentItem(items[0])
+    assert harness.window.session.conversation_id == conversation_id
+    assert harness.window.chat.text_of_reply().strip() == text.strip()
+
+
+def test_export_and_import(harness, tmp_path):
+    _, text, _, _ = harness.send_and_wait("Export this")
+    conversation_id = harness.window.session.conversation_id
+    harness.window.write_export(conversation_id, "markdown", tmp_path / "chat.md")
+    harness.window.write_export(conversation_id, "json", tmp_path / "chat.json")
+    markdown = (tmp_path / "chat.md").read_text()
+    assert "Export this" in markdown and text.strip()[:20] in markdown
+    harness.window.import_conversation(tmp_path / "chat.json")
+    imported = harness.window.session.conversation_id
+    assert imported != conversation_id
+    assert [m.content for m in harness.window.session.messages()] == ["Export this", text]
+    exported = json.loads((tmp_path / "chat.json").read_text())
+    assert exported["format"] == "hearth.conversation"
+
+
+def test_delete_offers_undo(harness):
+    harness.send_and_wait("Delete me")
+    conversation_id = harness.window.session.conversation_id
+    harness.window.delete_conversation(conversation_id)
+    assert harness.window.conversations.list.count() == 0
+    harness.window._undo_button.click()
+    assert harness.window.conversations.list.count() == 1
+
+
+def test_search_by_content(harness, qtbot):
+    harness.send_and_wait("Pineapples are tropical")
+    harness.window.session.new_conversation()
+    harness.send_and_wait("Something else")
+    harness.window.conversations.search.setText("pineapple")
+    qtbot.waitUntil(lambda: harness.window.conversations.list.count() == 1, timeout=3000)
+    assert harness.window.conversations.list.item(0).text() == "Pineapples are tropical"
+
+
+def test_corrupt_model_in_the_picker_keeps_the_loaded_model(harness, qtbot, tmp_path):
+    corrupt = tmp_path / "broken.gguf"
+    with harness.gemma_path.open("rb") as source:
+        corrupt.write_bytes(source.read(5_000_000))  # a truncated download
+    picker = harness.window.picker
+    with qtbot.waitSignal(picker.scanFinished, timeout=10_000):
+        picker.add_model_file_path(corrupt)
+    entry = next(e for e in picker.entries() if e.path == corrupt)
+    assert not entry.usable and "truncated" in entry.error
+    with qtbot.waitSignal(harness.bridge.loadFailed, timeout=30_000):
+        harness.window.load_model(corrupt)
+    assert "truncated" in picker.error_label.text()
+    assert harness.bridge.loaded.path == harness.gemma_path
+    assert "Gemma 3 270m" in harness.window.model_label.text()
+    assert harness.send_and_wait("Still there?")[3] == "complete"
