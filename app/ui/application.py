@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -82,6 +83,9 @@ def run_gui(args) -> int:
     bridge = EngineBridge()
     window = MainWindow(store, bridge, config)
     window.show()
+    probe = os.environ.get("HEARTH_STARTUP_PROBE")
+    if probe:
+        return _startup_probe(app, Path(probe), bridge, store)
 
     def load_first(model, error):
         if error is not None:
@@ -100,6 +104,34 @@ def run_gui(args) -> int:
     bridge.shutdown()
     store.close()
     return code
+
+
+def _startup_probe(app, out: Path, bridge, store) -> int:
+    """For bench/: record when the window was first painted and the idle RSS, then quit.
+
+    No model is loaded, so the figures are the window's own.
+    """
+    import json
+
+    import psutil
+
+    process = psutil.Process()
+    figures = {}
+
+    def shown():
+        figures["shown_s"] = time.time() - process.create_time()
+        QTimer.singleShot(2000, idle)
+
+    def idle():
+        figures["idle_rss_mb"] = process.memory_info().rss / 2**20
+        out.write_text(json.dumps(figures))
+        app.quit()
+
+    QTimer.singleShot(0, shown)
+    app.exec()
+    bridge.shutdown()
+    store.close()
+    return 0
 
 
 def offer_crash_reports(parent) -> None:
