@@ -257,10 +257,7 @@ class Engine:
         segments: list[_Segment] = []
         position = 0
         for segment in self._segments:
-            if segment.data and data.startswith(segment.data, position):
-                taken = segment
-            else:
-                taken = segment.matching_prefix(data, position)
+            taken = segment.match(data, position)
             if taken.tokens:
                 tokens += taken.tokens
                 segments.append(taken)
@@ -313,6 +310,8 @@ class Engine:
         reply_tokens: list[int] = []
         reply_bytes = bytearray()
         reply_pieces: list[bytes] = []
+        strip_space = self.info.add_space_prefix
+        stripped_space = False
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopStringMatcher(params.stop)
         first_token_at = last_token_at = None
@@ -338,7 +337,11 @@ class Engine:
                 piece = self._piece(token)
                 reply_pieces.append(piece)
                 reply_bytes += piece
-                text, stopped = stops.feed(decoder.decode(piece))
+                shown = piece
+                if len(reply_tokens) == 1 and strip_space and piece.startswith(b" "):
+                    shown = piece[1:]  # SentencePiece's word-start space, as HF's decode drops it
+                    stripped_space = True
+                text, stopped = stops.feed(decoder.decode(shown))
                 if text:
                     yield text
                 if stopped:
@@ -356,7 +359,7 @@ class Engine:
             stats.completion_tokens = len(reply_tokens)
             if first_token_at is not None and last_token_at is not None and len(reply_tokens) > 1:
                 stats.tokens_per_s = (len(reply_tokens) - 1) / max(last_token_at - first_token_at, 1e-9)
-            self._segments = segments + [_Segment(bytes(reply_bytes), reply_tokens, reply_pieces)]
+            self._segments = segments + [_Segment(bytes(reply_bytes), reply_tokens, reply_pieces, stripped_space)]
         yield stats
 
     def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event) -> int:
@@ -432,6 +435,23 @@ class _Segment:
     data: bytes
     tokens: list[int]
     pieces: list[bytes] | None = None
+    # The reply was shown without its first token's leading space (SentencePiece's "▁"), so a
+    # template may render it back with or without that space.
+    shown_without_space: bool = False
+
+    def match(self, text: bytes, position: int) -> "_Segment":
+        """This whole segment if `text` continues with it at `position`, else its longest match."""
+        if self.data and text.startswith(self.data, position):
+            return self
+        best = self.matching_prefix(text, position)
+        if self.shown_without_space:
+            unspaced = _Segment(self.data[1:], self.tokens, [self.pieces[0][1:]] + self.pieces[1:])
+            if unspaced.data and text.startswith(unspaced.data, position):
+                return unspaced
+            alternative = unspaced.matching_prefix(text, position)
+            if len(alternative.tokens) > len(best.tokens):
+                best = alternative
+        return best
 
     def matching_prefix(self, text: bytes, position: int) -> "_Segment":
         """The longest run of leading tokens whose bytes appear in `text` at `position`."""

@@ -76,6 +76,7 @@ class ModelInfo:
     tokenizer_model: str | None
     tokenizer_pre: str | None
     add_bos_token: bool | None
+    add_space_prefix: bool  # SentencePiece writes a "▁" before the first word of a text
     bos: Token | None
     eos: Token | None
     special_tokens: dict[str, int] = field(repr=False)  # control tokens: text -> id
@@ -101,6 +102,7 @@ class ModelInfo:
             "tokenizer_model": self.tokenizer_model,
             "tokenizer_pre": self.tokenizer_pre,
             "add_bos_token": self.add_bos_token,
+            "add_space_prefix": self.add_space_prefix,
             "bos_token": _token_json(self.bos),
             "eos_token": _token_json(self.eos),
             "end_of_turn_tokens": [_token_json(t) for t in self.end_of_turn],
@@ -338,6 +340,9 @@ def _model_info(path, file_size, version, arch, meta, parameter_count) -> ModelI
         tokenizer_model=meta.get("tokenizer.ggml.model"),
         tokenizer_pre=meta.get("tokenizer.ggml.pre"),
         add_bos_token=meta.get("tokenizer.ggml.add_bos_token"),
+        # llama.cpp's default for SentencePiece ("llama") vocabularies when the key is absent.
+        add_space_prefix=meta.get("tokenizer.ggml.model") == "llama"
+        and bool(meta.get("tokenizer.ggml.add_space_prefix", True)),
         bos=bos,
         eos=eos,
         special_tokens=special,
