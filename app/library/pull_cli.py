@@ -13,12 +13,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from app.library import credentials
-from app.library.downloads import DownloadProgress, download_model, format_bytes
-from app.library.errors import HubError
-from app.library.hub import HubClient
+if TYPE_CHECKING:
+    from app.library.downloads import DownloadProgress
 
 _BAR_WIDTH = 24
 _REDRAW_INTERVAL_S = 0.2
@@ -34,6 +32,13 @@ def add_pull_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_pull(args: argparse.Namespace) -> int:
+    # huggingface_hub and keyring load here, not at import: `hearth` builds this parser
+    # on every start, and the GUI should not pay for a download it isn't doing.
+    from app.library import credentials
+    from app.library.downloads import download_model, format_bytes
+    from app.library.errors import HubError
+    from app.library.hub import HubClient
+
     bar = ProgressBar(sys.stderr)
     try:
         client = HubClient(token=credentials.load_token())
@@ -70,6 +75,8 @@ class ProgressBar:
         self._width = 0
 
     def update(self, progress: DownloadProgress) -> None:
+        from app.library.downloads import format_bytes
+
         now = time.monotonic()
         if now - self._last_draw < _REDRAW_INTERVAL_S and progress.bytes_done < progress.bytes_total:
             return
