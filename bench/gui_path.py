@@ -1,0 +1,144 @@
+"""GUI figures, measured in one run.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/gui_path.py [--runs 5] [--tokens 128]
+
+1. Reply tokens/s through the whole GUI path (engine worker thread, queued signals, the
+   session, the chat view's coalesced inserts) ÷ the engine alone, driven directly. Same model,
+   prompt and greedy settings, end-of-turn tokens banned so both write exactly --tokens
+   tokens; the two alternate in one process and the rate is measured the same way for both:
+   (tokens - 1) / (time of the last text - time of the first text) where the text arrives.
+2. Time from launch to the window being painted, and the idle window's RSS with no model
+   loaded: `python -m app` with HEARTH_STARTUP_PROBE, a fresh profile per run.
+Medians; results also go to bench/results/gui_path.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-bench-")
+PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm."
+
+
+def rate(times: list[float]) -> float:
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+def engine_alone(engine, params) -> float:
+    times = []
+    for event in engine.stream([{"role": "user", "content": PROMPT}], params):
+        if isinstance(event, str):
+            times.append(time.perf_counter())
+    return rate(times)
+
+
+def through_gui(window, params, app) -> float:
+    from PySide6.QtCore import QEventLoop
+
+    window.session.new_conversation()
+    window.parameters.set_params(params)
+    times, finished = [], QEventLoop()
+
+    def on_chunk(text):  # the chunk has reached the view (connected after the view's slot)
+        times.append(time.perf_counter())
+
+    window.session.replyChunk.connect(on_chunk)
+    window.session.replyFinished.connect(finished.quit)
+    window.send(PROMPT)
+    finished.exec()
+    window.chat.flush_now()
+    times.append(time.perf_counter())  # the last text is on screen
+    window.session.replyChunk.disconnect(on_chunk)
+    window.session.replyFinished.disconnect(finished.quit)
+    # Chunks are coalesced, so count tokens, not chunks: the first chunk holds one token.
+    count = window.session.messages()[-1].stats["completion_tokens"]
+    return (count - 1) / (times[-1] - times[0])
+
+
+def startup_figures(runs: int) -> tuple[list[float], list[float]]:
+    shown, rss = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as home:
+            out = Path(home) / "probe.json"
+            env = dict(os.environ, HEARTH_HOME=home, HEARTH_STARTUP_PROBE=str(out))
+            subprocess.run([sys.executable, "-m", "app"], env=env, cwd=ROOT, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            figures = json.loads(out.read_text())
+        shown.append(figures["shown_s"])
+        rss.append(figures["idle_rss_mb"])
+    return shown, rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=128)
+    args = parser.parse_args()
+
+    from PySide6.QtCore import QEventLoop, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.bridge import EngineBridge
+    from app.engine.generator import Engine, LoadOptions
+    from app.engine.modelfile import inspect_model
+    from app.engine.sampling import SamplingParams
+    from app.library.default_model import ensure_default_model
+    from app.store import ConversationStore
+    from app.ui.main_window import MainWindow
+
+    model = ensure_default_model()
+    banned = {t.id: -1000.0 for t in inspect_model(model).end_of_turn}
+    params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=args.tokens, logit_bias=banned)
+    app = QApplication.instance() or QApplication([])
+    home = Path(os.environ["HEARTH_HOME"])
+    store = ConversationStore(home / "bench.sqlite3")
+    bridge = EngineBridge()
+    window = MainWindow(store, bridge, QSettings(str(home / "bench.ini"), QSettings.IniFormat))
+    window.show()
+    loaded = QEventLoop()
+    bridge.modelLoaded.connect(loaded.quit)
+    bridge.load(model, LoadOptions(n_ctx=4096))
+    loaded.exec()
+    engine = Engine(model, LoadOptions(n_ctx=4096))
+
+    gui, alone = [], []
+    through_gui(window, params, app)  # warm both paths once
+    engine_alone(engine, params)
+    for _ in range(args.runs):
+        gui.append(through_gui(window, params, app))
+        alone.append(engine_alone(engine, params))
+    engine.close()
+    window.close()
+    bridge.shutdown()
+    store.close()
+
+    shown, rss = startup_figures(args.runs)
+    results = {
+        "tokens": args.tokens, "runs": args.runs,
+        "gui_tokens_per_s": statistics.median(gui), "engine_tokens_per_s": statistics.median(alone),
+        "ratio": statistics.median(gui) / statistics.median(alone), "gui_samples": gui, "engine_samples": alone,
+        "launch_to_window_s": statistics.median(shown), "launch_samples": shown,
+        "idle_rss_mb": statistics.median(rss), "rss_samples": rss,
+    }
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "gui_path.json").write_text(json.dumps(results, indent=2))
+    print(f"reply tok/s  GUI path {results['gui_tokens_per_s']:.2f} / engine alone {results['engine_tokens_per_s']:.2f} "
+          f"= {results['ratio']:.3f}  (target >= 0.97)")
+    print(f"launch to window shown {results['launch_to_window_s']:.2f} s  (aim <= 1.5 s, no model load)")
+    print(f"idle window RSS {results['idle_rss_mb']:.0f} MB  (aim <= 200 MB, no model loaded)")
+
+
+if __name__ == "__main__":
+    main()

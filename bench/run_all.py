@@ -1,0 +1,24 @@
+"""Run every benchmark in turn (`make bench`); each prints its figures and writes bench/results/*.json."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+SCRIPTS = ["engine_vs_raw.py", "gui_path.py", "view_update.py", "event_loop_stall.py"]
+
+
+def main() -> int:
+    env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
+    failed = 0
+    for script in SCRIPTS:
+        print(f"== {script}", flush=True)
+        failed |= subprocess.run([sys.executable, str(BENCH / script)], env=env).returncode != 0
+    return int(failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
