@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -17,6 +17,7 @@ from .. import crash, paths
 from ..bridge import EngineBridge
 from ..library.default_model import ensure_default_model
 from ..store import ConversationStore, StoreError
+from . import appearance
 from .background import run_in_background
 
 log = logging.getLogger(__name__)
@@ -46,10 +47,8 @@ def create_application() -> QApplication:
     app.setApplicationName(paths.APP_NAME)
     app.setApplicationDisplayName(paths.APP_NAME)
     app.setDesktopFileName("hearth")
-    app.setStyle("Fusion")  # the same look everywhere; follows the system's light/dark scheme
-    appearance = os.environ.get("HEARTH_APPEARANCE", "").lower()
-    if appearance in ("light", "dark"):
-        app.styleHints().setColorScheme(Qt.ColorScheme.Dark if appearance == "dark" else Qt.ColorScheme.Light)
+    app.setStyle("Fusion")  # the same look everywhere
+    appearance.apply(app)  # light or dark, following the system
     icon = resources_dir() / "hearth.svg"
     if icon.exists():
         app.setWindowIcon(QIcon(str(icon)))
