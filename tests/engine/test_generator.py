@@ -177,3 +177,32 @@ def test_context_overflow_drops_oldest_turns_keeping_system(gemma_path):
         assert run(small, ask("Hi"), GREEDY.with_changes(max_tokens=3))[1].completion_tokens == 3
     finally:
         small.close()
+
+
+def test_llama_cpp_log_reaches_python_logging(gemma_path, caplog):
+    caplog.set_level("DEBUG", logger="llama.cpp")
+    Engine(gemma_path, LoadOptions(n_ctx=256)).close()
+    assert any(r.name == "llama.cpp" and "gemma3" in r.getMessage() for r in caplog.records)
+
+
+def test_gpu_offload_is_requested_when_the_build_supports_it(gemma_path, monkeypatch):
+    # A mock, because there is no CUDA device here: pretend the build can offload and check
+    # what the engine asks for and reports. llama.cpp itself ignores the layers on a CPU build.
+    import app.engine.generator as generator
+
+    monkeypatch.setattr(generator, "supports_gpu_offload", lambda: True)
+    everything = Engine(gemma_path, LoadOptions(n_ctx=256))
+    assert everything.device.backend == "CUDA" and everything.device.gpu_layers == 19
+    everything.close()
+    some = Engine(gemma_path, LoadOptions(n_ctx=256, n_gpu_layers=5))
+    assert some.device.describe() == "CUDA (5/19 layers)"
+    some.close()
+
+
+def test_device_matches_the_build(engine):
+    from app.engine.generator import supports_gpu_offload
+
+    if supports_gpu_offload():
+        assert engine.device.backend == "CUDA" and engine.device.gpu_layers == engine.device.total_layers
+    else:
+        assert engine.device.describe() == "CPU" and engine.device.gpu_layers == 0

@@ -1,0 +1,98 @@
+"""The command line, run as a user runs it: `python -m app …` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CONVERSATION = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Hi"},
+    {"role": "assistant", "content": "Hello!"},
+    {"role": "user", "content": "2+2?"},
+]
+
+
+def hearth(*args, check=True):
+    result = subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, cwd=ROOT, timeout=300)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stderr.decode())
+    return result
+
+
+@pytest.fixture
+def messages_file(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(CONVERSATION))
+    return path
+
+
+def test_inspect_prints_metadata_json(gemma_path):
+    data = json.loads(hearth("inspect", gemma_path).stdout)
+    assert data["architecture"] == "gemma3" and data["quantization"] == "Q4_K_M"
+    assert data["bos_token"] == {"id": 2, "text": "<bos>"}
+    assert {"id": 106, "text": "<end_of_turn>"} in data["end_of_turn_tokens"]
+    assert data["has_chat_template"] is False
+
+
+def test_prompt_prints_the_exact_prompt_and_nothing_else(gemma_path, messages_file):
+    out = hearth("prompt", gemma_path, "--messages", messages_file).stdout
+    assert out == (
+        b"<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+        b"<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>model\n"
+    )
+
+
+def test_prompt_from_a_template_file(tmp_path, messages_file):
+    families = json.loads((ROOT / "tests" / "data" / "families.json").read_text())
+    llama = next(f for f in families if f["family"] == "llama-3.1")
+    template = tmp_path / "t.jinja"
+    template.write_text(llama["chat_template"])
+    out = hearth("prompt", "--template", template, "--bos", "<|begin_of_text|>", "--eos", "<|eot_id|>",
+                 "--messages", messages_file).stdout.decode()
+    assert out.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
+    assert out.endswith("2+2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+
+
+def test_chat_streams_and_reports_stats(gemma_path):
+    result = hearth("chat", gemma_path, "The capital of France is", "--temperature", "0", "--max-tokens", "6",
+                    "--seed", "3", "--stats", "json")
+    stats = json.loads(result.stderr.decode().strip().splitlines()[-1])
+    assert stats["completion_tokens"] == 6 and stats["stop_reason"] == "length"
+    assert set(stats) >= {"prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s", "stop_reason"}
+    assert result.stdout.strip()
+    again = hearth("chat", gemma_path, "The capital of France is", "--temperature", "0", "--max-tokens", "6")
+    assert again.stdout == result.stdout  # greedy is deterministic
+
+
+def test_chat_stop_string(gemma_path):
+    full = hearth("chat", gemma_path, "Count: 1, 2, 3,", "--temperature", "0", "--max-tokens", "12").stdout.decode()
+    stop = full.strip()[3:6]
+    result = hearth("chat", gemma_path, "Count: 1, 2, 3,", "--temperature", "0", "--max-tokens", "12",
+                    "--stop", stop, "--stats", "json")
+    assert json.loads(result.stderr.decode().splitlines()[-1])["stop_reason"] == "stop_string"
+    assert result.stdout.decode() == full[: full.index(stop)] + "\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["inspect", "missing.gguf"], "not found"),
+        (["chat", "{model}", "hi", "--temperature", "9"], "temperature must be"),
+        (["chat", "{model}", "hi", "--top-p", "0"], "top_p must be above 0"),
+        (["prompt", "--messages", "{bad}"], "give a MODEL.gguf or --template"),
+    ],
+)
+def test_errors_are_one_clear_line(args, message, gemma_path, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    args = [a.format(model=gemma_path, bad=bad) for a in args]
+    result = hearth(*args, check=False)
+    assert result.returncode == 1
+    err = result.stderr.decode().strip()
+    assert err.startswith("hearth: error:") and message in err and "Traceback" not in err
