@@ -22,6 +22,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from .engine.context import ContextFullError
+from .engine.devices import gpu_memory_bytes
 from .engine.generator import DeviceInfo, Engine, LoadCancelled, LoadOptions, ReplyStats, supports_gpu_offload
 from .engine.modelfile import ModelFileError, ModelInfo
 from .engine.sampling import SamplingParams
@@ -195,6 +196,7 @@ class EngineBridge(QObject):
         self._load_cancel: threading.Event | None = None
         self.loaded: LoadedModel | None = None
         self.gpu_available = supports_gpu_offload()
+        self.gpu_memory = gpu_memory_bytes() if self.gpu_available else None
 
     # --- commands ------------------------------------------------------------------------------
 
