@@ -215,3 +215,28 @@ def test_corrupt_model_in_the_picker_keeps_the_loaded_model(harness, qtbot, tmp_
     assert harness.bridge.loaded.path == harness.gemma_path
     assert "Gemma 3 270m" in harness.window.model_label.text()
     assert harness.send_and_wait("Still there?")[3] == "complete"
+
+
+def test_keyboard_shortcuts(harness, qtbot):
+    window = harness.window
+    window.activateWindow()
+    QTest.keyClick(window.composer.edit, Qt.Key_N, Qt.ControlModifier)
+    assert window.session.conversation_id is not None  # Ctrl+N: a new chat
+    harness.short_replies(max_tokens=400, temperature=0.9)
+    with qtbot.waitSignal(window.session.replyFinished, timeout=60_000) as finished:
+        window.send("Tell me a long story")
+        qtbot.waitUntil(lambda: window.chat.text_of_reply() != "", timeout=30_000)
+        QTest.keyClick(window.composer.edit, Qt.Key_Escape)  # Esc: stop
+    assert finished.args[3] == "cancelled"
+    QTest.keyClick(window.chat, Qt.Key_L, Qt.ControlModifier)  # Ctrl+L: back to the input
+    assert window.composer.edit.hasFocus()
+
+
+def test_window_state_and_last_model_are_remembered(harness):
+    harness.window.resize(760, 560)  # inside the offscreen screen: restoreGeometry clamps to it
+    harness.window.splitter.setSizes([150, 400, 200])
+    sizes = harness.window.splitter.sizes()
+    harness.reopen_window()
+    assert (harness.window.size().width(), harness.window.size().height()) == (760, 560)
+    assert harness.window.splitter.sizes() == sizes
+    assert harness.settings.value("models/last") == str(harness.gemma_path)
