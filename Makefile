@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hearth-installed
+BUNDLE_STAMP := $(VENV)/.hearth-bundle-tools
 
 .PHONY: run test bench bundle install-desktop clean
 
@@ -19,11 +20,31 @@ $(STAMP): pyproject.toml scripts/llama-wheel.sh
 run: $(STAMP)
 	$(PY) -m app
 
+# The whole suite, the bundle build and its offline self-test included (about a minute more).
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	QT_QPA_PLATFORM=offscreen HEARTH_SLOW_TESTS=$${HEARTH_SLOW_TESTS:-1} $(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
+
+$(BUNDLE_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bundle]"
+	touch $@
+
+# dist/hearth/hearth: a one-folder bundle (build.spec says what is in it and why), with the
+# default model copied into dist/hearth/models/, where a frozen Hearth looks for it.
+bundle: $(BUNDLE_STAMP)
+	$(PY) -m PyInstaller --noconfirm --log-level WARN build.spec
+	mkdir -p dist/hearth/models
+	model="$$($(PY) -c 'from app.library.default_model import ensure_default_model; print(ensure_default_model() or "")')" && \
+	  { test -n "$$model" || { echo "make bundle: the default model is unavailable" >&2; exit 1; }; } && \
+	  cp "$$model" dist/hearth/models/
+	@du -sh --exclude=models dist/hearth && du -sh dist/hearth/models
+
+# The application-menu entry and icon for the current user (XDG_DATA_HOME is respected);
+# Exec is the bundle if built, else the venv's hearth.
+install-desktop:
+	scripts/install-desktop.sh
 
 clean:
 	rm -rf $(VENV) build dist

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 
 from . import cli
 
@@ -18,8 +20,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fill_closed_std_fds() -> None:
+    """Point closed stdin/stdout/stderr descriptors at /dev/null.
+
+    Started with them closed (a launcher, `hearth >&- 2>&-`), the next file opened — the log —
+    would become fd 2, and C-level warnings from Qt and llama.cpp would be written into it.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # takes the lowest free descriptor: this one
+
+
 def main(argv: list[str] | None = None) -> int:
+    _fill_closed_std_fds()
     args = build_parser().parse_args(argv)
+    if args.self_test:  # before logging starts, so its log goes to the throwaway profile too
+        os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
     from .logs import setup_logging
 
     setup_logging()

@@ -108,6 +108,14 @@ class EngineWorker(QObject):
         except (TemplateError, ContextFullError) as exc:
             self.failed.emit(request_id, str(exc))
             return
+        try:
+            self._relay(request_id, stream)
+        except Exception as exc:  # never leave the GUI waiting for a reply that won't come
+            log.exception("reply %d failed", request_id)
+            self.failed.emit(request_id, f"The reply failed: {exc}")
+
+    def _relay(self, request_id: int, stream) -> None:
+        """Pass the stream's text on in coalesced chunks, then the whole reply and its stats."""
         pieces: list[str] = []
         pending: list[str] = []
         last_emit = time.perf_counter()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,8 +65,6 @@ def first_model(args, config: QSettings) -> Path | None:
 
 
 def run_gui(args) -> int:
-    if args.self_test:
-        os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
     _ensure_streams()
     crash.install()
     app = create_application()
@@ -82,6 +79,7 @@ def run_gui(args) -> int:
     bridge = EngineBridge()
     window = MainWindow(store, bridge, config)
     window.show()
+    log.info("window shown %.2f s after launch", time.time() - _process_start())
     probe = os.environ.get("HEARTH_STARTUP_PROBE")
     if probe:
         return _startup_probe(app, Path(probe), bridge, store)
@@ -103,6 +101,12 @@ def run_gui(args) -> int:
     bridge.shutdown()
     store.close()
     return code
+
+
+def _process_start() -> float:
+    import psutil
+
+    return psutil.Process().create_time()
 
 
 def _startup_probe(app, out: Path, bridge, store) -> int:

