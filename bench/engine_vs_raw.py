@@ -87,7 +87,7 @@ def child_turns(model: Path, tokens: int) -> dict:
     from app.engine.generator import Engine, LoadOptions
     from app.engine.sampling import SamplingParams
 
-    params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=90, logit_bias=banned_tokens(model))
+    params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=160, logit_bias=banned_tokens(model))
     engine = Engine(model, LoadOptions(n_ctx=N_CTX))
     conversation: list[dict] = []
     ttfts, prompt_sizes, evaluated = [], [], []

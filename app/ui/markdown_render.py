@@ -10,6 +10,7 @@ Two pieces:
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import xml.etree.ElementTree as etree
@@ -97,10 +98,7 @@ class MarkdownRenderer:
     def _code_block(self, match: re.Match[str]) -> str:
         language, escaped = match.group(1) or "", match.group(2)
         code = html.unescape(escaped).removesuffix("\n")
-        try:
-            lexer = get_lexer_by_name(language, stripnl=False) if language else TextLexer()
-        except ClassNotFound:
-            lexer = TextLexer()
+        lexer = _lexer(language)
         coloured = highlight(code.replace("\t", _TAB), lexer, self._formatter).removesuffix("\n")
         # The caption paragraph comes first on purpose: a table that starts an HTML fragment
         # makes Qt leave an empty line before it.
@@ -113,6 +111,16 @@ class MarkdownRenderer:
             f'<pre style="margin:0px; font-family:\'{self.theme.mono_family}\', monospace;'
             f' color:{self._code_colour}">{coloured}</pre></td></tr></table>'
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _lexer(language: str):
+    """One lexer per language, reused: looking a lexer up by name scans every plugin and
+    costs milliseconds, which a streaming reply pays for each code block it completes."""
+    try:
+        return get_lexer_by_name(language, stripnl=False) if language else TextLexer()
+    except ClassNotFound:
+        return TextLexer()
 
 
 class _ChatMarkdown(Extension):
