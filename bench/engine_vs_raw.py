@@ -164,7 +164,7 @@ def main() -> None:
     raw_tps = statistics.median(r["tokens_per_s"] for r in raw)
     engine_tps = statistics.median(r["tokens_per_s"] for r in engine)
 
-    turns = [run_child("turns", args.model, args.tokens) for _ in range(max(3, args.runs // 2))]
+    turns = [run_child("turns", args.model, args.tokens) for _ in range(args.runs)]
     turn1 = statistics.median(t["ttft"][0] for t in turns)
     turn8 = statistics.median(t["ttft"][7] for t in turns)
     cold8 = statistics.median(t["cold_turn8_ttft"] for t in turns)
