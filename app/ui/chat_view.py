@@ -169,16 +169,24 @@ class _BottomFollower(QObject):
         super().__init__(bar)
         self._bar = bar
         self.following = True
+        # The range grows many times while Qt lays out one update; scrolling (and so laying
+        # out and painting the bottom of the document) once per event-loop pass is enough.
+        self._pin = QTimer(self, singleShot=True, interval=0)
+        self._pin.timeout.connect(self._to_bottom)
         bar.rangeChanged.connect(self._range_changed)
         bar.valueChanged.connect(self._value_changed)
 
     def follow(self) -> None:
         self.following = True
-        self._bar.setValue(self._bar.maximum())
+        self._to_bottom()
 
-    def _range_changed(self, _minimum: int, maximum: int) -> None:
+    def _to_bottom(self) -> None:
         if self.following:
-            self._bar.setValue(maximum)
+            self._bar.setValue(self._bar.maximum())
+
+    def _range_changed(self, _minimum: int, _maximum: int) -> None:
+        if self.following and not self._pin.isActive():
+            self._pin.start()
 
     def _value_changed(self, value: int) -> None:
         self.following = value >= self._bar.maximum() - self.SLACK_PX
