@@ -279,8 +279,23 @@ class Engine:
                             | llama_c.LLAMA_TOKEN_ATTR_UNKNOWN))
 
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
-        budget = self.n_ctx - max_tokens
-        return fit_conversation(messages, self.prompt_tokens, budget)
+        return self._fit(messages, max_tokens)[0]
+
+    def _fit(self, messages: list[dict], max_tokens: int) -> tuple[Fitted, list[_Segment]]:
+        """Fit the conversation, keeping the token segments of the prompt that fitted.
+
+        fit_conversation returns right after measuring the candidate it keeps, so the last
+        segments measured are that prompt's, and it need not be tokenized again.
+        """
+        measured: list[list[_Segment]] = []
+
+        def tokenize(candidate: list[dict]) -> list[int]:
+            tokens, segments = self._tokens_with_reuse(self.render(candidate))
+            measured.append(segments)
+            return tokens
+
+        fitted = fit_conversation(messages, tokenize, self.n_ctx - max_tokens)
+        return fitted, measured[-1]
 
     # --- generation ----------------------------------------------------------------------------
 
@@ -297,9 +312,8 @@ class Engine:
         """
         cancel = cancel or threading.Event()
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
-        fitted = self.fit(messages, max_tokens)
-        prompt_text = self.render(fitted.messages)
-        prompt, segments = self._tokens_with_reuse(prompt_text)
+        fitted, segments = self._fit(messages, max_tokens)
+        prompt = fitted.prompt_tokens
         stats = ReplyStats(
             prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()
         )
