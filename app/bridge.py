@@ -218,10 +218,6 @@ class EngineBridge(QObject):
             self._load_cancel.set()
 
     @property
-    def loading(self) -> bool:
-        return self._load_cancel is not None
-
-    @property
     def generating(self) -> bool:
         return self._active_request is not None
 

@@ -25,10 +25,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import llama_cpp
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 from llama_cpp._internals import LlamaSampler

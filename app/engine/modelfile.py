@@ -198,9 +198,6 @@ class _StringArray:
         start = self.offsets[index]
         return bytes(self._buf[start:start + self.lengths[index]]).decode("utf-8", errors="replace")
 
-    def to_list(self) -> list[str]:
-        return [self[i] for i in range(len(self))]
-
 
 def inspect_model(path: str | os.PathLike) -> ModelInfo:
     """Read a GGUF's metadata, or raise ModelFileError saying what is wrong with it."""

@@ -66,10 +66,6 @@ class ConversationList(QWidget):
                 self.list.setCurrentItem(item)
         self._filling = False
 
-    def current_id(self) -> int | None:
-        item = self.list.currentItem()
-        return item.data(Qt.UserRole) if item else None
-
     def _on_current(self, item, _previous) -> None:
         if item is not None and not self._filling:
             self.opened.emit(item.data(Qt.UserRole))
