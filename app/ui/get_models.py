@@ -175,9 +175,11 @@ class DownloadRow(QFrame):
         self.pause_button.setEnabled(True)
         self.progress.setValue(round(progress.fraction * 1000))
         figures = f"{format_bytes(progress.bytes_done)} of {format_bytes(progress.bytes_total)}"
-        if self.job.control.paused:
+        if progress.paused:  # the worker's word that it has flushed the file and holds
             self.status_label.setText(f"Paused · {figures}")
             return
+        if self.job.control.paused:
+            return  # asked to pause, but a chunk is still landing: "Pausing…" stays
         if progress.speed > 0:
             figures += f" · {format_bytes(progress.speed)}/s"
         if progress.eta_seconds is not None:
