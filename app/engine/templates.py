@@ -158,9 +158,10 @@ def fold_system_prompt(messages: list[dict]) -> list[dict]:
 # --- Fallbacks for files without a template --------------------------------------------------
 # Each is a family's published template, copied verbatim (sources in tests/data/families.json):
 # gemma = google/gemma-3-1b-it, llama3 = meta-llama/Llama-3.1-8B-Instruct, chatml = the generic
-# ChatML template, phi3 = microsoft/Phi-3-mini-4k-instruct, llama2 = meta-llama/Llama-2-7b-chat-hf.
+# ChatML template, phi4 = microsoft/phi-4, phi3 = microsoft/Phi-3-mini-4k-instruct,
+# llama2 = meta-llama/Llama-2-7b-chat-hf.
 _FALLBACK_DIR = Path(__file__).with_name("fallback_templates")
-FALLBACK_NAMES = ("gemma", "llama3", "chatml", "phi3", "llama2")
+FALLBACK_NAMES = ("gemma", "llama3", "phi4", "chatml", "phi3", "llama2")
 
 
 def fallback_source(name: str) -> str:
@@ -174,6 +175,8 @@ def fallback_name(info: ModelInfo) -> str:
         return "gemma"
     if "<|start_header_id|>" in vocab and "<|eot_id|>" in vocab:
         return "llama3"
+    if "<|im_sep|>" in vocab and "<|im_start|>" in vocab:  # Phi-4: ChatML with a separator token
+        return "phi4"
     if arch in ("qwen2", "qwen3", "qwen2moe", "qwen3moe") or "<|im_start|>" in vocab:
         return "chatml"
     if arch == "phi3" or ("<|assistant|>" in vocab and "<|end|>" in vocab):

@@ -41,15 +41,17 @@ STARTS_WITH_BOS = {
     "qwen3 (newer revision)": False, "mistral-v0.1": True, "chatml (generic)": False, "llama-2-chat": True,
 }
 FALLBACK = {
-    "llama-3.1": "llama3", "tinyllama": "llama2", "phi-3": "phi3", "phi-4-mini": "phi3", "phi-4": "chatml",
+    "llama-3.1": "llama3", "tinyllama": "llama2", "phi-3": "phi3", "phi-4-mini": "phi3", "phi-4": "phi4",
     "qwen3": "chatml", "smollm2": "chatml", "gemma-3": "gemma",
 }
 # The families.json entry each fallback was copied from, and the token that ends its turns.
 FALLBACK_SOURCE = {
-    "gemma": "gemma-3", "llama3": "llama-3.1", "chatml": "chatml (generic)", "phi3": "phi-3", "llama2": "llama-2-chat",
+    "gemma": "gemma-3", "llama3": "llama-3.1", "phi4": "phi-4", "chatml": "chatml (generic)", "phi3": "phi-3",
+    "llama2": "llama-2-chat",
 }
 FALLBACK_TURN_END = {
-    "gemma": "<end_of_turn>", "llama3": "<|eot_id|>", "chatml": "<|im_end|>", "phi3": "<|end|>", "llama2": "</s>",
+    "gemma": "<end_of_turn>", "llama3": "<|eot_id|>", "phi4": "<|im_end|>", "chatml": "<|im_end|>",
+    "phi3": "<|end|>", "llama2": "</s>",
 }
 # Template-only entries: the tiny model whose tokenizer they belong with.
 TEMPLATE_HOSTS = {
