@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 
@@ -22,7 +23,8 @@ class _Job(QRunnable):
             result, error = self._function(), None
         except Exception as exc:  # handed to the GUI thread, which decides what to show
             result, error = None, exc
-        self._relay.done.emit(result, error)
+        if shiboken6.isValid(self._relay):  # not when the application quit while this ran
+            self._relay.done.emit(result, error)
 
 
 _relays: set[_Relay] = set()

@@ -220,8 +220,9 @@ class _FittingTableView(QTableView):
 class ModelPicker(QWidget):
     """Lists the models found in Hearth's folders, the Hugging Face cache and the user's picks.
 
-    It scans once when created and again on Rescan or after a file or folder is added. The
-    files and folders the user adds are kept in the QSettings given to it.
+    It scans once when created and again on Rescan or after a file or folder is added or
+    removed. The files and folders the user adds are kept in the QSettings given to it; removing
+    one takes it off the list and leaves the disk alone.
 
     Signals:
         modelChosen(Path): the user asked to load this model (double-click or Load).
@@ -265,6 +266,8 @@ class ModelPicker(QWidget):
         self.add_folder_button.setToolTip("Look for .gguf files in a folder and up to three folders inside it")
         self.rescan_button = QPushButton("Rescan")
         self.rescan_button.setToolTip("Look through the folders again for new or changed files")
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setEnabled(False)
         self.load_button = QPushButton("Load")
         self.load_button.setToolTip("Load the selected model (or double-click it)")
         self.load_button.setEnabled(False)
@@ -289,9 +292,12 @@ class ModelPicker(QWidget):
         self.error_label.setStyleSheet(f"color: {ERROR_COLOR};")
         self.error_label.hide()
 
+        list_buttons = QHBoxLayout()  # two rows keep the side panel narrow
+        list_buttons.addWidget(self.add_file_button)
+        list_buttons.addWidget(self.add_folder_button)
+        list_buttons.addWidget(self.remove_button)
+        list_buttons.addStretch(1)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.add_file_button)
-        buttons.addWidget(self.add_folder_button)
         buttons.addWidget(self.rescan_button)
         buttons.addStretch(1)
         buttons.addWidget(self.load_button)
@@ -301,6 +307,7 @@ class ModelPicker(QWidget):
         layout.addWidget(self.status_label)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.details)
+        layout.addLayout(list_buttons)
         layout.addLayout(buttons)
         layout.addWidget(self.loading_row)
         layout.addWidget(self.error_label)
@@ -308,6 +315,7 @@ class ModelPicker(QWidget):
         self.add_file_button.clicked.connect(self.add_model_file)
         self.add_folder_button.clicked.connect(self.add_folder)
         self.rescan_button.clicked.connect(self.rescan)
+        self.remove_button.clicked.connect(self._remove_selected)
         self.load_button.clicked.connect(self._load_selected)
         self.cancel_button.clicked.connect(self.loadCancelRequested)
         self.view.doubleClicked.connect(lambda index: self._choose(index.row()))
@@ -366,6 +374,13 @@ class ModelPicker(QWidget):
         row = self._selected_row()
         entry = self.model.entry(row) if row is not None else None
         self.load_button.setEnabled(bool(entry and entry.usable) and not self._loading)
+        added = self._added_by_user(entry.path) if entry else None
+        self.remove_button.setEnabled(added is not None)
+        if added is None:
+            self.remove_button.setToolTip("Only files and folders you added can be removed from the list")
+        else:
+            what = "this file" if added[0] == EXTRA_FILES_KEY else f"the folder {added[1]}"
+            self.remove_button.setToolTip(f"Stop listing {what}; nothing is deleted from the disk")
         if entry is None:
             self.details.clear()
         elif entry.usable:
@@ -437,6 +452,26 @@ class ModelPicker(QWidget):
         stored = _string_list(self._settings, key)
         if str(path) not in stored:
             self._settings.setValue(key, stored + [str(path)])
+
+    # --- removing what was added ----------------------------------------------------------------
+
+    def _added_by_user(self, path: Path) -> tuple[str, str] | None:
+        """(settings key, stored path) of the added file or folder that lists `path`, if any."""
+        if str(path) in _string_list(self._settings, EXTRA_FILES_KEY):
+            return EXTRA_FILES_KEY, str(path)
+        for folder in _string_list(self._settings, EXTRA_FOLDERS_KEY):
+            if path.is_relative_to(folder):
+                return EXTRA_FOLDERS_KEY, folder
+        return None
+
+    def _remove_selected(self) -> None:
+        """Forget the added file or folder behind the selection; a model loaded from it stays."""
+        path = self._selected_path()
+        added = self._added_by_user(path) if path else None
+        if added is not None:
+            key, stored = added
+            self._settings.setValue(key, [p for p in _string_list(self._settings, key) if p != stored])
+            self.rescan()
 
 
 def _string_list(settings: QSettings, key: str) -> list[str]:

@@ -253,3 +253,32 @@ def test_number_formats():
     assert format_size(253_113_024) == "253 MB"
     assert format_size(4_920_000_000) == "4.9 GB"
     assert format_size(2_000) == "2 KB"
+
+
+def test_an_added_file_or_folder_can_be_removed_from_the_list_and_stays_on_disk(qtbot, settings, tmp_path,
+                                                                              gemma_path):
+    added_file = write_tiny_gguf(tmp_path / "downloads" / "tiny.gguf")
+    folder = tmp_path / "more-models"
+    in_folder = write_tiny_gguf(folder / "sub" / "other.gguf", name="Other")
+    picker = make_picker(qtbot, settings)
+    rescanned(qtbot, picker, lambda: picker.add_model_file_path(added_file))
+    rescanned(qtbot, picker, lambda: picker.add_folder_path(folder))
+
+    picker.view.selectRow(row_of(picker, gemma_path))  # found in Hearth's own folder: not removable
+    assert not picker.remove_button.isEnabled()
+
+    picker.view.selectRow(row_of(picker, in_folder))
+    assert picker.remove_button.isEnabled() and str(folder) in picker.remove_button.toolTip()
+    rescanned(qtbot, picker, picker.remove_button.click)
+    assert picker.model.row_of(in_folder) is None and in_folder.exists()
+    assert picker.model.row_of(added_file) is not None
+
+    picker.view.selectRow(row_of(picker, added_file))
+    assert "this file" in picker.remove_button.toolTip()
+    rescanned(qtbot, picker, picker.remove_button.click)
+    assert picker.model.row_of(added_file) is None and added_file.exists()
+
+    settings.sync()
+    reopened = make_picker(qtbot, QSettings(settings.fileName(), QSettings.IniFormat))
+    assert reopened.model.row_of(added_file) is None and reopened.model.row_of(in_folder) is None
+    assert reopened.model.row_of(gemma_path) is not None
