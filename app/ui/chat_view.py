@@ -5,6 +5,10 @@ scrolls as a whole. Qt never follows a link here: actions under messages and cod
 the private `hearth:` scheme and are handled by the view; web links are handed to the window
 (linkActivated), which asks before opening anything.
 
+A long conversation opens on its newest messages, about HISTORY_SHOWN_CHARS of them, with a
+link above that renders the page before them on demand: Markdown and syntax highlighting cost
+about 8 ms a message, so rendering hundreds of them up front froze the window for seconds.
+
 A streaming reply is the last thing in the document. Its chunks are buffered and written on a
 short timer as plain text; each Markdown block is rendered once, when it completes. The cost of
 an update therefore depends on the size of the chunk and of the block, not on the reply so far.
@@ -39,6 +43,11 @@ from .markdown_render import BlockSplitter, MarkdownRenderer, RenderTheme
 FLUSH_INTERVAL_MS = 40
 
 ACTION_SCHEME = "hearth"
+
+# Characters of message text rendered when a conversation opens (about 3,000 tokens, several
+# screens); older messages wait behind "Show earlier messages", a page of this size per click.
+# A page holds at least two messages, however long.
+HISTORY_SHOWN_CHARS = 12_000
 
 STOP_REASONS = {
     "end_of_turn": "end of turn",
@@ -336,6 +345,16 @@ def _in_table(block) -> bool:
     return block.isValid() and QTextCursor(block).currentTable() is not None
 
 
+def _first_to_show(messages: list[MessageView]) -> int:
+    """Index of the oldest message of the last page: HISTORY_SHOWN_CHARS, at least two messages."""
+    shown_chars = 0
+    for index in range(len(messages) - 1, -1, -1):
+        shown_chars += len(messages[index].content)
+        if shown_chars > HISTORY_SHOWN_CHARS and index < len(messages) - 2:
+            return index + 1
+    return 0
+
+
 def _end_of(document: QTextDocument) -> QTextCursor:
     cursor = QTextCursor(document)
     cursor.movePosition(QTextCursor.MoveOperation.End)
@@ -461,6 +480,7 @@ class ChatView(QWidget):
         self._browser.anchorClicked.connect(self._anchor_clicked)
         self._follower = _BottomFollower(self._browser.verticalScrollBar())
         self._messages: list[MessageView] = []
+        self._first_shown = 0  # index of the oldest message rendered; older ones wait
         self._snippets: dict[str, str] = {}  # href of a code block's Copy link -> its code
         self._reply: _StreamingReply | None = None
         self._regenerate_footer: int | None = None  # position of the footer offering Regenerate
@@ -475,6 +495,7 @@ class ChatView(QWidget):
             self._reply.stop()
             self._reply = None
         self._messages = list(messages)
+        self._first_shown = _first_to_show(self._messages)
         self._rebuild()
         self._follower.follow()
 
@@ -547,6 +568,21 @@ class ChatView(QWidget):
             block = block.next()
         return "\n".join(lines).replace("\u2028", "\n").replace("\xa0", " ")
 
+    def hidden_count(self) -> int:
+        """How many older messages wait behind "Show earlier messages"."""
+        return self._first_shown
+
+    def show_earlier(self) -> None:
+        """Render one more page of older messages, keeping in view the oldest one shown before."""
+        if not self._first_shown:
+            return
+        anchor = self._first_shown
+        self._first_shown = _first_to_show(self._messages[:anchor])
+        starts = self._rebuild()
+        block = self._document.findBlock(starts[anchor])
+        top = self._document.documentLayout().blockBoundingRect(block).top()
+        self._browser.verticalScrollBar().setValue(int(top))
+
     @property
     def flush_count(self) -> int:
         """Document updates made by the streaming reply so far (for tests and benchmarks)."""
@@ -571,14 +607,24 @@ class ChatView(QWidget):
         self._snippets[href] = code
         return href
 
-    def _rebuild(self) -> None:
-        """Render every message again (a new conversation, or a new palette)."""
+    def _rebuild(self) -> dict[int, int]:
+        """Render the shown messages again (a new conversation, a new palette, or all of it).
+
+        Returns where each message starts in the document, by index.
+        """
         streamed = self._reply.text_so_far() if self._reply is not None else None
         self._document.clear()
         self._snippets.clear()
         self._regenerate_footer = self._last_body = None
-        for index, message in enumerate(self._messages):
+        if self._first_shown:
+            count = self._first_shown
+            link = f"Show {count} earlier message{'s' if count != 1 else ''}"
+            self._writer.footer(_end_of(self._document), [(link, f"{ACTION_SCHEME}:show-earlier")], "", indent=False)
+        starts = {}
+        for index in range(self._first_shown, len(self._messages)):
             is_last = index == len(self._messages) - 1
+            starts[index] = _end_of(self._document).position()
+            message = self._messages[index]
             self._write_message(index, regenerate=is_last and message.role == "assistant" and streamed is None)
         if streamed is not None:
             old = self._reply
@@ -586,6 +632,7 @@ class ChatView(QWidget):
             self._reply = self._start_reply(old.message_id, old.model)
             self._reply.append(streamed)
             self._reply.flush()
+        return starts
 
     def _write_message(self, index: int, regenerate: bool) -> None:
         message = self._messages[index]
@@ -658,6 +705,8 @@ class ChatView(QWidget):
             self.editRequested.emit(int(argument))
         elif action == "regenerate":
             self.regenerateRequested.emit()
+        elif action == "show-earlier":
+            self.show_earlier()
 
     def _copy(self, text: str, what: str) -> None:
         QGuiApplication.clipboard().setText(text)

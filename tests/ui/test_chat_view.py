@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, QPoint, Qt, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QApplication, QTextBrowser
 
-from app.ui.chat_view import FLUSH_INTERVAL_MS, ChatView, MessageView
+from app.ui.chat_view import FLUSH_INTERVAL_MS, HISTORY_SHOWN_CHARS, ChatView, MessageView
 from app.ui.markdown_render import BlockSplitter
 
 WAIT_MS = FLUSH_INTERVAL_MS * 20
@@ -346,6 +346,60 @@ def test_only_the_last_reply_offers_regenerate(view, qtbot):
     view.finish_reply("f", {}, "complete")
     assert hrefs(view).count("hearth:regenerate") == 1
     assert plain_text(view).rstrip().endswith(("Regenerate", "Regenerate\u2003\u2003"))
+
+
+# -- long conversations -------------------------------------------------------------------------
+
+
+def long_conversation(pairs: int) -> list[MessageView]:
+    messages = []
+    for i in range(pairs):
+        messages.append(MessageView(2 * i + 1, "user", f"Question number {i}?"))
+        messages.append(MessageView(2 * i + 2, "assistant", f"Answer number {i}. " + "Words and more words. " * 40))
+    return messages
+
+
+def test_a_long_conversation_opens_on_its_newest_messages_and_pages_back_on_request(view, qtbot):
+    messages = long_conversation(60)
+    assert sum(len(m.content) for m in messages) > 4 * HISTORY_SHOWN_CHARS
+    view.set_messages(messages)
+
+    hidden = view.hidden_count()
+    assert 0 < hidden < len(messages) - 2
+    text = plain_text(view)
+    assert f"Show {hidden} earlier messages" in text
+    assert "Answer number 59." in text and "Question number 0?" not in text
+    assert f"Question number {hidden // 2}?" in text or f"Answer number {hidden // 2}." in text
+    assert view.is_following()
+
+    oldest_shown = messages[hidden].content
+    click_anchor(qtbot, view, "hearth:show-earlier")
+    assert 0 < view.hidden_count() < hidden
+    # The message that was the oldest shown is where the user's eyes were: at the top.
+    document = browser(view).document()
+    found = document.find(oldest_shown)
+    assert not found.isNull()
+    y = browser(view).cursorRect(found).top()  # in viewport coordinates
+    assert 0 <= y < 80
+    assert not view.is_following()
+    # Actions keep naming the right message, shown or not.
+    with qtbot.waitSignal(view.copied, timeout=WAIT_MS):
+        click_anchor(qtbot, view, f"hearth:copy-message/{len(messages) - 1}")
+    assert QGuiApplication.clipboard().text() == messages[-1].content
+
+    while view.hidden_count():
+        click_anchor(qtbot, view, "hearth:show-earlier")
+    assert "Question number 0?" in plain_text(view) and "earlier message" not in plain_text(view)
+    assert hrefs(view).count("hearth:regenerate") == 1
+
+
+def test_a_short_conversation_is_shown_whole_and_two_huge_messages_are_never_hidden(view):
+    view.set_messages(long_conversation(2))
+    assert view.hidden_count() == 0 and "earlier message" not in plain_text(view)
+
+    huge = "x" * (2 * HISTORY_SHOWN_CHARS)
+    view.set_messages([MessageView(1, "user", "a"), MessageView(2, "user", huge), MessageView(3, "assistant", huge)])
+    assert view.hidden_count() == 1 and "Show 1 earlier message" in plain_text(view)
 
 
 # -- scrolling ----------------------------------------------------------------------------------
