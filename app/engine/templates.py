@@ -3,8 +3,9 @@
 A GGUF's template is Jinja written by strangers, so it is untrusted code. It is rendered in
 Jinja's `ImmutableSandboxedEnvironment` with Hugging Face `apply_chat_template` semantics
 (the same environment options, globals and filters), so the prompt is byte-for-byte what the
-model authors' tooling produces. Rendering is also bounded in output size and time, because
-a sandbox stops attribute escapes but not `{% for %}` loops that never end.
+model authors' tooling produces. Rendering is also bounded in output size, time and the size of
+what `*` and `**` build, because a sandbox stops attribute escapes but not `{% for %}` loops
+that never end, nor `'a' * 10**9`.
 
 When a file carries no template we choose one by architecture and vocabulary instead of
 llama-cpp-python's silent `llama-2` default, which is wrong for nearly every modern model.
@@ -13,6 +14,7 @@ llama-cpp-python's silent `llama-2` default, which is wrong for nearly every mod
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import jinja2
 import jinja2.ext
+from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from .modelfile import ModelInfo
@@ -72,8 +75,56 @@ class _GenerationTag(jinja2.ext.Extension):
         return jinja2.nodes.Scope(body, lineno=lineno)
 
 
-def _environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+class _BudgetCheckingCodeGenerator(CodeGenerator):
+    """Compiles a budget check into the start of every block body: each loop iteration, each
+    branch taken, each macro call. The deadline is otherwise checked only when the template
+    writes output, and nested loops that write nothing would run for hours."""
+
+    def blockvisit(self, nodes, frame) -> None:
+        self.writeline("environment.check_render_budget()")
+        super().blockvisit(nodes, frame)
+
+
+class _BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox, plus the render deadline and a size limit on `*` and `**`."""
+
+    code_generator_class = _BudgetCheckingCodeGenerator
+    intercepted_binops = frozenset({"*", "**"})
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self._render = threading.local()  # renders run on the GUI thread and the engine's at once
+
+    def begin_render(self) -> None:
+        self._render.deadline = time.monotonic() + MAX_RENDER_SECONDS
+
+    def check_render_budget(self) -> None:
+        deadline = getattr(self._render, "deadline", None)
+        if deadline is not None and time.monotonic() > deadline:
+            raise TemplateError(f"The chat template took more than {MAX_RENDER_SECONDS:g} s to render.")
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "*" and _repeat_size(left, right) > MAX_PROMPT_CHARS:
+            raise TemplateError("The chat template tried to build an absurdly large value; it looks broken.")
+        if operator == "**" and isinstance(right, int) and abs(right) > 1000 and _is_number(left) and abs(left) > 1:
+            raise TemplateError("The chat template tried to compute an absurdly large number; it looks broken.")
+        return super().call_binop(context, operator, left, right)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _repeat_size(left, right) -> int:
+    """How long `left * right` would be when it repeats a sequence, else 0."""
+    for sequence, count in ((left, right), (right, left)):
+        if isinstance(sequence, (str, list, tuple)) and isinstance(count, int):
+            return len(sequence) * count
+    return 0
+
+
+def _environment() -> _BoundedEnvironment:
+    env = _BoundedEnvironment(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_GenerationTag, jinja2.ext.loopcontrols],
@@ -121,17 +172,16 @@ class ChatTemplate:
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
         }
-        deadline = time.monotonic() + MAX_RENDER_SECONDS
         pieces: list[str] = []
         size = 0
+        _ENV.begin_render()
         try:
             for piece in self._compiled.generate(**context):
                 pieces.append(piece)
                 size += len(piece)
                 if size > MAX_PROMPT_CHARS:
                     raise TemplateError("The chat template produced an absurdly long prompt; it looks broken.")
-                if time.monotonic() > deadline:
-                    raise TemplateError(f"The chat template took more than {MAX_RENDER_SECONDS:g} s to render.")
+                _ENV.check_render_budget()
         except (TemplateError, _TemplateRaised):
             raise
         except SecurityError as exc:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from app.engine.modelfile import inspect_model
-from app.engine.templates import FALLBACK_NAMES, ChatTemplate, TemplateError, fallback_source, template_for
+from app.engine.templates import (
+    FALLBACK_NAMES,
+    MAX_RENDER_SECONDS,
+    ChatTemplate,
+    TemplateError,
+    fallback_source,
+    template_for,
+)
 
 FAMILIES = {f["family"]: f for f in json.loads((Path(__file__).parents[1] / "data" / "families.json").read_text())}
 CONVERSATION = [
@@ -79,6 +87,35 @@ def test_runaway_template_is_stopped():
     runaway = "{% for i in range(100000) %}{% for j in range(100000) %}xxxxxxxxxx{% endfor %}{% endfor %}"
     with pytest.raises(TemplateError, match="absurdly long|took more than"):
         ChatTemplate(runaway).render(CONVERSATION)
+
+
+@pytest.mark.parametrize("source", [
+    # Loops that write nothing never reach the output check; the deadline is compiled into them.
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x",
+    "{% macro m(n) %}{% for i in range(100000) %}{% endfor %}{{ m(n) if n else '' }}{% endmacro %}{{ m(1) }}",
+])
+def test_a_template_that_loops_without_writing_is_stopped_by_the_deadline(source):
+    started = time.monotonic()
+    with pytest.raises(TemplateError, match="took more than|failed"):
+        ChatTemplate(source).render(CONVERSATION)
+    assert time.monotonic() - started < MAX_RENDER_SECONDS + 1
+
+
+@pytest.mark.parametrize("source", [
+    "{% set x = 'a' * 1000000000 %}{{ x|length }}",
+    "{% set x = 1000000000 * [0] %}{{ x|length }}",
+    "{{ 7 ** 100000000 }}",
+])
+def test_a_template_that_builds_a_huge_value_is_refused_at_once(source):
+    started = time.monotonic()
+    with pytest.raises(TemplateError, match="absurdly large"):
+        ChatTemplate(source).render(CONVERSATION)
+    assert time.monotonic() - started < 0.5
+
+
+def test_ordinary_arithmetic_and_repetition_still_work():
+    source = "{{ '=' * 10 }} {{ 2 ** 10 }} {{ [1, 2] * 2 }} {{ 3 * 4 }}"
+    assert ChatTemplate(source).render(CONVERSATION) == "========== 1024 [1, 2, 1, 2] 12"
 
 
 def test_syntax_error_names_the_line():
