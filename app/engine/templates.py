@@ -3,9 +3,8 @@
 A GGUF's template is Jinja written by strangers, so it is untrusted code. It is rendered in
 Jinja's `ImmutableSandboxedEnvironment` with Hugging Face `apply_chat_template` semantics
 (the same environment options, globals and filters), so the prompt is byte-for-byte what the
-model authors' tooling produces. Rendering is also bounded in output size, time and the size of
-what `*` and `**` build, because a sandbox stops attribute escapes but not `{% for %}` loops
-that never end, nor `'a' * 10**9`.
+model authors' tooling produces. Rendering is also bounded in time and size
+(template_sandbox.py), because a sandbox stops attribute escapes but not loops that never end.
 
 When a file carries no template we choose one by architecture and vocabulary instead of
 llama-cpp-python's silent `llama-2` default, which is wrong for nearly every modern model.
@@ -14,25 +13,16 @@ llama-cpp-python's silent `llama-2` default, which is wrong for nearly every mod
 from __future__ import annotations
 
 import json
-import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import jinja2
 import jinja2.ext
-from jinja2.compiler import CodeGenerator
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import SecurityError
 
 from .modelfile import ModelInfo
-
-MAX_PROMPT_CHARS = 4_000_000
-MAX_RENDER_SECONDS = 2.0
-
-
-class TemplateError(Exception):
-    """A chat template that cannot be rendered; the message is written for the user."""
+from .template_sandbox import MAX_PROMPT_CHARS, BoundedSandbox, TemplateError
 
 
 class _TemplateRaised(Exception):
@@ -75,56 +65,8 @@ class _GenerationTag(jinja2.ext.Extension):
         return jinja2.nodes.Scope(body, lineno=lineno)
 
 
-class _BudgetCheckingCodeGenerator(CodeGenerator):
-    """Compiles a budget check into the start of every block body: each loop iteration, each
-    branch taken, each macro call. The deadline is otherwise checked only when the template
-    writes output, and nested loops that write nothing would run for hours."""
-
-    def blockvisit(self, nodes, frame) -> None:
-        self.writeline("environment.check_render_budget()")
-        super().blockvisit(nodes, frame)
-
-
-class _BoundedEnvironment(ImmutableSandboxedEnvironment):
-    """The sandbox, plus the render deadline and a size limit on `*` and `**`."""
-
-    code_generator_class = _BudgetCheckingCodeGenerator
-    intercepted_binops = frozenset({"*", "**"})
-
-    def __init__(self, **options):
-        super().__init__(**options)
-        self._render = threading.local()  # renders run on the GUI thread and the engine's at once
-
-    def begin_render(self) -> None:
-        self._render.deadline = time.monotonic() + MAX_RENDER_SECONDS
-
-    def check_render_budget(self) -> None:
-        deadline = getattr(self._render, "deadline", None)
-        if deadline is not None and time.monotonic() > deadline:
-            raise TemplateError(f"The chat template took more than {MAX_RENDER_SECONDS:g} s to render.")
-
-    def call_binop(self, context, operator, left, right):
-        if operator == "*" and _repeat_size(left, right) > MAX_PROMPT_CHARS:
-            raise TemplateError("The chat template tried to build an absurdly large value; it looks broken.")
-        if operator == "**" and isinstance(right, int) and abs(right) > 1000 and _is_number(left) and abs(left) > 1:
-            raise TemplateError("The chat template tried to compute an absurdly large number; it looks broken.")
-        return super().call_binop(context, operator, left, right)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _repeat_size(left, right) -> int:
-    """How long `left * right` would be when it repeats a sequence, else 0."""
-    for sequence, count in ((left, right), (right, left)):
-        if isinstance(sequence, (str, list, tuple)) and isinstance(count, int):
-            return len(sequence) * count
-    return 0
-
-
-def _environment() -> _BoundedEnvironment:
-    env = _BoundedEnvironment(
+def _environment() -> BoundedSandbox:
+    env = BoundedSandbox(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_GenerationTag, jinja2.ext.loopcontrols],
@@ -132,6 +74,7 @@ def _environment() -> _BoundedEnvironment:
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
+    env.bound_filters()
     return env
 
 
@@ -174,7 +117,7 @@ class ChatTemplate:
         }
         pieces: list[str] = []
         size = 0
-        _ENV.begin_render()
+        _ENV.start_deadline()
         try:
             for piece in self._compiled.generate(**context):
                 pieces.append(piece)
