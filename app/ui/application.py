@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -18,6 +18,7 @@ from ..library.default_model import ensure_default_model
 from ..store import ConversationStore, StoreError
 from . import appearance
 from .background import run_in_background
+from .single_instance import SingleInstance
 
 log = logging.getLogger(__name__)
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
@@ -70,6 +71,14 @@ def run_gui(args) -> int:
     app = create_application()
     from .main_window import MainWindow  # after QApplication: widgets need it
 
+    instance = SingleInstance(paths.data_dir())
+    if not instance.acquire():
+        if instance.activate_running():
+            log.info("Hearth is already running: asked it to show its window")
+        else:
+            QMessageBox.information(None, "Hearth", "Hearth is already running, but did not answer. "
+                                    "Close it (or wait until it responds) before starting it again.")
+        return 0
     config = settings()
     try:
         store = ConversationStore(paths.database_path())
@@ -78,6 +87,7 @@ def run_gui(args) -> int:
         return 1
     bridge = EngineBridge()
     window = MainWindow(store, bridge, config)
+    instance.activationRequested.connect(lambda: bring_forward(window))
     window.show()
     log.info("window shown %.2f s after launch", time.time() - _process_start())
     probe = os.environ.get("HEARTH_STARTUP_PROBE")
@@ -100,7 +110,17 @@ def run_gui(args) -> int:
         code = app.exec()
     bridge.shutdown()
     store.close()
+    instance.release()
     return code
+
+
+def bring_forward(window) -> None:
+    """Show the window on top, restored if minimized (another launch asked for it)."""
+    log.info("another launch of Hearth: showing this window instead")
+    window.setWindowState(window.windowState() & ~Qt.WindowState.WindowMinimized)
+    window.show()
+    window.raise_()
+    window.activateWindow()
 
 
 def _process_start() -> float:
