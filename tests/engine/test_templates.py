@@ -111,7 +111,7 @@ def test_a_template_that_builds_a_huge_value_is_refused_at_once(source):
     started = time.monotonic()
     with pytest.raises(TemplateError, match="absurdly large"):
         ChatTemplate(source).render(CONVERSATION)
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 1.0
 
 
 def test_ordinary_arithmetic_repetition_and_formatting_still_work():

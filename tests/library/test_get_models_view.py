@@ -326,7 +326,7 @@ def test_a_stalled_hub_times_out_while_the_window_stays_responsive(qtbot, make_v
     started = time.monotonic()
     with qtbot.waitSignal(view.searchFinished, timeout=WAIT_MS):
         view.search("qwen")
-        assert time.monotonic() - started < 0.2 and view.message_label.text() == "Searching…"
+        assert time.monotonic() - started < 0.5 and view.message_label.text() == "Searching…"
     timer.stop()
 
     assert "timed out" in view.message_label.text() and view.message_label.text().startswith(OFFLINE_HEADLINE)
