@@ -19,6 +19,7 @@ from ..store import ConversationStore, StoreError
 from . import appearance
 from .background import run_in_background
 from .single_instance import SingleInstance
+from .termination import TerminationSignals
 
 log = logging.getLogger(__name__)
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
@@ -88,6 +89,7 @@ def run_gui(args) -> int:
     bridge = EngineBridge()
     window = MainWindow(store, bridge, config)
     instance.activationRequested.connect(lambda: bring_forward(window))
+    TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
     log.info("window shown %.2f s after launch", time.time() - _process_start())
     probe = os.environ.get("HEARTH_STARTUP_PROBE")
