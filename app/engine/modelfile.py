@@ -116,6 +116,9 @@ def _token_json(token: Token | None) -> dict | None:
     return None if token is None else {"id": token.id, "text": token.text}
 
 
+_LENGTH = struct.Struct("<Q")
+
+
 class _Truncated(Exception):
     pass
 
@@ -180,23 +183,37 @@ class _HeaderReader:
 
 
 class _StringArray:
-    """A GGUF string array, walked once; items are decoded only when asked for."""
+    """A GGUF string array, walked once; items are decoded only when asked for.
+
+    The walk is the slow part of inspecting a model: a 128k-token vocabulary and 280k merges
+    are 400k length-prefixed strings. Only where each string starts is kept (its length sits
+    in the 8 bytes before it), in a tight loop without method calls per string.
+    """
 
     def __init__(self, reader: _HeaderReader, count: int):
-        self._buf = reader.buf
-        self.offsets = array("Q")
-        self.lengths = array("Q")
-        for _ in range(count):
-            start, length = reader.raw_string()
-            self.offsets.append(start)
-            self.lengths.append(length)
+        self._buf = buf = reader.buf
+        unpack_length = _LENGTH.unpack_from
+        end, pos = reader.size, reader.pos
+        starts = array("Q", bytes(8 * count))
+        for index in range(count):
+            if pos + 8 > end:
+                raise _Truncated
+            (length,) = unpack_length(buf, pos)
+            pos += 8
+            starts[index] = pos
+            pos += length
+        if pos > end:  # the last string, or one before it, runs past the end
+            raise _Truncated
+        reader.pos = pos
+        self._starts = starts
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return len(self._starts)
 
     def __getitem__(self, index: int) -> str:
-        start = self.offsets[index]
-        return bytes(self._buf[start:start + self.lengths[index]]).decode("utf-8", errors="replace")
+        start = self._starts[index]
+        (length,) = _LENGTH.unpack_from(self._buf, start - 8)
+        return bytes(self._buf[start:start + length]).decode("utf-8", errors="replace")
 
 
 def inspect_model(path: str | os.PathLike) -> ModelInfo:
