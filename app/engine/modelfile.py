@@ -123,6 +123,10 @@ class _Truncated(Exception):
     pass
 
 
+class _Corrupt(Exception):
+    """The header contradicts itself; the message says where, for the user's error."""
+
+
 class _HeaderReader:
     """Sequential little-endian reads over a memory map, with bounds checks."""
 
@@ -159,13 +163,13 @@ class _HeaderReader:
             return self.string()
         if vtype == _ARRAY:
             return self.array(key)
-        raise ModelFileError(f"unknown value type {vtype} for key {key!r}")
+        raise _Corrupt(f"the metadata entry {key!r} has an unknown type ({vtype})")
 
     def array(self, key: str):
         elem_type = self.scalar("<I")
         count = self.scalar("<Q")
         if count > self.size - self.pos:  # every element takes at least one byte
-            raise ModelFileError(f"the array {key!r} claims {count:,} elements, more than the file holds")
+            raise _Corrupt(f"the metadata entry {key!r} lists {count:,} items, more than the rest of the file can hold")
         if elem_type == _STRING:
             return _StringArray(self, count)
         if elem_type in _ARRAY_CODES:
@@ -179,7 +183,7 @@ class _HeaderReader:
             return values
         if elem_type == _ARRAY:
             return [self.array(key) for _ in range(count)]
-        raise ModelFileError(f"unknown array element type {elem_type} for key {key!r}")
+        raise _Corrupt(f"the metadata entry {key!r} has an unknown item type ({elem_type})")
 
 
 class _StringArray:
@@ -233,6 +237,10 @@ def inspect_model(path: str | os.PathLike) -> ModelInfo:
         raise ModelFileError(
             f"{path.name} is truncated: the file ends inside its header. "
             "It was probably not downloaded completely; download it again."
+        ) from None
+    except _Corrupt as exc:
+        raise ModelFileError(
+            f"{path.name} is truncated or corrupt: {exc}. If it was downloaded, download it again."
         ) from None
     except OSError as exc:
         raise ModelFileError(f"Could not read {path.name}: {exc.strerror or exc}") from None

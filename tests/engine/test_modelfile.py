@@ -103,3 +103,9 @@ def test_vocab_only_file_is_refused(tmp_path):
 def test_a_directory_is_refused(tmp_path):
     with pytest.raises(ModelFileError, match="Not a file"):
         inspect_model(tmp_path)
+
+
+def test_an_unknown_metadata_type_is_reported_as_corruption_with_the_file_name(tmp_path):
+    body = struct.pack("<Q", 3) + b"key" + struct.pack("<I", 99) + b"\0" * 64
+    with pytest.raises(ModelFileError, match=r"x\.gguf is truncated or corrupt: the metadata entry 'key' has an unknown"):
+        inspect_model(_write(tmp_path / "x.gguf", _header(kvs=1) + body))
