@@ -6,6 +6,8 @@
    tokens/s, same prompt, greedy, no logit bias (llama-cpp-python applies one with a numpy
    pass per token, which would slow the raw side), so both write the same tokens; the run
    checks they wrote the same number. Each sample is a fresh process; raw and engine alternate.
+   Raw gets the thread counts the engine picks (app/engine/devices.py). Also shown: raw with
+   llama-cpp-python's default threads (half the logical CPUs), what Hearth used to get.
 2. Time to first token at turn 8 of a conversation (~1,500 tokens of history) ÷ at turn 1,
    in one engine session (prefix reuse), next to turn 8 in a cold engine for contrast.
 3. Peak RSS of `hearth chat` ÷ a raw llama-cpp-python script producing the same reply,
@@ -23,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +53,19 @@ def decode_rate(times: list[float]) -> float:
 
 # --- child processes ---------------------------------------------------------------------------
 
-def child_raw(model: Path, tokens: int) -> dict:
+def raw_llama(model: Path, default_threads: bool = False):
+    """llama-cpp-python as a script would use it, with the engine's thread counts unless asked."""
     from llama_cpp import Llama
 
+    from app.engine.devices import cpu_threads
+
+    threads = {} if default_threads else {"n_threads": cpu_threads().generate, "n_threads_batch": cpu_threads().prompt}
+    return Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False, **threads)
+
+
+def child_raw(model: Path, tokens: int, default_threads: bool = False) -> dict:
     prompt = rendered_prompt(model)
-    llm = Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False)
+    llm = raw_llama(model, default_threads)
     bos = llm.detokenize([llm.token_bos()], special=True).decode()
     prompt = prompt.removeprefix(bos)  # create_completion adds BOS itself
     times = []
@@ -113,16 +124,17 @@ def child_turns(model: Path, tokens: int) -> dict:
 
 def child_raw_reply(model: Path, tokens: int) -> dict:
     """The raw script for the memory comparison: load, one greedy reply, exit."""
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False)
+    llm = raw_llama(model)
     prompt = rendered_prompt(model).removeprefix(llm.detokenize([llm.token_bos()], special=True).decode())
     out = llm.create_completion(prompt, max_tokens=tokens, temperature=0.0, repeat_penalty=1.0,
                                 logit_bias=banned_tokens(model))
     return {"tokens": out["usage"]["completion_tokens"]}
 
 
-CHILDREN = {"raw": child_raw, "engine": child_engine, "turns": child_turns, "raw_reply": child_raw_reply}
+CHILDREN = {
+    "raw": child_raw, "raw_default_threads": lambda model, tokens: child_raw(model, tokens, default_threads=True),
+    "engine": child_engine, "turns": child_turns, "raw_reply": child_raw_reply,
+}
 
 
 # --- parent ------------------------------------------------------------------------------------
@@ -152,17 +164,21 @@ def main() -> None:
         from app.library.default_model import ensure_default_model
 
         args.model = ensure_default_model()
+    from app.engine.devices import cpu_threads
+
     if args.child:
         print(json.dumps(CHILDREN[args.child](args.model, args.tokens)))
         return
 
-    raw, engine = [], []
+    raw, engine, raw_default = [], [], []
     for _ in range(args.runs):
         raw.append(run_child("raw", args.model, args.tokens))
         engine.append(run_child("engine", args.model, args.tokens))
+        raw_default.append(run_child("raw_default_threads", args.model, args.tokens))
     assert all(r["tokens"] == args.tokens for r in raw + engine), "both sides must generate the same count"
     raw_tps = statistics.median(r["tokens_per_s"] for r in raw)
     engine_tps = statistics.median(r["tokens_per_s"] for r in engine)
+    raw_default_tps = statistics.median(r["tokens_per_s"] for r in raw_default)
 
     turns = [run_child("turns", args.model, args.tokens) for _ in range(args.runs)]
     turn1 = statistics.median(t["ttft"][0] for t in turns)
@@ -180,7 +196,8 @@ def main() -> None:
     results = {
         "model": str(args.model), "runs": args.runs, "tokens": args.tokens,
         "decode": {"raw_tokens_per_s": raw_tps, "engine_tokens_per_s": engine_tps, "ratio": engine_tps / raw_tps,
-                   "raw_samples": [r["tokens_per_s"] for r in raw], "engine_samples": [r["tokens_per_s"] for r in engine]},
+                   "raw_samples": [r["tokens_per_s"] for r in raw], "engine_samples": [r["tokens_per_s"] for r in engine],
+                   "threads": asdict(cpu_threads()), "raw_default_threads_tokens_per_s": raw_default_tps},
         "ttft": {"turn1_s": turn1, "turn8_s": turn8, "ratio": turn8 / turn1, "cold_turn8_s": cold8,
                  "turn8_prompt_tokens": turns[0]["prompt_tokens"][7], "turn8_evaluated_tokens": turns[0]["evaluated"][7]},
         "memory": {"hearth_chat_peak_rss_mb": statistics.median(hearth_rss), "raw_peak_rss_mb": statistics.median(raw_rss),
@@ -190,7 +207,8 @@ def main() -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "engine_vs_raw.json").write_text(json.dumps(results, indent=2))
     d, t, m = results["decode"], results["ttft"], results["memory"]
-    print(f"decode tok/s   engine {d['engine_tokens_per_s']:.2f} / raw {d['raw_tokens_per_s']:.2f} = {d['ratio']:.3f}  (target >= 0.98)")
+    print(f"decode tok/s   engine {d['engine_tokens_per_s']:.2f} / raw {d['raw_tokens_per_s']:.2f} = {d['ratio']:.3f}  (target >= 0.98; "
+          f"threads {d['threads']}; raw with llama-cpp-python's default threads: {d['raw_default_threads_tokens_per_s']:.2f})")
     print(f"TTFT turn 8 {t['turn8_s']*1000:.0f} ms / turn 1 {t['turn1_s']*1000:.0f} ms = {t['ratio']:.2f}  (target <= 1.5; "
           f"turn 8 holds {t['turn8_prompt_tokens']} prompt tokens, {t['turn8_evaluated_tokens']} evaluated; cold turn 8 {t['cold_turn8_s']*1000:.0f} ms)")
     print(f"peak RSS       hearth chat {m['hearth_chat_peak_rss_mb']:.0f} MB / raw {m['raw_peak_rss_mb']:.0f} MB = {m['ratio']:.2f}  (target <= 1.2)")

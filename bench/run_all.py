@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ["engine_vs_raw.py", "gui_path.py", "view_update.py", "event_loop_stall.py", "open_conversation.py"]
+SCRIPTS = [
+    "engine_vs_raw.py", "context_overflow.py", "gui_path.py", "view_update.py", "event_loop_stall.py",
+    "open_conversation.py",
+]
 
 
 def main() -> int:

@@ -42,7 +42,7 @@ def ask(text):
 def test_model_loaded_reports_info_and_device(loaded, gemma_path):
     assert loaded.path == gemma_path
     assert loaded.info.architecture == "gemma3"
-    assert loaded.device.describe() in ("CPU",) or loaded.device.backend == "CUDA"
+    assert loaded.device.describe().startswith("CPU (") or loaded.device.backend == "CUDA"
     assert loaded.n_ctx == 1024 and loaded.template_name == "fallback:gemma"
 
 

@@ -1,4 +1,4 @@
-"""What compute devices llama.cpp sees, and how much memory a GPU has.
+"""What compute llama.cpp gets: the devices it sees, a GPU's memory, and how many CPU threads.
 
 The "Get models" view marks which downloads fit in VRAM. llama-cpp-python does not wrap
 ggml's device registry, so the few functions needed are bound here with ctypes, from the
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 from dataclasses import dataclass
 
+import psutil
 from llama_cpp import llama_cpp as llama_c
 from llama_cpp._ctypes_extensions import load_shared_library
 
@@ -69,3 +71,22 @@ def gpu_memory_bytes() -> int | None:
     """Total memory of the GPUs llama.cpp can offload to, or None where there are none."""
     gpus = [d for d in devices() if d.kind in ("GPU", "IGPU")]
     return sum(d.memory_total for d in gpus) or None
+
+
+@dataclass(frozen=True)
+class CpuThreads:
+    generate: int  # one token at a time: memory-bound, so one thread per physical core
+    prompt: int  # batches of prompt tokens: compute-bound, so every logical CPU
+
+
+def cpu_threads() -> CpuThreads:
+    """Threads for llama.cpp on the CPUs this process may run on.
+
+    llama-cpp-python's default for generation is half the logical CPUs, which assumes two
+    hardware threads per core. On a machine without them (most VMs, many laptops) that leaves
+    half the cores idle: here, 2 cores without SMT, Gemma 270M wrote 17.5 tok/s on one thread
+    and 34.6 on two. llama.cpp's own tools use the physical-core count.
+    """
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    physical = psutil.cpu_count(logical=False) or logical
+    return CpuThreads(generate=max(1, min(physical, logical)), prompt=max(1, logical))

@@ -34,6 +34,7 @@ from llama_cpp._internals import LlamaSampler
 
 from . import llama_log
 from .context import Fitted, fit_conversation
+from .devices import cpu_threads
 from .modelfile import ModelFileError, ModelInfo, inspect_model
 from .sampling import SamplingParams
 from .stops import StopStringMatcher
@@ -65,10 +66,11 @@ class DeviceInfo:
     backend: str  # "CUDA" (or another GPU backend) or "CPU"
     gpu_layers: int
     total_layers: int
+    cpu_threads: int  # generating on the CPU; llama.cpp uses them for layers not offloaded
 
     def describe(self) -> str:
         if self.gpu_layers == 0:
-            return "CPU"
+            return f"CPU ({self.cpu_threads} thread{'s' if self.cpu_threads != 1 else ''})"
         return f"{self.backend} ({self.gpu_layers}/{self.total_layers} layers)"
 
 
@@ -152,6 +154,7 @@ class Engine:
         # SentencePiece vocabs with a space prefix tokenize "\n" as ["▁", "\n"]; see tokenize().
         self._newline_tokens = self._llm.tokenize(b"\n", add_bos=False, special=False)
         self._segments: list[_Segment] = []
+        self._last_fit: tuple[int, list[dict]] = (0, [])  # its budget, and the turns it left out
         self._piece_buffer = ctypes.create_string_buffer(64)
 
     # --- loading -----------------------------------------------------------------------------
@@ -166,7 +169,9 @@ class Engine:
             n_gpu_layers = options.n_gpu_layers if gpu else 0
         total_layers = (info.block_count or 0) + 1  # the output layer counts too
         offloaded = total_layers if n_gpu_layers < 0 else min(n_gpu_layers, total_layers)
-        self.device = DeviceInfo("CUDA" if gpu else "CPU", offloaded, total_layers)
+        threads = cpu_threads()
+        generate_threads = options.n_threads or threads.generate
+        self.device = DeviceInfo("CUDA" if gpu else "CPU", offloaded, total_layers, generate_threads)
 
         def on_progress(fraction: float) -> bool:
             if progress is not None:
@@ -182,7 +187,8 @@ class Engine:
                     model_path=str(info.path),
                     n_ctx=n_ctx,
                     n_gpu_layers=n_gpu_layers,
-                    n_threads=options.n_threads,
+                    n_threads=generate_threads,
+                    n_threads_batch=options.n_threads or threads.prompt,
                     swa_full=True,  # keep the whole sliding-window cache, or Gemma 3 can't reuse prefixes
                     verbose=True,
                 )
@@ -281,20 +287,19 @@ class Engine:
         return self._fit(messages, max_tokens)[0]
 
     def _fit(self, messages: list[dict], max_tokens: int) -> tuple[Fitted, list[_Segment]]:
-        """Fit the conversation, keeping the token segments of the prompt that fitted.
-
-        fit_conversation returns right after measuring the candidate it keeps, so the last
-        segments measured are that prompt's, and it need not be tokenized again.
-        """
-        measured: list[list[_Segment]] = []
+        """Fit the conversation, keeping the token segments of the prompt that fitted, so it
+        need not be tokenized again, and which turns were dropped, to drop the same next time."""
+        measured: dict[int, list[_Segment]] = {}  # by the candidate's message count
 
         def tokenize(candidate: list[dict]) -> list[int]:
-            tokens, segments = self._tokens_with_reuse(self.render(candidate))
-            measured.append(segments)
+            tokens, measured[len(candidate)] = self._tokens_with_reuse(self.render(candidate))
             return tokens
 
-        fitted = fit_conversation(messages, tokenize, self.n_ctx - max_tokens)
-        return fitted, measured[-1]
+        budget = self.n_ctx - max_tokens
+        last_budget, dropped_before = self._last_fit
+        fitted = fit_conversation(messages, tokenize, budget, dropped_before if budget == last_budget else None)
+        self._last_fit = (budget, fitted.dropped)
+        return fitted, measured[len(fitted.messages)]
 
     # --- generation ----------------------------------------------------------------------------
 

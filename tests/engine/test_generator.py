@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
+import psutil
 import pytest
 
-from app.engine.context import ContextFullError
+from app.engine.context import REFILL_FRACTION, ContextFullError
+from app.engine.devices import cpu_threads
 from app.engine.generator import Engine, LoadOptions, ReplyStats
 from app.engine.sampling import SamplingParams
 
@@ -179,6 +182,30 @@ def test_context_overflow_drops_oldest_turns_keeping_system(gemma_path):
         small.close()
 
 
+def test_after_an_overflow_the_next_reply_drops_the_same_turns_and_evaluates_only_new_tokens(gemma_path):
+    small = Engine(gemma_path, LoadOptions(n_ctx=512))
+    try:
+        conversation = [{"role": "system", "content": "You are terse."}]
+        for turn in range(30):
+            conversation += ask(f"Question {turn}: " + "tell me more " * 6)
+            conversation += [{"role": "assistant", "content": f"Answer {turn}: " + "sure " * 6}]
+        conversation += ask("Name a colour.")
+        params = GREEDY.with_changes(max_tokens=16)
+        chunks, first = run(small, conversation, params)
+        assert first.dropped_messages > 0
+        assert first.prompt_tokens <= (512 - 16) * REFILL_FRACTION  # cut down to leave room
+
+        conversation += [{"role": "assistant", "content": "".join(chunks)}] + ask("Another one.")
+        _, second = run(small, conversation, params)
+        assert second.dropped_messages == first.dropped_messages
+        # The kept turns and the first reply come from the KV cache (all but the reply's last
+        # token: generation stopped at the length limit before evaluating it).
+        new_tokens = second.prompt_tokens - first.prompt_tokens - first.completion_tokens
+        assert second.evaluated_prompt_tokens == new_tokens + 1
+    finally:
+        small.close()
+
+
 def test_llama_cpp_log_reaches_python_logging(gemma_path, caplog):
     caplog.set_level("DEBUG", logger="llama.cpp")
     Engine(gemma_path, LoadOptions(n_ctx=256)).close()
@@ -205,4 +232,12 @@ def test_device_matches_the_build(engine):
     if supports_gpu_offload():
         assert engine.device.backend == "CUDA" and engine.device.gpu_layers == engine.device.total_layers
     else:
-        assert engine.device.describe() == "CPU" and engine.device.gpu_layers == 0
+        assert engine.device.gpu_layers == 0
+        # One thread per physical core: llama-cpp-python's default (half the logical CPUs)
+        # halved the speed on machines without SMT, this one included.
+        threads = cpu_threads().generate
+        assert engine._llm.context_params.n_threads == engine.device.cpu_threads == threads
+        assert threads >= max(len(os.sched_getaffinity(0)) // 2, 1)
+        if psutil.cpu_count(logical=False) == len(os.sched_getaffinity(0)):  # no SMT: every core
+            assert threads == len(os.sched_getaffinity(0))
+        assert engine.device.describe() == f"CPU ({threads} thread{'s' if threads != 1 else ''})"
