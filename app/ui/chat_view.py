@@ -220,6 +220,8 @@ class _DocumentWriter:
         self._label.setFontWeight(QFont.Weight.Bold)
         self._mono = QTextCharFormat()
         self._mono.setFontFamilies([theme.render.mono_family, "monospace"])
+        self._reasoning = QTextCharFormat()
+        self._reasoning.setForeground(theme.muted)
 
     def bubble(self, cursor: QTextCursor) -> None:
         """Open the frame a user message sits in; the cursor ends inside it."""
@@ -265,8 +267,11 @@ class _DocumentWriter:
     def plain_block(self, cursor: QTextCursor) -> None:
         self.new_block(cursor, QTextBlockFormat(), QTextCharFormat())
 
-    def plain_format(self, code: bool) -> QTextCharFormat:
-        """The format of streamed text not yet rendered: monospace inside a code fence."""
+    def plain_format(self, code: bool, thinking: bool) -> QTextCharFormat:
+        """The format of streamed text not yet rendered: monospace inside a code fence, muted
+        in a reasoning section (as it will be rendered)."""
+        if thinking:
+            return self._reasoning
         return self._mono if code else QTextCharFormat()
 
     def footer(self, cursor: QTextCursor, links: list[tuple[str, str]], note: str, indent: bool) -> None:
@@ -446,7 +451,7 @@ class _StreamingReply(QObject):
                 writer.plain_block(cursor)
                 self._tail_start = cursor.position()
             text = tail
-        cursor.insertText(text, writer.plain_format(self._splitter.in_fence))
+        cursor.insertText(text, writer.plain_format(self._splitter.in_fence, self._splitter.in_thinking))
         cursor.endEditBlock()
         self.flush_count += 1
 

@@ -6,6 +6,10 @@ Two pieces:
   not passed through; only http(s) links survive; images become links, so nothing is loaded.
 - `BlockSplitter` finds where blocks complete in a reply that is still growing, so that the
   view renders each finished block once instead of re-rendering the whole reply per token.
+
+Reasoning models (Qwen3, DeepSeek-R1 distills, Phi-4-reasoning) open their reply with their
+thinking between `<think>` and `</think>`. That is one block, shown muted and indented under
+a "Thinking" caption, apart from the answer; the tags themselves are not shown.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ _SAFE_SCHEMES = ("http://", "https://")
 # forge it: every "<" the model writes reaches this point escaped as "&lt;".
 _CODE_BLOCK = re.compile(r"<pre><code(?: class=\"language-([^\"]*)\")?>(.*?)</code></pre>", re.S)
 _TAB = " " * 4
+# A reply's leading reasoning section; unclosed when the reply stopped while thinking.
+_THINKING = re.compile(r"\A\s*<think>(.*?)(?:</think>|\Z)", re.S)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,19 @@ class MarkdownRenderer:
         )
 
     def render(self, text: str) -> str:
+        thinking = _THINKING.match(text)
+        if thinking is None:
+            return self._html(text)
+        reasoning = thinking.group(1)
+        caption = (f'<p style="margin-top:4px; margin-bottom:2px; font-size:small; color:{self.theme.muted}">'
+                   "Thinking</p>")
+        quote = f"<blockquote>{self._html(reasoning)}</blockquote>"
+        gap = '<p style="margin:0px; font-size:4px">&nbsp;</p>'  # Qt ignores a blockquote's margins
+        answer = text[thinking.end():]
+        shown = caption + quote + (gap if answer.strip() else "") if reasoning.strip() else ""
+        return shown + self._html(answer)
+
+    def _html(self, text: str) -> str:
         self._markdown.reset()
         return _CODE_BLOCK.sub(self._code_block, self._markdown.convert(text))
 
@@ -234,7 +254,9 @@ class BlockSplitter:
     - at a blank line followed by a line that starts at the margin (an indented line after a
       blank line may still continue a list item, so the cut waits for an unindented one);
     - after an ATX heading line;
-    - after a closing code fence. Nothing inside a fence completes.
+    - after a closing code fence. Nothing inside a fence completes;
+    - after the line that closes the reasoning a reply opens with (`<think>` … `</think>`),
+      which is one block however many paragraphs it holds.
     Fences follow python-markdown's rules (at the margin, closed by the same fence string), so
     the splitter never cuts where the renderer would see one block. Each line is scanned once,
     so feeding stays cheap however long the reply grows.
@@ -245,6 +267,8 @@ class BlockSplitter:
         self._scanned = 0  # offset in _pending of the first line not yet scanned
         self._fence: str | None = None
         self._after_blank = False
+        self._started = False  # a line with text was seen: a reasoning section can only open the reply
+        self._thinking = False
 
     @property
     def tail(self) -> str:
@@ -254,6 +278,10 @@ class BlockSplitter:
     @property
     def in_fence(self) -> bool:
         return self._fence is not None
+
+    @property
+    def in_thinking(self) -> bool:
+        return self._thinking
 
     def feed(self, text: str) -> str:
         """Add text; return the blocks it completed (possibly "")."""
@@ -269,7 +297,14 @@ class BlockSplitter:
                 break
             line = pending[pos:newline]
             pos = newline + 1
-            if self._fence is not None:
+            if not self._started and line.strip():
+                self._started = True
+                self._thinking = line.lstrip().startswith(THINK_OPEN)
+            if self._thinking:
+                if THINK_CLOSE in line:
+                    self._thinking = False
+                    cut = pos
+            elif self._fence is not None:
                 if line.rstrip(" ") == self._fence:
                     self._fence = None
                     cut = pos

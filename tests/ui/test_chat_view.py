@@ -143,6 +143,45 @@ def test_a_streamed_reply_shows_what_the_same_reply_shows_rendered_whole(view, q
     assert plain_text(view) == plain_text(whole)
 
 
+THINKING_REPLY = (
+    "<think>\nThe user asks about **deltas**.\n\n```\nnot a real fence\n\n# nor a heading\n</think>\n\n"
+    "A **delta** is a landform.\n\n- sediment\n- slow water"
+)
+
+
+def test_a_reasoning_section_is_shown_muted_under_a_caption_apart_from_the_answer(view):
+    view.set_messages([MessageView(1, "assistant", THINKING_REPLY, REPLY_STATS)])
+    text = plain_text(view)
+    assert "<think>" not in text and "</think>" not in text
+    assert text.index("Thinking") < text.index("The user asks about deltas.") < text.index("A delta is a landform.")
+    colours = {fragment: fmt.foreground().color().name() for fragment, fmt in fragments(view)}
+    assert colours["The user asks about "] != colours["A "]  # the reasoning is set apart in colour
+    assert colours["A "] == colours["slow water"]
+
+
+def test_a_streamed_reasoning_section_ends_as_the_same_reply_rendered_whole(view, qtbot):
+    view.begin_reply(1)
+    stream(qtbot, view, [THINKING_REPLY[i : i + 4] for i in range(0, 40, 4)])
+    assert view.text_of_reply().startswith("<think>")  # still streaming: plain text
+    stream(qtbot, view, [THINKING_REPLY[i : i + 4] for i in range(40, len(THINKING_REPLY), 4)])
+    view.finish_reply(THINKING_REPLY, REPLY_STATS, "complete")
+
+    whole = ChatView()
+    qtbot.addWidget(whole)
+    whole.set_messages([MessageView(1, "assistant", THINKING_REPLY, REPLY_STATS)])
+    assert plain_text(view) == plain_text(whole)
+
+
+@pytest.mark.parametrize("content, shown", [
+    ("<think>\n\n</think>\n\nNo reasoning.", "No reasoning."),  # Qwen3 with thinking off
+    ("Mentioning <think> later is just text.", "Mentioning <think> later is just text."),
+    ("<think>\nStopped while thinking", "Thinking\nStopped while thinking"),
+])
+def test_empty_late_and_unfinished_reasoning(view, content, shown):
+    view.set_messages([MessageView(1, "assistant", content)])
+    assert view.text_of_reply() == shown
+
+
 def test_finish_renders_the_authoritative_text_when_it_differs(view, qtbot):
     view.begin_reply(1)
     stream(qtbot, view, ["Hello wor", "ld<|im_e"])
@@ -474,6 +513,13 @@ def test_blocks_complete_at_blank_lines_headings_and_closing_fences():
     assert feed_by_character("# T\nPara\ngraph\n\nNext\n\n```py\na\n\nb\n```\ntail") == [
         "# T\n", "Para\ngraph\n\n", "Next\n\n", "```py\na\n\nb\n```\n", "tail",
     ]
+
+
+def test_a_reasoning_section_that_opens_a_reply_is_one_block():
+    reply = "\n<think>\nA\n\n```\nB\n\n# C\n</think>\n\nAnswer\n\nMore"
+    assert feed_by_character(reply) == ["\n", "<think>\nA\n\n```\nB\n\n# C\n</think>\n", "\n", "Answer\n\n", "More"]
+    # Only at the start: later, the tag is text like any other.
+    assert feed_by_character("Hi\n\n<think>\nx\n\ny") == ["Hi\n\n", "<think>\nx\n\n", "y"]
 
 
 def test_an_indented_line_after_a_blank_line_stays_with_its_list_item():
