@@ -50,6 +50,8 @@ class EngineWorker(QObject):
         loadProgress(float): 0..1 while a model loads.
         modelLoaded(LoadedModel): the new model is ready (the old one was closed).
         loadFailed(str): the reason, for the user; the previous model is still loaded.
+        promptProgress(int, int, int): request id, prompt tokens evaluated so far, and of how
+            many; sent after each batch while a prompt longer than one batch is read.
         chunk(int, str): request id, the next piece of reply text.
         replyFinished(int, str, ReplyStats): request id, the whole reply, its statistics.
         failed(int, str): request id, why the reply could not start (template, context…).
@@ -61,6 +63,7 @@ class EngineWorker(QObject):
     loadProgress = Signal(float)
     modelLoaded = Signal(object)
     loadFailed = Signal(str)
+    promptProgress = Signal(int, int, int)
     chunk = Signal(int, str)
     replyFinished = Signal(int, str, object)
     failed = Signal(int, str)
@@ -103,8 +106,12 @@ class EngineWorker(QObject):
         if self._engine is None:
             self.failed.emit(request_id, "No model is loaded.")
             return
+        def progress(done: int, total: int) -> None:
+            if total > self._engine.batch_size:  # one batch goes by too fast to show
+                self.promptProgress.emit(request_id, done, total)
+
         try:
-            stream = self._engine.stream(messages, params, cancel)
+            stream = self._engine.stream(messages, params, cancel, progress)
         except (TemplateError, ContextFullError) as exc:
             self.failed.emit(request_id, str(exc))
             return
@@ -159,7 +166,8 @@ class EngineBridge(QObject):
 
     Signals are the worker's, re-emitted on the GUI thread, with stale replies filtered out:
         loadProgress(float), modelLoaded(LoadedModel), loadFailed(str),
-        chunk(str), replyFinished(str, ReplyStats), failed(str), contextUsed(int),
+        promptProgress(int, int), chunk(str), replyFinished(str, ReplyStats), failed(str),
+        contextUsed(int),
         loadFinished(str): after either load outcome; the error message, or "" on success.
     The worker's templateChanged(str) and templateFailed(str) are exposed as they are.
     """
@@ -167,6 +175,7 @@ class EngineBridge(QObject):
     loadProgress = Signal(float)
     modelLoaded = Signal(object)
     loadFailed = Signal(str)
+    promptProgress = Signal(int, int)
     chunk = Signal(str)
     replyFinished = Signal(str, object)
     failed = Signal(str)
@@ -193,6 +202,7 @@ class EngineBridge(QObject):
         self._worker.loadProgress.connect(self.loadProgress)
         self._worker.modelLoaded.connect(self._on_loaded)
         self._worker.loadFailed.connect(self._on_load_failed)
+        self._worker.promptProgress.connect(self._on_prompt_progress)
         self._worker.chunk.connect(self._on_chunk)
         self._worker.replyFinished.connect(self._on_finished)
         self._worker.failed.connect(self._on_failed)
@@ -259,6 +269,10 @@ class EngineBridge(QObject):
         self._load_cancel = None
         self.loadFailed.emit(message)
         self.loadFinished.emit(message)
+
+    def _on_prompt_progress(self, request_id: int, done: int, total: int) -> None:
+        if request_id == self._active_request:
+            self.promptProgress.emit(done, total)
 
     def _on_chunk(self, request_id: int, text: str) -> None:
         if request_id == self._active_request:

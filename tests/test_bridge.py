@@ -123,3 +123,29 @@ def test_bad_model_fails_and_previous_model_stays_usable(bridge, loaded, qtbot, 
     with qtbot.waitSignal(bridge.replyFinished, timeout=30_000) as finished:
         bridge.generate(ask("Hello"), PARAMS.with_changes(max_tokens=3))
     assert finished.args[1].completion_tokens == 3
+
+
+def test_a_prompt_longer_than_a_batch_reports_its_progress_before_the_reply(bridge, loaded, qtbot):
+    events = []
+
+    def on_progress(done, total):
+        events.append(("progress", done, total))
+
+    def on_chunk(_text):
+        events.append(("chunk",))
+
+    bridge.promptProgress.connect(on_progress)
+    bridge.chunk.connect(on_chunk)
+    try:
+        long_prompt = "Rivers carry sediment to the sea, where it settles into a delta. " * 45  # ~600 tokens
+        with qtbot.waitSignal(bridge.replyFinished, timeout=60_000) as finished:
+            assert bridge.generate(ask(long_prompt), PARAMS.with_changes(max_tokens=2))
+        stats = finished.args[1]
+        progress = [event for event in events if event[0] == "progress"]
+        assert stats.evaluated_prompt_tokens > 512  # more than one llama.cpp batch
+        assert [done for _, done, _ in progress] == sorted({done for _, done, _ in progress})  # rising
+        assert progress[0][1] == 512 and progress[-1][1:] == (stats.evaluated_prompt_tokens,) * 2
+        assert events.index(progress[-1]) < events.index(("chunk",))  # all of it before the reply
+    finally:
+        bridge.promptProgress.disconnect(on_progress)
+        bridge.chunk.disconnect(on_chunk)

@@ -283,6 +283,11 @@ class Engine:
         return bool(attr & (llama_c.LLAMA_TOKEN_ATTR_CONTROL | llama_c.LLAMA_TOKEN_ATTR_USER_DEFINED
                             | llama_c.LLAMA_TOKEN_ATTR_UNKNOWN))
 
+    @property
+    def batch_size(self) -> int:
+        """Prompt tokens evaluated per llama.cpp batch (and per prompt_progress call)."""
+        return self._llm.n_batch
+
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
         return self._fit(messages, max_tokens)[0]
 
@@ -308,11 +313,14 @@ class Engine:
         messages: list[dict],
         params: SamplingParams = SamplingParams(),
         cancel: threading.Event | None = None,
+        prompt_progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[str | ReplyStats]:
         """Yield text chunks of the reply, then one ReplyStats. Never raises mid-reply.
 
         Template and context errors raise before the first yield, so a caller sees them as
-        a failed request rather than a half-finished reply.
+        a failed request rather than a half-finished reply. `prompt_progress(done, total)` is
+        called after each batch of prompt tokens evaluated: a long prompt on a CPU takes
+        seconds before the first token, and a user deserves to see why.
         """
         cancel = cancel or threading.Event()
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
@@ -321,9 +329,9 @@ class Engine:
         stats = ReplyStats(
             prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()
         )
-        return self._generate(prompt, segments, params, stats, cancel, max_tokens)
+        return self._generate(prompt, segments, params, stats, cancel, max_tokens, prompt_progress)
 
-    def _generate(self, prompt, segments, params, stats, cancel, max_tokens):
+    def _generate(self, prompt, segments, params, stats, cancel, max_tokens, prompt_progress):
         started = time.perf_counter()
         reply_tokens: list[int] = []
         reply_bytes = bytearray()
@@ -334,7 +342,7 @@ class Engine:
         stops = StopStringMatcher(params.stop)
         first_token_at = last_token_at = None
         try:
-            stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel)
+            stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel, prompt_progress)
             sampler = self._sampler(params, stats.seed)
             stats.stop_reason = "length"
             while len(reply_tokens) < max_tokens:
@@ -380,7 +388,7 @@ class Engine:
             self._segments = segments + [_Segment(bytes(reply_bytes), reply_tokens, reply_pieces, stripped_space)]
         yield stats
 
-    def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event) -> int:
+    def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event, progress=None) -> int:
         """Decode the prompt tokens not already in the KV cache and return how many there were.
 
         Cancelling stops between batches; the generation loop then sees the flag at once.
@@ -401,6 +409,8 @@ class Engine:
             if cancel.is_set():
                 break
             llm.eval(prompt[start:start + llm.n_batch])
+            if progress is not None:
+                progress(min(start + llm.n_batch, len(prompt)) - common, len(prompt) - common)
         return len(prompt) - common
 
     def _sampler(self, params: SamplingParams, seed: int) -> LlamaSampler:

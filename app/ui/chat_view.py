@@ -267,6 +267,10 @@ class _DocumentWriter:
     def plain_block(self, cursor: QTextCursor) -> None:
         self.new_block(cursor, QTextBlockFormat(), QTextCharFormat())
 
+    def note_format(self) -> QTextCharFormat:
+        """A note about the reply rather than its text, such as how far the prompt was read."""
+        return QTextCharFormat(self._muted)
+
     def plain_format(self, code: bool, thinking: bool) -> QTextCharFormat:
         """The format of streamed text not yet rendered: monospace inside a code fence, muted
         in a reasoning section (as it will be rendered)."""
@@ -392,6 +396,7 @@ class _StreamingReply(QObject):
         self._document = document
         self._chunks: list[str] = []
         self._raw: list[str] = []
+        self._note = False  # a note (prompt progress) stands where the text will go
         self._splitter = BlockSplitter()
         self._timer = QTimer(self, singleShot=True, interval=FLUSH_INTERVAL_MS)
         self._timer.timeout.connect(self.flush)
@@ -416,6 +421,15 @@ class _StreamingReply(QObject):
     def flush(self) -> None:
         self._write(final=False)
 
+    def show_note(self, text: str) -> None:
+        """Show a muted note in place of the reply until its first text arrives."""
+        if self._raw:
+            return
+        cursor = self._tail_cursor()
+        cursor.insertText(text, self._writer.note_format())
+        self._note = True
+        self.flush_count += 1
+
     def finish_in_place(self, content: str) -> bool:
         """Render the rest of the reply where it stands, if `content` is exactly the streamed
         text: the blocks rendered so far are then final, and a long reply does not freeze the
@@ -426,6 +440,13 @@ class _StreamingReply(QObject):
             return False
         self._write(final=True)
         return True
+
+    def _tail_cursor(self) -> QTextCursor:
+        """A cursor at the start of the unrendered tail, with the tail removed."""
+        cursor = _end_of(self._document)
+        cursor.setPosition(self._tail_start, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        return cursor
 
     def _write(self, final: bool) -> None:
         self._timer.stop()
@@ -439,7 +460,8 @@ class _StreamingReply(QObject):
         if final:
             done, tail = done + tail, ""
         writer = self._writer
-        cursor = _end_of(self._document)
+        cursor = self._tail_cursor() if self._note else _end_of(self._document)
+        self._note = False
         cursor.beginEditBlock()
         if done:
             cursor.setPosition(self._tail_start)
@@ -520,6 +542,12 @@ class ChatView(QWidget):
         self._drop_regenerate()
         self._reply = self._start_reply(message_id, model)
         self._follower.follow()
+
+    def show_prompt_progress(self, done: int, total: int) -> None:
+        """Say how far the model has read a long prompt, where its reply will appear, until
+        the reply's first text replaces it."""
+        if self._reply is not None:
+            self._reply.show_note(f"Reading the conversation… {done:,} of {total:,} tokens")
 
     def append_text(self, text: str) -> None:
         """Add a chunk of the streaming reply (ignored when none is streaming, e.g. a late

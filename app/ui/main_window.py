@@ -166,6 +166,7 @@ class MainWindow(QMainWindow):
         bridge.modelLoaded.connect(self.on_model_loaded)
         bridge.loadFailed.connect(self.on_load_failed)
         bridge.contextUsed.connect(self.show_context_used)
+        bridge.promptProgress.connect(self.chat.show_prompt_progress)
 
     # --- models ------------------------------------------------------------------------------
 

@@ -182,6 +182,28 @@ def test_empty_late_and_unfinished_reasoning(view, content, shown):
     assert view.text_of_reply() == shown
 
 
+def test_prompt_progress_stands_where_the_reply_will_be_until_its_text_arrives(view, qtbot):
+    view.set_messages([MessageView(1, "user", "A long question")])
+    view.begin_reply(2)
+    view.show_prompt_progress(512, 1_300)
+    assert "Reading the conversation… 512 of 1,300 tokens" in plain_text(view)
+    view.show_prompt_progress(1_024, 1_300)
+    assert "1,024 of 1,300" in plain_text(view) and "512 of" not in plain_text(view)
+    stream(qtbot, view, ["The answer"])
+    assert view.text_of_reply() == "The answer" and "Reading the conversation" not in plain_text(view)
+    view.show_prompt_progress(1_300, 1_300)  # late: the reply has begun, nothing changes
+    assert view.text_of_reply() == "The answer"
+    view.finish_reply("The answer", REPLY_STATS, "complete")
+    assert view.text_of_reply() == "The answer"
+
+
+def test_a_reply_stopped_while_the_prompt_is_read_leaves_no_note(view):
+    view.begin_reply(1)
+    view.show_prompt_progress(512, 4_000)
+    view.finish_reply("", {"completion_tokens": 0, "stop_reason": "cancelled"}, "cancelled")
+    assert "Reading the conversation" not in plain_text(view)
+
+
 def test_finish_renders_the_authoritative_text_when_it_differs(view, qtbot):
     view.begin_reply(1)
     stream(qtbot, view, ["Hello wor", "ld<|im_e"])

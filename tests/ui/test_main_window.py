@@ -88,6 +88,14 @@ def test_enter_sends_and_the_reply_streams_into_the_view(harness, qtbot):
     assert harness.window.context_label.text().startswith("Context ")
 
 
+def test_a_long_prompt_shows_how_far_it_has_been_read(harness, qtbot):
+    seen = []
+    harness.bridge.promptProgress.connect(lambda *_: seen.append(harness.window.chat.text_of_reply()))
+    harness.send_and_wait("Rivers carry sediment to the sea, where it settles into a delta. " * 45)
+    assert seen and all(text.startswith("Reading the conversation… ") for text in seen)
+    assert "Reading the conversation" not in harness.window.chat.text_of_reply()
+
+
 def test_shift_enter_makes_a_new_line(harness):
     edit = harness.window.composer.edit
     edit.setPlainText("first")
