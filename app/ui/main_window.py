@@ -176,7 +176,7 @@ class MainWindow(QMainWindow):
         self.picker.set_loading(0.0)
         self.model_label.setText(f"Loading {Path(path).name}…")
         self.bridge.load(Path(path), LoadOptions(
-            n_ctx=stored.get("n_ctx"), n_gpu_layers=stored.get("gpu_layers"),
+            n_ctx=stored.get("n_ctx"), n_gpu_layers=stored.get("gpu_layers"), n_threads=stored.get("cpu_threads"),
             template_override=stored.get("template_override"),
         ))
 
@@ -222,7 +222,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message, 15_000)
 
     def on_model_settings_changed(self, settings: dict) -> None:
-        """A template override applies to the next reply; context and GPU layers wait for a reload."""
+        """A template override applies to the next reply; context, GPU layers and threads wait for a reload."""
         override = settings.get("template_override")
         if self.bridge.loaded is not None and override != self._applied_override:
             self._applied_override = override

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
@@ -41,6 +42,7 @@ PRESET_TIPS = {
 SEED_MAX = 2**32 - 1
 MAX_CONTEXT = 1 << 20  # when the file does not say how long its context is
 MAX_GPU_LAYERS = 999  # when the file does not say how many layers it has
+MAX_CPU_THREADS = os.cpu_count() or 64  # more threads than CPUs only slows llama.cpp down
 NO_GPU_REASON = "This build of llama.cpp has no GPU offload, so the model runs on the CPU."
 RELOAD_NOTICE = "Takes effect when the model is reloaded."
 
@@ -90,7 +92,8 @@ def read_model_settings(settings: QSettings, key: str) -> dict:
     """What is stored for one model, with defaults for whatever is not.
 
     Keys: sampling (SamplingParams), system_prompt (str), n_ctx (int, or None for the
-    engine's automatic choice), gpu_layers (int, -1 for all), template_override (str or None).
+    engine's automatic choice), gpu_layers (int, -1 for all), cpu_threads (int, or None for
+    the engine's choice), template_override (str or None).
     """
     settings.beginGroup(_group(key))
     try:
@@ -106,6 +109,7 @@ def read_model_settings(settings: QSettings, key: str) -> dict:
             "system_prompt": str(settings.value("system_prompt", "") or ""),
             "n_ctx": int(settings.value("n_ctx", 0) or 0) or None,
             "gpu_layers": int(settings.value("gpu_layers", -1)),
+            "cpu_threads": int(settings.value("cpu_threads", 0) or 0) or None,
             "template_override": settings.value("template_override") or None,
         }
     finally:
@@ -123,7 +127,7 @@ class ParametersPanel(QWidget):
     Signals:
         paramsChanged(SamplingParams): the user changed sampling; it applies to the next reply.
         modelSettingsChanged(dict): the user changed the system prompt, context length, GPU
-            layers or chat template; the dict is `model_settings()`.
+            layers, CPU threads or chat template; the dict is `model_settings()`.
         reloadRequested(): "Reload now", after a change that needs the model reloaded.
     """
 
@@ -137,7 +141,7 @@ class ParametersPanel(QWidget):
         self._key: str | None = None
         self._settings: QSettings | None = None
         self._info: ModelInfo | None = None
-        self._loaded_with: tuple[int, int] | None = None  # (n_ctx, gpu layers) of the loaded model
+        self._loaded_with: tuple[int, int, int] | None = None  # the loaded model's (n_ctx, GPU layers, threads)
         self._template_override: str | None = None
         self._logit_bias: dict[int, float] = {}
 
@@ -271,6 +275,8 @@ class ParametersPanel(QWidget):
         self.gpu_layers = _int(-1, MAX_GPU_LAYERS, 1)
         self.gpu_layers.setSpecialValueText("All")
         self.gpu_layers.setValue(-1)
+        self.cpu_threads = _int(0, MAX_CPU_THREADS, 1)
+        self.cpu_threads.setSpecialValueText("Automatic")
         self.gpu_reason = QLabel(NO_GPU_REASON)
         self.gpu_reason.setWordWrap(True)
         self.gpu_reason.setStyleSheet("color: gray;")
@@ -319,6 +325,11 @@ class ParametersPanel(QWidget):
              "How many of the model's layers run on the graphics card; the rest run on the "
              "CPU. All is fastest if it fits in the card's memory; 0 uses the CPU only.")
         form.addRow("", self.gpu_reason)
+        self._row(form, "CPU threads", self.cpu_threads,
+             "How many threads generate on the CPU (for the layers not on the graphics card). "
+             "Automatic: one per physical core, as llama.cpp's own tools do; the status bar "
+             "shows the number in use. On a CPU with efficiency cores, the performance-core "
+             "count can be faster.")
         self._row(form, "Chat template", template_row,
              "The format that turns the conversation into the text the model reads.")
         box.addWidget(self.reload_notice)
@@ -326,6 +337,7 @@ class ParametersPanel(QWidget):
         self.system_prompt_edit.textChanged.connect(self._on_model_edited)
         self.n_ctx.valueChanged.connect(self._on_model_edited)
         self.gpu_layers.valueChanged.connect(self._on_model_edited)
+        self.cpu_threads.valueChanged.connect(self._on_model_edited)
         self.template_button.clicked.connect(self.edit_template)
         self.reload_button.clicked.connect(self.reloadRequested)
 
@@ -404,11 +416,13 @@ class ParametersPanel(QWidget):
         return self.system_prompt_edit.toPlainText()
 
     def model_settings(self) -> dict:
-        """system_prompt, n_ctx (None: automatic), gpu_layers (-1: all), template_override."""
+        """system_prompt, n_ctx (None: automatic), gpu_layers (-1: all), cpu_threads (None:
+        automatic), template_override."""
         return {
             "system_prompt": self.system_prompt(),
             "n_ctx": self.n_ctx.value() or None,
             "gpu_layers": self.gpu_layers.value(),
+            "cpu_threads": self.cpu_threads.value() or None,
             "template_override": self._template_override,
         }
 
@@ -425,8 +439,8 @@ class ParametersPanel(QWidget):
     def load_for_model(self, key: str, settings: QSettings, info: ModelInfo | None = None) -> None:
         """Show the settings stored for this model (key: its file name) and save changes there.
 
-        Call it once the model is loaded: the context length and GPU layers shown then are
-        the ones it runs with, and changing them offers a reload. `info` sets the ranges
+        Call it once the model is loaded: the context length, GPU layers and threads shown
+        then are the ones it runs with, and changing them offers a reload. `info` sets the ranges
         (the model's context length and layer count) and the template editor's defaults.
         """
         self._key, self._settings, self._info = key, settings, info
@@ -439,11 +453,12 @@ class ParametersPanel(QWidget):
             self.system_prompt_edit.setPlainText(stored["system_prompt"])
             self.n_ctx.setValue(stored["n_ctx"] or 0)
             self.gpu_layers.setValue(stored["gpu_layers"])
+            self.cpu_threads.setValue(stored["cpu_threads"] or 0)
             self._template_override = stored["template_override"]
         finally:
             self._updating = False
         self.set_params(stored["sampling"])
-        self._loaded_with = (self.n_ctx.value(), self.gpu_layers.value())
+        self._loaded_with = self._load_settings()
         self.reload_notice.hide()
         self._show_model(key)
 
@@ -466,10 +481,14 @@ class ParametersPanel(QWidget):
     def _on_model_edited(self) -> None:
         if self._updating:
             return
-        changed = self._loaded_with is not None and self._loaded_with != (self.n_ctx.value(), self.gpu_layers.value())
+        changed = self._loaded_with is not None and self._loaded_with != self._load_settings()
         self.reload_notice.setVisible(changed)
         self._save()
         self.modelSettingsChanged.emit(self.model_settings())
+
+    def _load_settings(self) -> tuple[int, int, int]:
+        """The settings that take effect only when the model is loaded."""
+        return self.n_ctx.value(), self.gpu_layers.value(), self.cpu_threads.value()
 
     def edit_template(self) -> TemplateEditor | None:
         """Open the chat-template editor for the loaded model (non-modal); returns it."""
@@ -495,6 +514,7 @@ class ParametersPanel(QWidget):
         settings.setValue("system_prompt", self.system_prompt())
         settings.setValue("n_ctx", self.n_ctx.value())
         settings.setValue("gpu_layers", self.gpu_layers.value())
+        settings.setValue("cpu_threads", self.cpu_threads.value())
         if self._template_override:
             settings.setValue("template_override", self._template_override)
         else:

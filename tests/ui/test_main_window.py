@@ -248,3 +248,17 @@ def test_window_state_and_last_model_are_remembered(harness):
     assert (harness.window.size().width(), harness.window.size().height()) == (760, 560)
     assert harness.window.splitter.sizes() == sizes
     assert harness.settings.value("models/last") == str(harness.gemma_path)
+
+
+def test_a_thread_count_applies_when_the_model_is_reloaded(harness, qtbot):
+    window = harness.window
+    automatic = window.bridge.loaded.device.cpu_threads
+    assert f"CPU ({automatic} thread" in window.model_label.text() or window.bridge.loaded.device.backend != "CPU"
+    window.parameters.cpu_threads.setValue(1)
+    assert not window.parameters.reload_notice.isHidden()
+    with qtbot.waitSignal(window.bridge.modelLoaded, timeout=60_000):
+        window.parameters.reload_button.click()
+    assert window.bridge.loaded.device.cpu_threads == 1
+    assert window.parameters.reload_notice.isHidden()
+    if window.bridge.loaded.device.backend == "CPU":
+        assert window.model_label.text().endswith("CPU (1 thread)")

@@ -117,7 +117,7 @@ def test_the_controls_cannot_leave_the_valid_ranges(panel):
 def test_every_control_explains_itself(panel):
     controls = [panel.preset, panel.temperature, panel.top_k, panel.top_p, panel.min_p, panel.repeat_penalty,
                 panel.repeat_last_n, panel.presence_penalty, panel.frequency_penalty, panel.max_tokens,
-                panel.stop, panel.system_prompt_edit, panel.n_ctx, panel.gpu_layers]
+                panel.stop, panel.system_prompt_edit, panel.n_ctx, panel.gpu_layers, panel.cpu_threads]
     for control in controls:
         assert len(control.toolTip()) > 40, control
     assert "comma" in panel.stop.toolTip() and "\\n" in panel.stop.toolTip()
@@ -135,7 +135,7 @@ def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, settings
     assert panel.n_ctx.maximum() == gemma_info.context_length
 
 
-def test_reload_notice_only_for_context_length_and_gpu_layers(panel, qtbot, settings, gemma_info):
+def test_reload_notice_only_for_context_length_gpu_layers_and_threads(panel, qtbot, settings, gemma_info):
     panel.load_for_model(gemma_info.path.name, settings, gemma_info)
     assert panel.reload_notice.isHidden()
 
@@ -160,6 +160,11 @@ def test_reload_notice_only_for_context_length_and_gpu_layers(panel, qtbot, sett
     panel.load_for_model(gemma_info.path.name, settings, gemma_info)  # reloaded with the new values
     assert panel.reload_notice.isHidden() and panel.gpu_layers.value() == 4
 
+    assert panel.cpu_threads.value() == 0 and panel.cpu_threads.text() == "Automatic"
+    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+        panel.cpu_threads.setValue(1)
+    assert changed.args[0]["cpu_threads"] == 1 and not panel.reload_notice.isHidden()
+
 
 def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
     path = str(tmp_path / "hearth.ini")
@@ -172,6 +177,7 @@ def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
     first.system_prompt_edit.setPlainText("You are a pirate.\nSpeak like one.")
     first.n_ctx.setValue(2048)
     first.gpu_layers.setValue(0)
+    first.cpu_threads.setValue(1)
     first.load_for_model("other.gguf", settings, gemma_info)  # other models keep their own
     first.top_k.setValue(3)
     settings.sync()
@@ -184,7 +190,7 @@ def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
     assert second.system_prompt() == "You are a pirate.\nSpeak like one."
     assert second.model_settings() == {
         "system_prompt": "You are a pirate.\nSpeak like one.", "n_ctx": 2048, "gpu_layers": 0,
-        "template_override": None,
+        "cpu_threads": 1, "template_override": None,
     }
     assert ParametersPanel.stored_model_settings("gemma.gguf", reopened)["n_ctx"] == 2048
 
@@ -194,6 +200,7 @@ def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
 
     second.load_for_model("never-seen.gguf", reopened, gemma_info)
     assert second.params() == SamplingParams() and second.model_settings()["gpu_layers"] == -1
+    assert second.model_settings()["cpu_threads"] is None
 
 
 def test_sampling_works_before_any_model_is_loaded(panel, qtbot):
