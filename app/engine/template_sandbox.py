@@ -49,7 +49,7 @@ class _BudgetCheckingCodeGenerator(CodeGenerator):
 
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox with the limits above. Render with `rendering()` around it."""
+    """The immutable sandbox with the limits above; call start_deadline() before each render."""
 
     code_generator_class = _BudgetCheckingCodeGenerator
     intercepted_binops = frozenset({"*", "**", "%"})
