@@ -36,7 +36,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QVBoxLayout, QWidget
 
-from .markdown_render import BlockSplitter, MarkdownRenderer, RenderTheme
+from .markdown_render import THINK_OPEN, BlockSplitter, MarkdownRenderer, RenderTheme
 
 # Long enough to coalesce a fast model's tokens into one document update, short enough that
 # text still appears to flow.
@@ -455,14 +455,20 @@ class _StreamingReply(QObject):
         if not text and not final:
             return
         self._raw.append(text)
+        was_thinking = self._splitter.in_thinking
         done = self._splitter.feed(text)
         tail = self._splitter.tail
         if final:
             done, tail = done + tail, ""
         writer = self._writer
-        cursor = self._tail_cursor() if self._note else _end_of(self._document)
+        opened_thinking = self._splitter.in_thinking and not was_thinking and not final
+        cursor = self._tail_cursor() if self._note or opened_thinking else _end_of(self._document)
         self._note = False
         cursor.beginEditBlock()
+        if opened_thinking and not done:
+            # A reasoning section just opened: write the tail again, with the caption the
+            # rendered section will have instead of the raw <think> tag.
+            text = tail
         if done:
             cursor.setPosition(self._tail_start)
             cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
@@ -473,6 +479,10 @@ class _StreamingReply(QObject):
                 writer.plain_block(cursor)
                 self._tail_start = cursor.position()
             text = tail
+        if opened_thinking:
+            _, _, text = text.partition(THINK_OPEN)
+            cursor.insertText("Thinking\n", writer.note_format())
+            text = text.lstrip("\n")
         cursor.insertText(text, writer.plain_format(self._splitter.in_fence, self._splitter.in_thinking))
         cursor.endEditBlock()
         self.flush_count += 1

@@ -162,7 +162,8 @@ def test_a_reasoning_section_is_shown_muted_under_a_caption_apart_from_the_answe
 def test_a_streamed_reasoning_section_ends_as_the_same_reply_rendered_whole(view, qtbot):
     view.begin_reply(1)
     stream(qtbot, view, [THINKING_REPLY[i : i + 4] for i in range(0, 40, 4)])
-    assert view.text_of_reply().startswith("<think>")  # still streaming: plain text
+    # Still streaming, as plain text, but under the caption it will have, without the tag.
+    assert view.text_of_reply().startswith("Thinking\nThe user asks about **deltas**.")
     stream(qtbot, view, [THINKING_REPLY[i : i + 4] for i in range(40, len(THINKING_REPLY), 4)])
     view.finish_reply(THINKING_REPLY, REPLY_STATS, "complete")
 
