@@ -40,7 +40,6 @@ class LoadedModel:
     device: DeviceInfo
     n_ctx: int
     template_name: str
-    template_source: str
 
 
 class EngineWorker(QObject):
@@ -55,7 +54,6 @@ class EngineWorker(QObject):
         chunk(int, str): request id, the next piece of reply text.
         replyFinished(int, str, ReplyStats): request id, the whole reply, its statistics.
         failed(int, str): request id, why the reply could not start (template, context…).
-        promptCounted(int, int): request id, tokens in the prompt (for "context used").
         templateChanged(str): the chat template in use now ("model", "custom", "fallback:…").
         templateFailed(str): a template override that does not compile; the old one stays.
     """
@@ -67,7 +65,6 @@ class EngineWorker(QObject):
     chunk = Signal(int, str)
     replyFinished = Signal(int, str, object)
     failed = Signal(int, str)
-    promptCounted = Signal(int, int)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
 
@@ -98,7 +95,7 @@ class EngineWorker(QObject):
             self._engine.close()
         self._engine = engine
         self.modelLoaded.emit(
-            LoadedModel(Path(path), engine.info, engine.device, engine.n_ctx, engine.template.name, engine.template.source)
+            LoadedModel(Path(path), engine.info, engine.device, engine.n_ctx, engine.template.name)
         )
 
     @Slot(int, object, object, object)
@@ -140,7 +137,6 @@ class EngineWorker(QObject):
                 last_emit = now
         if pending:
             self.chunk.emit(request_id, "".join(pending))
-        self.promptCounted.emit(request_id, stats.prompt_tokens + stats.completion_tokens)
         self.replyFinished.emit(request_id, "".join(pieces), stats)
 
     @Slot(object)
@@ -206,7 +202,6 @@ class EngineBridge(QObject):
         self._worker.chunk.connect(self._on_chunk)
         self._worker.replyFinished.connect(self._on_finished)
         self._worker.failed.connect(self._on_failed)
-        self._worker.promptCounted.connect(self._on_prompt_counted)
         self._thread.start()
         self._request_id = 0
         self._active_request: int | None = None
@@ -214,7 +209,11 @@ class EngineBridge(QObject):
         self._load_cancel: threading.Event | None = None
         self.loaded: LoadedModel | None = None
         self.gpu_available = supports_gpu_offload()
-        self.gpu_memory = gpu_memory_bytes() if self.gpu_available else None
+
+    def gpu_memory(self) -> int | None:
+        """The GPU's memory in bytes, where the build can offload and sees one. Asked only when
+        needed: on a CUDA build the query sets up a CUDA context."""
+        return gpu_memory_bytes() if self.gpu_available else None
 
     # --- commands ------------------------------------------------------------------------------
 
@@ -278,13 +277,10 @@ class EngineBridge(QObject):
         if request_id == self._active_request:
             self.chunk.emit(text)
 
-    def _on_prompt_counted(self, request_id: int, tokens: int) -> None:
-        if request_id == self._active_request:
-            self.contextUsed.emit(tokens)
-
     def _on_finished(self, request_id: int, text: str, stats: ReplyStats) -> None:
         if request_id == self._active_request:
             self._end_request()
+            self.contextUsed.emit(stats.prompt_tokens + stats.completion_tokens)
             self.replyFinished.emit(text, stats)
 
     def _on_failed(self, request_id: int, message: str) -> None:

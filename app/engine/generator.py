@@ -147,8 +147,7 @@ class Engine:
         self._vocab = self._llm._model.vocab
         self._n_vocab = llama_c.llama_vocab_n_tokens(self._vocab)
         self.n_ctx = self._llm.n_ctx()
-        self._eog_text_tokens: frozenset[int] = frozenset()
-        self.stop_token_ids = self._end_of_generation_ids()
+        self.stop_token_ids, self._eog_text_tokens = self._end_of_generation_ids()
         self._add_bos = bool(llama_c.llama_vocab_get_add_bos(self._vocab))
         self._bos_id = llama_c.llama_vocab_bos(self._vocab)
         # SentencePiece vocabs with a space prefix tokenize "\n" as ["▁", "\n"]; see tokenize().
@@ -201,8 +200,9 @@ class Engine:
         log.info("loaded %s: n_ctx=%d device=%s", info.path, n_ctx, self.device.describe())
         return llm
 
-    def _end_of_generation_ids(self) -> frozenset[int]:
-        """llama.cpp's end-of-generation set, plus the family end-of-turn tokens in the file.
+    def _end_of_generation_ids(self) -> tuple[frozenset[int], frozenset[int]]:
+        """llama.cpp's end-of-generation set, plus the family end-of-turn tokens in the file;
+        and the tokens llama.cpp flags as end-of-generation that stay text.
 
         llama.cpp also flags tokens as end-of-generation by their text alone ("</s>"), and
         retypes them as control, even where the file types them as ordinary text: Gemma 3's
@@ -212,10 +212,10 @@ class Engine:
         ids = {t.id for t in self.info.end_of_turn}
         eog = {i for i in range(self._n_vocab) if llama_c.llama_vocab_is_eog(self._vocab, i)}
         control = set(self.info.special_tokens.values())
-        if control:  # a file without token types gives nothing to go by: trust llama.cpp
-            self._eog_text_tokens = frozenset(eog - control - ids)
-        ids.update(eog - self._eog_text_tokens)
-        return frozenset(ids)
+        # A file without token types gives nothing to go by: trust llama.cpp.
+        text_tokens = frozenset(eog - control - ids) if control else frozenset()
+        ids.update(eog - text_tokens)
+        return frozenset(ids), text_tokens
 
     def close(self) -> None:
         self._llm.close()
@@ -334,7 +334,6 @@ class Engine:
     def _generate(self, prompt, segments, params, stats, cancel, max_tokens, prompt_progress):
         started = time.perf_counter()
         reply_tokens: list[int] = []
-        reply_bytes = bytearray()
         reply_pieces: list[bytes] = []
         strip_space = self.info.add_space_prefix
         stripped_space = False
@@ -362,7 +361,6 @@ class Engine:
                 reply_tokens.append(token)
                 piece = self._piece(token)
                 reply_pieces.append(piece)
-                reply_bytes += piece
                 shown = piece
                 if len(reply_tokens) == 1 and strip_space and piece.startswith(b" "):
                     shown = piece[1:]  # SentencePiece's word-start space, as HF's decode drops it
@@ -385,7 +383,7 @@ class Engine:
             stats.completion_tokens = len(reply_tokens)
             if first_token_at is not None and last_token_at is not None and len(reply_tokens) > 1:
                 stats.tokens_per_s = (len(reply_tokens) - 1) / max(last_token_at - first_token_at, 1e-9)
-            self._segments = segments + [_Segment(bytes(reply_bytes), reply_tokens, reply_pieces, stripped_space)]
+            self._segments = segments + [_Segment(b"".join(reply_pieces), reply_tokens, reply_pieces, stripped_space)]
         yield stats
 
     def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event, progress=None) -> int:

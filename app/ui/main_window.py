@@ -190,7 +190,7 @@ class MainWindow(QMainWindow):
             dialog = QDialog(self)
             dialog.setWindowTitle("Get models")
             view = GetModelsView(parent=dialog)
-            view.set_vram(self.bridge.gpu_memory)
+            view.set_vram(self.bridge.gpu_memory())
             layout = QVBoxLayout(dialog)
             layout.setContentsMargins(0, 0, 0, 0)
             layout.addWidget(view)
