@@ -36,7 +36,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QVBoxLayout, QWidget
 
-from .markdown_render import THINK_OPEN, BlockSplitter, MarkdownRenderer, RenderTheme
+from .markdown_render import THINK_OPEN, THINKING_CAPTION, BlockSplitter, MarkdownRenderer, RenderTheme
 
 # Long enough to coalesce a fast model's tokens into one document update, short enough that
 # text still appears to flow.
@@ -57,7 +57,6 @@ STOP_REASONS = {
     "error": "error",
     "interrupted": "interrupted",
 }
-_STATUS_REASONS = {"cancelled": "stopped", "error": "error"}
 # A link definition can serve a reference in any block, so a reply that has one is rendered
 # as a whole when it finishes.
 _REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
@@ -85,7 +84,7 @@ def stats_text(stats: dict, status: str) -> str:
     if ttft_s := stats.get("ttft_s"):
         parts.append(f"first token {ttft_s:.2f} s")
     reason = stats.get("stop_reason")
-    if words := STOP_REASONS.get(reason) or _STATUS_REASONS.get(status) or reason:
+    if words := STOP_REASONS.get(reason) or STOP_REASONS.get(status) or reason:
         parts.append(words)
     return " · ".join(parts)
 
@@ -465,10 +464,6 @@ class _StreamingReply(QObject):
         cursor = self._tail_cursor() if self._note or opened_thinking else _end_of(self._document)
         self._note = False
         cursor.beginEditBlock()
-        if opened_thinking and not done:
-            # A reasoning section just opened: write the tail again, with the caption the
-            # rendered section will have instead of the raw <think> tag.
-            text = tail
         if done:
             cursor.setPosition(self._tail_start)
             cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
@@ -478,10 +473,13 @@ class _StreamingReply(QObject):
             if not final:
                 writer.plain_block(cursor)
                 self._tail_start = cursor.position()
+        if done or opened_thinking:
             text = tail
         if opened_thinking:
+            # A reasoning section just opened: the tail is written again, under the caption
+            # the rendered section will have instead of the raw <think> tag.
             _, _, text = text.partition(THINK_OPEN)
-            cursor.insertText("Thinking\n", writer.note_format())
+            cursor.insertText(THINKING_CAPTION + "\n", writer.note_format())
             text = text.lstrip("\n")
         cursor.insertText(text, writer.plain_format(self._splitter.in_fence, self._splitter.in_thinking))
         cursor.endEditBlock()

@@ -19,6 +19,7 @@ Why it is built the way it is:
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from collections.abc import Callable
@@ -142,8 +143,9 @@ class DownloadRow(QFrame):
         self.done = False
         self.setFrameShape(QFrame.StyledPanel)
 
-        self.name_label = QLabel(f"<b>{_escape(job.model.name)}</b> "
-                                 f"<span style='color:gray'>{_escape(job.model.repo_id)} · {job.model.quant}</span>")
+        repo = html.escape(job.model.repo_id, quote=False)
+        self.name_label = QLabel(f"<b>{html.escape(job.model.name, quote=False)}</b> "
+                                 f"<span style='color:gray'>{repo} · {job.model.quant}</span>")
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(False)
@@ -516,7 +518,7 @@ class GetModelsView(QWidget):
         if not count:
             self.repo_label.setText(f"{listing.repo_id} has no GGUF model files Hearth can load.")
             return
-        text = f"<b>{_escape(listing.repo_id)}</b>: {count} model{'s' if count != 1 else ''}"
+        text = f"<b>{html.escape(listing.repo_id, quote=False)}</b>: {count} model{'s' if count != 1 else ''}"
         if listing.gated:
             text += " · gated: downloading needs an access token with approved access"
         self.repo_label.setText(text)
@@ -653,7 +655,3 @@ class GetModelsView(QWidget):
         if row is not None:
             row.deleteLater()
         self.no_downloads_label.setVisible(not self._rows)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

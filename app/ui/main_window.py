@@ -23,7 +23,7 @@ from .chat_view import ChatView, MessageView
 from .composer import Composer
 from .conversation_list import ConversationList
 from .model_picker import ModelPicker
-from .parameters_panel import ParametersPanel
+from .parameters_panel import ParametersPanel, read_model_settings
 from .shortcuts import SHORTCUTS, ShortcutsDialog
 
 UNDO_SECONDS = 10
@@ -171,7 +171,7 @@ class MainWindow(QMainWindow):
     # --- models ------------------------------------------------------------------------------
 
     def load_model(self, path: Path) -> None:
-        stored = self.parameters.stored_model_settings(Path(path).name, self.settings)
+        stored = read_model_settings(self.settings, Path(path).name)
         self._applied_override = stored.get("template_override")
         self.picker.set_loading(0.0)
         self.model_label.setText(f"Loading {Path(path).name}…")
@@ -215,7 +215,6 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loaded {loaded.path.name}", 5000)
 
     def on_load_failed(self, message: str) -> None:
-        self.picker.set_loading(None)
         self.picker.show_load_error(message)
         loaded = self.bridge.loaded
         self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}" if loaded else "No model")

@@ -46,6 +46,7 @@ _TAB = " " * 4
 # A reply's leading reasoning section; unclosed when the reply stopped while thinking.
 _THINKING = re.compile(r"\A\s*<think>(.*?)(?:</think>|\Z)", re.S)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+THINKING_CAPTION = "Thinking"
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class MarkdownRenderer:
             return self._html(text)
         reasoning = thinking.group(1)
         caption = (f'<p style="margin-top:4px; margin-bottom:2px; font-size:small; color:{self.theme.muted}">'
-                   "Thinking</p>")
+                   f"{THINKING_CAPTION}</p>")
         quote = f"<blockquote>{self._html(reasoning)}</blockquote>"
         gap = '<p style="margin:0px; font-size:4px">&nbsp;</p>'  # Qt ignores a blockquote's margins
         answer = text[thinking.end():]

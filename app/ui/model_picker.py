@@ -8,6 +8,7 @@ the list fills in when it is done.
 
 from __future__ import annotations
 
+import html
 from enum import IntEnum
 from pathlib import Path
 
@@ -384,10 +385,11 @@ class ModelPicker(QWidget):
         if entry is None:
             self.details.clear()
         elif entry.usable:
-            self.details.setText(f"{_escape(_summary(entry))}<br><span style='color:gray'>{_escape(str(entry.path))}</span>")
+            self.details.setText(f"{html.escape(_summary(entry), quote=False)}<br>"
+                                 f"<span style='color:gray'>{html.escape(str(entry.path), quote=False)}</span>")
         else:
-            self.details.setText(f"<span style='color:{ERROR_COLOR}'>Can't be loaded: {_escape(entry.error)}</span>"
-                                 f"<br>{_escape(str(entry.path))}")
+            self.details.setText(f"<span style='color:{ERROR_COLOR}'>Can't be loaded: {html.escape(entry.error, quote=False)}</span>"
+                                 f"<br>{html.escape(str(entry.path), quote=False)}")
 
     # --- choosing and loading -------------------------------------------------------------------
 
@@ -411,13 +413,14 @@ class ModelPicker(QWidget):
 
     def set_loading(self, progress: float | None) -> None:
         """A fraction 0..1 shows the progress bar and Cancel; None hides them (done or failed)."""
-        self._loading = progress is not None
+        was_loading, self._loading = self._loading, progress is not None
         self.loading_row.setVisible(self._loading)
         if self._loading:
             self.error_label.hide()
             self.progress.setValue(round(max(0.0, min(1.0, progress)) * 1000))
             self.loading_label.setText("Loading…")
-        self._show_selection()
+        if self._loading != was_loading:  # Load is enabled only while nothing loads
+            self._show_selection()
 
     def show_load_error(self, message: str) -> None:
         """Say why the model could not load; the list, its selection and the loaded model stay."""
@@ -480,7 +483,3 @@ def _string_list(settings: QSettings, key: str) -> list[str]:
     if isinstance(value, str):
         return [value] if value else []
     return [str(item) for item in value or []]
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

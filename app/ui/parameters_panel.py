@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from ..engine.modelfile import ModelInfo
 from ..engine.sampling import PRESETS, SamplingParams
-from ..engine.templates import template_for
+from ..engine.templates import fallback_name
 from .template_editor import TemplateEditor
 
 log = logging.getLogger(__name__)
@@ -431,11 +431,6 @@ class ParametersPanel(QWidget):
         self.gpu_layers.setEnabled(available)
         self.gpu_reason.setVisible(not available)
 
-    @staticmethod
-    def stored_model_settings(key: str, settings: QSettings) -> dict:
-        """A model's stored settings before it is loaded (see `read_model_settings`)."""
-        return read_model_settings(settings, key)
-
     def load_for_model(self, key: str, settings: QSettings, info: ModelInfo | None = None) -> None:
         """Show the settings stored for this model (key: its file name) and save changes there.
 
@@ -476,7 +471,7 @@ class ParametersPanel(QWidget):
             return "Automatic"
         if self._info.has_chat_template:
             return "The model's own"
-        return f"“{template_for(self._info).name.removeprefix('fallback:')}” fallback (none in the file)"
+        return f"“{fallback_name(self._info)}” fallback (none in the file)"
 
     def _on_model_edited(self) -> None:
         if self._updating:

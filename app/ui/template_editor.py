@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from ..engine.modelfile import ModelInfo
 from ..engine.templates import ChatTemplate, TemplateError, template_for
+from .model_picker import ERROR_COLOR
 
 PREVIEW_DELAY_MS = 200
 SAMPLE_CONVERSATION = (
@@ -27,7 +28,6 @@ SAMPLE_CONVERSATION = (
     {"role": "assistant", "content": "I'm an assistant running on your computer."},
     {"role": "user", "content": "What is 2 + 2?"},
 )
-ERROR_COLOR = "#c62828"
 TOKEN_STYLE = "background-color: #fff3c4; color: #7a4f00;"
 NEWLINE_MARK = "↵"
 

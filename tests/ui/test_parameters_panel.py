@@ -192,7 +192,7 @@ def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
         "system_prompt": "You are a pirate.\nSpeak like one.", "n_ctx": 2048, "gpu_layers": 0,
         "cpu_threads": 1, "template_override": None,
     }
-    assert ParametersPanel.stored_model_settings("gemma.gguf", reopened)["n_ctx"] == 2048
+    assert read_model_settings(reopened, "gemma.gguf")["n_ctx"] == 2048
 
     second.load_for_model("other.gguf", reopened, gemma_info)
     assert second.params() == SamplingParams(top_k=3)
@@ -230,7 +230,7 @@ def test_the_template_editor_sets_the_models_override(panel, qtbot, settings, ge
     assert changed.args[0]["template_override"] == custom
     assert panel.template_label.text() == "Your edited one"
     assert panel.reload_notice.isHidden()
-    assert ParametersPanel.stored_model_settings(gemma_info.path.name, settings)["template_override"] == custom
+    assert read_model_settings(settings, gemma_info.path.name)["template_override"] == custom
 
     editor = panel.edit_template()
     assert editor.source() == custom
@@ -238,4 +238,4 @@ def test_the_template_editor_sets_the_models_override(panel, qtbot, settings, ge
     with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
         editor.save_button.click()
     assert changed.args[0]["template_override"] is None
-    assert ParametersPanel.stored_model_settings(gemma_info.path.name, settings)["template_override"] is None
+    assert read_model_settings(settings, gemma_info.path.name)["template_override"] is None
