@@ -68,7 +68,7 @@ def model_folders(extra: Iterable[Path] = ()) -> list[Path]:
     seen: set[Path] = set()
     for folder in (paths.app_models_dir(), paths.user_models_dir(), *extra, hf_cache_dir()):
         folder = Path(folder).expanduser()
-        key = _resolved(folder)
+        key = resolved(folder)
         if key not in seen and folder.is_dir():
             seen.add(key)
             folders.append(folder)
@@ -86,7 +86,7 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry
     seen: set[Path] = set()
 
     def add(path: Path, origin: str) -> None:
-        key = _resolved(path)
+        key = resolved(path)
         if key not in seen:
             seen.add(key)
             entries.append(_entry(path, origin))
@@ -109,10 +109,10 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry
 
 def folder_label(folder: Path) -> str:
     """How the folder column names a folder: Hearth's own by name, others by their path."""
-    key = _resolved(folder)
-    if key == _resolved(paths.app_models_dir()):
+    key = resolved(folder)
+    if key == resolved(paths.app_models_dir()):
         return APP_MODELS_LABEL
-    if key == _resolved(paths.user_models_dir()):
+    if key == resolved(paths.user_models_dir()):
         return USER_MODELS_LABEL
     home = Path.home()
     try:
@@ -121,7 +121,8 @@ def folder_label(folder: Path) -> str:
         return str(folder)
 
 
-def _resolved(path: Path) -> Path:
+def resolved(path: Path) -> Path:
+    """The path with links followed, to tell whether two names are one file."""
     try:
         return path.resolve()
     except OSError:  # a symlink loop, or a drive that went away

@@ -77,11 +77,13 @@ class ModelTableModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._entries: list[ModelEntry] = []
+        self._keys: list[Path] = []  # each entry's resolved path: data() compares it per cell
         self._current: Path | None = None
 
     def set_entries(self, entries: list[ModelEntry]) -> None:
         self.beginResetModel()
         self._entries = list(entries)
+        self._keys = [scan.resolved(entry.path) for entry in self._entries]
         self.endResetModel()
 
     def entries(self) -> list[ModelEntry]:
@@ -91,12 +93,12 @@ class ModelTableModel(QAbstractTableModel):
         return self._entries[row]
 
     def row_of(self, path: Path) -> int | None:
-        wanted = _key(path)
-        return next((row for row, entry in enumerate(self._entries) if _key(entry.path) == wanted), None)
+        wanted = scan.resolved(Path(path))
+        return next((row for row, key in enumerate(self._keys) if key == wanted), None)
 
     def set_current(self, path: Path | None) -> None:
         """Mark the loaded model (bold), so the list shows which one the chat is using."""
-        self._current = _key(path) if path else None
+        self._current = scan.resolved(Path(path)) if path else None
         if self._entries:
             self.dataChanged.emit(self.index(0, 0), self.index(len(self._entries) - 1, len(Column) - 1), [Qt.FontRole])
 
@@ -125,7 +127,7 @@ class ModelTableModel(QAbstractTableModel):
             return _tooltip(entry, column)
         if role == Qt.ForegroundRole and not entry.usable:
             return QGuiApplication.palette().color(QPalette.Disabled, QPalette.Text)
-        if role == Qt.FontRole and self._current is not None and _key(entry.path) == self._current:
+        if role == Qt.FontRole and self._current is not None and self._keys[index.row()] == self._current:
             font = QFont()
             font.setBold(True)
             return font
@@ -134,13 +136,6 @@ class ModelTableModel(QAbstractTableModel):
         if role == Qt.TextAlignmentRole and column == Column.TEMPLATE:
             return int(Qt.AlignCenter)
         return None
-
-
-def _key(path: Path) -> Path:
-    try:
-        return Path(path).resolve()
-    except OSError:
-        return Path(path).absolute()
 
 
 def _cell_text(entry: ModelEntry, column: Column) -> str:
