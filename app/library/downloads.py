@@ -46,13 +46,12 @@ from app.library.errors import (
     hub_errors,
 )
 from app.library.hub import HubClient
-from app.library.quants import RemoteFile, RemoteModel
+from app.library.quants import QUARANTINE_DIR, RemoteFile, RemoteModel
 
 _log = logging.getLogger(__name__)
 
 CHUNK_SIZE = 1024 * 1024
 PARTIAL_SUFFIX = ".part"
-QUARANTINE_DIR = "quarantine"
 # Dropped connections in a row, without a byte received between them, before giving up.
 MAX_RECONNECTS = 3
 _PROGRESS_INTERVAL_S = 0.1  # at most ten progress callbacks a second
@@ -459,10 +458,6 @@ class DownloadQueue:
                 self._worker = threading.Thread(target=self._run, name="hearth-downloads", daemon=True)
                 self._worker.start()
         return job
-
-    def waiting(self) -> list[QueuedDownload]:
-        with self._lock:
-            return list(self._jobs)
 
     def cancel_all(self, keep_partial: bool = False) -> None:
         with self._lock:

@@ -23,7 +23,10 @@ _QUANT = re.compile(
     r")(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
-_SPLIT = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+# llama.cpp's split-model naming; it loads the rest of the parts from the first.
+SPLIT_NAME = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+# Where a download that fails its checksum is moved, beside the models, out of the picker's sight.
+QUARANTINE_DIR = "quarantine"
 # GGUFs that are not chat models: vision projectors and importance matrices.
 _NOT_A_MODEL = re.compile(r"mmproj|imatrix", re.IGNORECASE)
 UNKNOWN_QUANT = "unknown"
@@ -69,7 +72,7 @@ def quant_of(path: str) -> str:
     such as 'Q8-Model-Q4_K_M.gguf' put the quant last.
     """
     for component in reversed(PurePosixPath(path).parts):
-        stem = _SPLIT.sub(r"\g<base>", component)
+        stem = SPLIT_NAME.sub(r"\g<base>", component)
         stem = re.sub(r"\.gguf$", "", stem, flags=re.IGNORECASE)
         matches = _QUANT.findall(stem)
         if matches:
@@ -89,7 +92,7 @@ def group_models(repo_id: str, revision: str, files: Iterable[RemoteFile]) -> li
     for file in files:
         if not file.name.lower().endswith(".gguf") or _NOT_A_MODEL.search(file.name):
             continue
-        split = _SPLIT.match(file.path)
+        split = SPLIT_NAME.match(file.path)
         if split is None:
             singles.append(RemoteModel(repo_id, revision, quant_of(file.path), (file,)))
         else:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from .. import paths
 from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model
+from .quants import QUARANTINE_DIR, SPLIT_NAME
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +26,7 @@ log = logging.getLogger(__name__)
 MAX_DEPTH = 3
 # Downloads in progress (`.gguf.part`, `.gguf.partial`) don't end in `.gguf`, so they are
 # never listed; files that failed their checksum wait in `quarantine/`, which is skipped.
-SKIPPED_FOLDERS = frozenset({"quarantine"})
-# llama.cpp's split-model naming; it loads the rest of the parts from the first.
-_SPLIT = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+SKIPPED_FOLDERS = frozenset({QUARANTINE_DIR})
 _HF_REPO_PREFIX = "models--"
 
 APP_MODELS_LABEL = "Hearth"
@@ -133,7 +131,7 @@ def _is_listed_name(name: str) -> bool:
     """A `.gguf` that is a whole model or the first part of a split one."""
     if not name.lower().endswith(".gguf"):
         return False
-    split = _SPLIT.match(name)
+    split = SPLIT_NAME.match(name)
     return split is None or int(split["index"]) == 1
 
 
@@ -168,11 +166,11 @@ def _hf_cache_files(cache: Path) -> list[tuple[Path, str]]:
 
 def _entry(path: Path, origin: str) -> ModelEntry:
     size = _stat_size(path)
-    split = _SPLIT.match(path.name)
+    split = SPLIT_NAME.match(path.name)
     if split:
         count = int(split["count"])
         for index in range(2, count + 1):
-            part = path.with_name(f"{split['stem']}-{index:05d}-of-{count:05d}.gguf")
+            part = path.with_name(f"{split['base']}-{index:05d}-of-{count:05d}.gguf")
             if not part.exists():
                 return ModelEntry(path, origin, size, None, f"Part {index} of {count} ({part.name}) is missing.")
             size += _stat_size(part)
