@@ -1,4 +1,4 @@
-"""Suite-wide set-up: headless Qt, a throwaway profile, and the real default model."""
+"""Suite-wide set-up: headless Qt, a throwaway profile, no Hugging Face cache, the real default model."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import tempfile
 # Before anything imports Qt or reads a path: tests never touch the user's own profile.
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-test-home-")
+# Nor the machine's own Hugging Face cache, which the model picker scans (huggingface_hub reads
+# this when imported; tests of the cache itself point it elsewhere).
+os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cache")
 
 import pytest  # noqa: E402
 
@@ -20,3 +23,11 @@ def gemma_path():
     path = ensure_default_model()
     assert path is not None and path.exists(), "the default model package is a dependency"
     return path
+
+
+@pytest.fixture(scope="session")
+def gemma_info(gemma_path):
+    """The default model's metadata, read without loading it."""
+    from app.engine.modelfile import inspect_model
+
+    return inspect_model(gemma_path)

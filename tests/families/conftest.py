@@ -19,11 +19,6 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 @pytest.fixture(scope="session")
-def family_entries() -> dict[str, dict]:
-    return tiny.load_families_json()
-
-
-@pytest.fixture(scope="session")
 def references() -> dict:
     return json.loads((DATA / "reference_renderings.json").read_text(encoding="utf-8"))
 

@@ -28,11 +28,6 @@ def _garbage(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def no_hf_cache(monkeypatch, tmp_path):
-    monkeypatch.setattr(scan_module, "hf_cache_dir", lambda: tmp_path / "no-hf-cache")
-
-
 def _names(entries):
     return [entry.path.name for entry in entries]
 
@@ -131,7 +126,7 @@ def test_model_folders_in_order(monkeypatch, tmp_path):
     assert folders == [paths.app_models_dir(), paths.user_models_dir(), extra, cache]
 
 
-def test_origin_labels_name_hearths_own_folders(no_hf_cache, gemma_path):
+def test_origin_labels_name_hearths_own_folders(gemma_path):
     entries = scan(model_folders())
     assert {entry.origin for entry in entries} <= {"Hearth", "Your models"}
     assert gemma_path in [entry.path for entry in entries]

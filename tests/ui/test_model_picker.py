@@ -10,16 +10,9 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QFont
 
-from app.library import scan
 from app.ui.model_picker import EXTRA_FILES_KEY, EXTRA_FOLDERS_KEY, Column, ModelPicker, format_parameters, format_size
 
 SCAN_TIMEOUT_MS = 10_000
-
-
-@pytest.fixture(autouse=True)
-def no_hf_cache(monkeypatch, tmp_path):
-    """The machine's own Hugging Face cache is not part of any test."""
-    monkeypatch.setattr(scan, "hf_cache_dir", lambda: tmp_path / "no-hf-cache")
 
 
 @pytest.fixture

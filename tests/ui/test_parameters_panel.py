@@ -7,7 +7,6 @@ import json
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.engine.modelfile import inspect_model
 from app.engine.sampling import PRESETS, SamplingParams
 from app.ui.parameters_panel import (
     CUSTOM, NO_GPU_REASON, PRESET_FIELDS, ParametersPanel, format_stop_strings, parse_stop_strings,
@@ -31,11 +30,6 @@ def panel(qtbot):
 @pytest.fixture
 def settings(tmp_path):
     return QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
-
-
-@pytest.fixture(scope="module")
-def gemma_info(gemma_path):
-    return inspect_model(gemma_path)
 
 
 def test_every_parameter_round_trips(panel, qtbot):

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
+
+from hearth_process import ROOT, WAIT_S, wait_for_log
 
 from app.ui.single_instance import SingleInstance
-
-ROOT = Path(__file__).resolve().parents[2]
-WAIT_S = 60
 
 
 def test_the_second_instance_is_refused_and_brings_the_first_forward(qtbot, tmp_path):
@@ -58,26 +54,10 @@ def test_a_killed_instance_does_not_keep_the_next_one_out(qtbot, tmp_path):
     survivor.release()
 
 
-def test_launching_hearth_twice_shows_the_running_window_and_exits(tmp_path):
-    home = tmp_path / "home"
-    not_a_model = tmp_path / "not-a-model.gguf"
-    not_a_model.write_bytes(b"no weights to load, so the window is all there is")
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HEARTH_HOME=str(home))
-    launch = [sys.executable, "-m", "app", "--model", str(not_a_model)]
-    log = home / "logs" / "hearth.log"
-    first = subprocess.Popen(launch, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while not (log.exists() and "window shown" in log.read_text()):
-            assert first.poll() is None and time.monotonic() < deadline, "the first Hearth did not start"
-            time.sleep(0.1)
-        second = subprocess.run(launch, cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_S)
-        assert second.returncode == 0, second.stderr
-        while "another launch of Hearth: showing this window" not in log.read_text():
-            assert time.monotonic() < deadline, "the running Hearth was not asked to come forward"
-            time.sleep(0.1)
-        assert log.read_text().count("window shown") == 1  # the second never opened a window
-        assert first.poll() is None
-    finally:
-        first.terminate()
-        first.wait(timeout=WAIT_S)
+def test_launching_hearth_twice_shows_the_running_window_and_exits(hearth):
+    first = hearth.start()
+    second = subprocess.run(hearth.command, cwd=ROOT, env=hearth.env, capture_output=True, text=True, timeout=WAIT_S)
+    assert second.returncode == 0, second.stderr
+    wait_for_log(hearth.log, "another launch of Hearth: showing this window", first)
+    assert hearth.log.read_text().count("window shown") == 1  # the second never opened a window
+    assert first.poll() is None

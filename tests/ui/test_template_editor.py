@@ -6,17 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from app.engine.modelfile import inspect_model
 from app.engine.templates import fallback_source
 from app.ui.template_editor import NEWLINE_MARK, PREVIEW_DELAY_MS, TemplateEditor
 
 SIMPLE = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{{ eos_token }}\n{% endfor %}"
 OWN = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"
-
-
-@pytest.fixture(scope="module")
-def gemma_info(gemma_path):
-    return inspect_model(gemma_path)
 
 
 @pytest.fixture
