@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from app.engine.devices import cpu_threads  # noqa: E402
 from app.engine.generator import Engine, LoadOptions, ReplyStats  # noqa: E402
 from app.engine.sampling import SamplingParams  # noqa: E402
+from engine_vs_raw import N_CTX, raw_llama  # noqa: E402  (the raw side set up as there)
 
-N_CTX = 4096
 PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=32)
 TARGET_RATIO = 1.5
 
@@ -55,20 +55,9 @@ def reply(engine: Engine, messages: list[dict]) -> tuple[str, ReplyStats, float]
     raise RuntimeError("no statistics")
 
 
-_raw_llama = None
-
-
-def raw_first_token(model: Path, prompt: list[int], new_tokens: int) -> float:
+def raw_first_token(llm, prompt: list[int], new_tokens: int) -> float:
     """Raw llama-cpp-python with the prompt's prefix in its KV cache: time to evaluate the last
     `new_tokens` and sample the first reply token (median of 3)."""
-    global _raw_llama
-    from llama_cpp import Llama
-
-    if _raw_llama is None:
-        threads = cpu_threads()
-        _raw_llama = Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False,
-                           n_threads=threads.generate, n_threads_batch=threads.prompt)
-    llm = _raw_llama
     llm.reset()
     llm.eval(prompt[:-new_tokens])
     samples = []
@@ -90,7 +79,8 @@ def main() -> None:
 
     engine = Engine(args.model, LoadOptions(n_ctx=N_CTX))
     reply(engine, [{"role": "user", "content": "Warm up."}])
-    messages = long_conversation()
+    history = long_conversation()
+    messages = list(history)
     rows = []
     for n in range(args.replies + 1):
         messages.append({"role": "user", "content": f"One more question, number {n}: what is a delta?"})
@@ -100,15 +90,16 @@ def main() -> None:
         rows.append({"ttft_s": ttft, "prompt_tokens": stats.prompt_tokens, "evaluated": stats.evaluated_prompt_tokens,
                      "dropped": stats.dropped_messages, "prompt": prompt})
     engine.close()
+    raw_side = raw_llama(args.model)
     for row in rows[1:]:
-        row["raw_ttft_s"] = raw_first_token(args.model, row.pop("prompt"), row["evaluated"])
+        row["raw_ttft_s"] = raw_first_token(raw_side, row.pop("prompt"), row["evaluated"])
     rows[0].pop("prompt")
 
     later = statistics.median(r["ttft_s"] for r in rows[1:])
     raw = statistics.median(r["raw_ttft_s"] for r in rows[1:])
     result = {
-        "n_ctx": N_CTX, "history_messages": 200,
-        "history_tokens_approx": round(sum(len(m["content"]) for m in long_conversation()) / 4),
+        "n_ctx": N_CTX, "history_messages": len(history) - 1,  # besides the system prompt
+        "history_tokens_approx": round(sum(len(m["content"]) for m in history) / 4),
         "first_overflow_ttft_s": rows[0]["ttft_s"], "later_ttft_s_median": later, "raw_ttft_s_median": raw,
         "ratio": later / raw, "replies": rows, "target_ratio": TARGET_RATIO, "threads": cpu_threads().generate,
     }

@@ -28,11 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-bench-")
-PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm."
 
-
-def rate(times: list[float]) -> float:
-    return (len(times) - 1) / (times[-1] - times[0])
+from engine_vs_raw import PROMPT_TEXT as PROMPT  # noqa: E402  (the same reply as the engine figures)
+from engine_vs_raw import banned_tokens, decode_rate  # noqa: E402
 
 
 def engine_alone(engine, params) -> float:
@@ -40,7 +38,7 @@ def engine_alone(engine, params) -> float:
     for event in engine.stream([{"role": "user", "content": PROMPT}], params):
         if isinstance(event, str):
             times.append(time.perf_counter())
-    return rate(times)
+    return decode_rate(times)
 
 
 def through_gui(window, params, app) -> float:
@@ -91,15 +89,14 @@ def main() -> None:
 
     from app.bridge import EngineBridge
     from app.engine.generator import Engine, LoadOptions
-    from app.engine.modelfile import inspect_model
     from app.engine.sampling import SamplingParams
     from app.library.default_model import ensure_default_model
     from app.store import ConversationStore
     from app.ui.main_window import MainWindow
 
     model = ensure_default_model()
-    banned = {t.id: -1000.0 for t in inspect_model(model).end_of_turn}
-    params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=args.tokens, logit_bias=banned)
+    params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=args.tokens,
+                            logit_bias=banned_tokens(model))
     app = QApplication.instance() or QApplication([])
     home = Path(os.environ["HEARTH_HOME"])
     store = ConversationStore(home / "bench.sqlite3")
