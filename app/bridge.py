@@ -1,124 +1,120 @@
 """The one place where the engine meets Qt.
 
-`EngineWorker` lives on its own QThread and owns the `Engine` (and so llama.cpp); nothing
+`EngineWorker` lives on its own QThread and owns the `Backend` (and so llama.cpp); nothing
 else touches it. `EngineBridge` lives on the GUI thread: its methods return at once and
 reach the worker through queued signals, and the worker's results come back the same way.
 
-Stopping must work while the worker is busy inside a reply, when it cannot process queued
-signals. So each request carries a `threading.Event`, set directly from the GUI thread and
-checked by the engine between tokens (GPT4All's atomic stop flag). Replies also carry a
-request id, so a chunk that was already in flight for a cancelled reply is recognised and
-dropped instead of landing in the next one.
+Every request carries a `Ticket` (app.newest): its `threading.Event` is set directly from the
+GUI thread and checked by the backend between tokens or load steps, which is how Stop works
+while the worker is busy inside a reply and cannot process queued signals (GPT4All's atomic
+stop flag). The worker hands the ticket back with each result, so an answer that was already
+in flight for a stopped reply or a superseded load is recognised and dropped.
+
+Importing this module does not load llama.cpp: the worker opens backends through
+`engine.backend.open_backend`, on its own thread, when the first model loads.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from .engine.backend import Backend, BackendOpener, LoadCancelled, open_backend
 from .engine.context import ContextFullError
-from .engine.devices import gpu_memory_bytes
-from .engine.generator import DeviceInfo, Engine, LoadCancelled, LoadOptions, ReplyStats, supports_gpu_offload
-from .engine.modelfile import ModelFileError, ModelInfo
+from .engine.modelfile import ModelFileError
 from .engine.sampling import SamplingParams
 from .engine.templates import TemplateError
+from .engine.types import LoadOptions, LocalModel, ModelDescription, ReplyStats
+from .newest import NewestWins, Ticket
 
 log = logging.getLogger(__name__)
 
 CHUNK_INTERVAL_S = 0.025  # coalesce tokens into at most ~40 chunk signals a second
 
 
-@dataclass(frozen=True)
-class LoadedModel:
-    path: Path
-    info: ModelInfo
-    device: DeviceInfo
-    n_ctx: int
-    template_name: str
-
-
 class EngineWorker(QObject):
     """Runs on the engine thread; every slot blocks that thread, never the GUI's.
 
+    Each signal's first argument is the Ticket of the request it answers.
+
     Signals:
-        loadProgress(float): 0..1 while a model loads.
-        modelLoaded(LoadedModel): the new model is ready (the old one was closed).
-        loadFailed(str): the reason, for the user; the previous model is still loaded.
-        promptProgress(int, int, int): request id, prompt tokens evaluated so far, and of how
-            many; sent after each batch while a prompt longer than one batch is read.
-        chunk(int, str): request id, the next piece of reply text.
-        replyFinished(int, str, ReplyStats): request id, the whole reply, its statistics.
-        failed(int, str): request id, why the reply could not start (template, context…).
+        loadProgress(Ticket, float): 0..1 while a model loads.
+        modelLoaded(Ticket, ModelDescription): the new model is ready (the old one was closed).
+        loadFailed(Ticket, str): the reason, for the user; the previous model is still loaded.
+        promptProgress(Ticket, int, int): prompt tokens read so far, and of how many.
+        chunk(Ticket, str): the next piece of reply text.
+        replyFinished(Ticket, str, ReplyStats): the whole reply and its statistics.
+        replyFailed(Ticket, str): why the reply could not start (template, context…).
         templateChanged(str): the chat template in use now ("model", "custom", "fallback:…").
         templateFailed(str): a template override that does not compile; the old one stays.
     """
 
-    loadProgress = Signal(float)
-    modelLoaded = Signal(object)
-    loadFailed = Signal(str)
-    promptProgress = Signal(int, int, int)
-    chunk = Signal(int, str)
-    replyFinished = Signal(int, str, object)
-    failed = Signal(int, str)
+    loadProgress = Signal(object, float)
+    modelLoaded = Signal(object, object)
+    loadFailed = Signal(object, str)
+    promptProgress = Signal(object, int, int)
+    chunk = Signal(object, str)
+    replyFinished = Signal(object, str, object)
+    replyFailed = Signal(object, str)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
 
-    def __init__(self):
+    def __init__(self, opener: BackendOpener):
         super().__init__()
-        self._engine: Engine | None = None
+        self._open = opener
+        self._backend: Backend | None = None
 
     @Slot(object, object, object)
-    def load(self, path: Path, options: LoadOptions, cancel: threading.Event) -> None:
+    def load(self, source: LocalModel, options: LoadOptions, ticket: Ticket) -> None:
         last_report = 0.0
 
         def progress(fraction: float) -> None:
             nonlocal last_report
             if fraction >= 1.0 or fraction - last_report >= 0.02:
                 last_report = fraction
-                self.loadProgress.emit(fraction)
+                self.loadProgress.emit(ticket, fraction)
 
         try:
-            engine = Engine(path, options, progress=progress, cancel=cancel)
+            backend = self._open(source, options, progress, ticket.cancel)
         except (ModelFileError, TemplateError, LoadCancelled) as exc:
-            self.loadFailed.emit(str(exc))
+            self.loadFailed.emit(ticket, str(exc))
             return
         except Exception as exc:  # llama.cpp can fail in ways nobody listed
-            log.exception("loading %s failed", path)
-            self.loadFailed.emit(f"Could not load {Path(path).name}: {exc}")
+            log.exception("loading %s failed", source)
+            self.loadFailed.emit(ticket, f"Could not load {source.path.name}: {exc}")
             return
-        if self._engine is not None:
-            self._engine.close()
-        self._engine = engine
-        self.modelLoaded.emit(
-            LoadedModel(Path(path), engine.info, engine.device, engine.n_ctx, engine.template.name)
-        )
+        if ticket.cancel.is_set():  # superseded while it loaded: the newer request decides
+            backend.close()
+            self.loadFailed.emit(ticket, f"Loading {source.path.name} was cancelled.")
+            return
+        if self._backend is not None:
+            self._backend.close()
+        self._backend = backend
+        self.modelLoaded.emit(ticket, backend.describe())
 
-    @Slot(int, object, object, object)
-    def generate(self, request_id: int, messages: list[dict], params: SamplingParams, cancel: threading.Event) -> None:
-        if self._engine is None:
-            self.failed.emit(request_id, "No model is loaded.")
+    @Slot(object, object, object)
+    def generate(self, messages: list[dict], params: SamplingParams, ticket: Ticket) -> None:
+        if self._backend is None:
+            self.replyFailed.emit(ticket, "No model is loaded.")
             return
+
         def progress(done: int, total: int) -> None:
-            if total > self._engine.batch_size:  # one batch goes by too fast to show
-                self.promptProgress.emit(request_id, done, total)
+            self.promptProgress.emit(ticket, done, total)
 
         try:
-            stream = self._engine.stream(messages, params, cancel, progress)
+            stream = self._backend.stream(messages, params, ticket.cancel, progress)
         except (TemplateError, ContextFullError) as exc:
-            self.failed.emit(request_id, str(exc))
+            self.replyFailed.emit(ticket, str(exc))
             return
         try:
-            self._relay(request_id, stream)
+            self._relay(ticket, stream)
         except Exception as exc:  # never leave the GUI waiting for a reply that won't come
-            log.exception("reply %d failed", request_id)
-            self.failed.emit(request_id, f"The reply failed: {exc}")
+            log.exception("reply %d failed", ticket.number)
+            self.replyFailed.emit(ticket, f"The reply failed: {exc}")
 
-    def _relay(self, request_id: int, stream) -> None:
+    def _relay(self, ticket: Ticket, stream) -> None:
         """Pass the stream's text on in coalesced chunks, then the whole reply and its stats."""
         pieces: list[str] = []
         pending: list[str] = []
@@ -132,39 +128,38 @@ class EngineWorker(QObject):
             pending.append(event)
             now = time.perf_counter()
             if now - last_emit >= CHUNK_INTERVAL_S:
-                self.chunk.emit(request_id, "".join(pending))
+                self.chunk.emit(ticket, "".join(pending))
                 pending.clear()
                 last_emit = now
         if pending:
-            self.chunk.emit(request_id, "".join(pending))
-        self.replyFinished.emit(request_id, "".join(pieces), stats)
+            self.chunk.emit(ticket, "".join(pending))
+        self.replyFinished.emit(ticket, "".join(pieces), stats)
 
     @Slot(object)
     def set_template(self, source: str | None) -> None:
-        if self._engine is None:
+        if self._backend is None:
             return
         try:
-            self._engine.set_template_override(source)
+            name = self._backend.set_template_override(source)
         except TemplateError as exc:
             self.templateFailed.emit(str(exc))
             return
-        self.templateChanged.emit(self._engine.template.name)
+        self.templateChanged.emit(name)
 
     @Slot()
     def unload(self) -> None:
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
 
 
 class EngineBridge(QObject):
     """The GUI thread's handle on the engine thread. Methods never block.
 
-    Signals are the worker's, re-emitted on the GUI thread, with stale replies filtered out:
-        loadProgress(float), modelLoaded(LoadedModel), loadFailed(str),
-        promptProgress(int, int), chunk(str), replyFinished(str, ReplyStats), failed(str),
-        contextUsed(int),
-        loadFinished(str): after either load outcome; the error message, or "" on success.
+    The worker's signals, re-emitted on the GUI thread for the current request only (a newer
+    load supersedes an older one; a stopped reply's late chunks are dropped):
+        loadProgress(float), modelLoaded(ModelDescription), loadFailed(str),
+        promptProgress(int, int), chunk(str), replyFinished(str, ReplyStats), failed(str).
     The worker's templateChanged(str) and templateFailed(str) are exposed as they are.
     """
 
@@ -175,19 +170,19 @@ class EngineBridge(QObject):
     chunk = Signal(str)
     replyFinished = Signal(str, object)
     failed = Signal(str)
-    contextUsed = Signal(int)
-    loadFinished = Signal(str)
 
     _requestLoad = Signal(object, object, object)
-    _requestGenerate = Signal(int, object, object, object)
+    _requestGenerate = Signal(object, object, object)
     _requestUnload = Signal()
     _requestTemplate = Signal(object)
 
-    def __init__(self, parent: QObject | None = None):
+    def __init__(self, opener: BackendOpener = open_backend, parent: QObject | None = None):
+        """`opener` loads a model into a Backend on the engine thread: llama.cpp's by default;
+        tests give one that opens a scripted backend."""
         super().__init__(parent)
         self._thread = QThread()
         self._thread.setObjectName("engine")
-        self._worker = EngineWorker()
+        self._worker = EngineWorker(opener)
         self._worker.moveToThread(self._thread)
         self._requestLoad.connect(self._worker.load)
         self._requestGenerate.connect(self._worker.generate)
@@ -195,49 +190,54 @@ class EngineBridge(QObject):
         self._requestTemplate.connect(self._worker.set_template)
         self.templateChanged = self._worker.templateChanged
         self.templateFailed = self._worker.templateFailed
-        self._worker.loadProgress.connect(self.loadProgress)
+        self._worker.loadProgress.connect(self._on_load_progress)
         self._worker.modelLoaded.connect(self._on_loaded)
         self._worker.loadFailed.connect(self._on_load_failed)
         self._worker.promptProgress.connect(self._on_prompt_progress)
         self._worker.chunk.connect(self._on_chunk)
         self._worker.replyFinished.connect(self._on_finished)
-        self._worker.failed.connect(self._on_failed)
+        self._worker.replyFailed.connect(self._on_failed)
         self._thread.start()
-        self._request_id = 0
-        self._active_request: int | None = None
-        self._reply_cancel: threading.Event | None = None
-        self._load_cancel: threading.Event | None = None
-        self.loaded: LoadedModel | None = None
-        self.gpu_available = supports_gpu_offload()
+        self._loads = NewestWins()
+        self._replies = NewestWins()
+
+    @property
+    def gpu_available(self) -> bool:
+        """Whether this build of llama.cpp can offload layers to a GPU."""
+        from .engine.devices import supports_gpu_offload
+
+        return supports_gpu_offload()
 
     def gpu_memory(self) -> int | None:
         """The GPU's memory in bytes, where the build can offload and sees one. Asked only when
         needed: on a CUDA build the query sets up a CUDA context."""
+        from .engine.devices import gpu_memory_bytes
+
         return gpu_memory_bytes() if self.gpu_available else None
 
     # --- commands ------------------------------------------------------------------------------
 
-    def load(self, path: Path, options: LoadOptions = LoadOptions()) -> None:
-        self.cancel_load()
-        self._load_cancel = threading.Event()
-        self._requestLoad.emit(Path(path), options, self._load_cancel)
+    def load(self, source: LocalModel, options: LoadOptions = LoadOptions()) -> None:
+        """Load a model; a load still under way is cancelled and its outcome ignored."""
+        self._requestLoad.emit(source, options, self._loads.begin())
 
     def cancel_load(self) -> None:
-        if self._load_cancel is not None:
-            self._load_cancel.set()
+        """Stop the load under way; it ends with loadFailed, the previous model still loaded."""
+        self._loads.cancel()
+
+    @property
+    def loading(self) -> bool:
+        return self._loads.current is not None
 
     @property
     def generating(self) -> bool:
-        return self._active_request is not None
+        return self._replies.current is not None
 
     def generate(self, messages: list[dict], params: SamplingParams) -> bool:
         """Start a reply; refuse (return False) while another is running: never send twice."""
-        if self._active_request is not None:
+        if self.generating:
             return False
-        self._request_id += 1
-        self._active_request = self._request_id
-        self._reply_cancel = threading.Event()
-        self._requestGenerate.emit(self._request_id, messages, params, self._reply_cancel)
+        self._requestGenerate.emit(messages, params, self._replies.begin())
         return True
 
     def set_template(self, source: str | None) -> None:
@@ -246,8 +246,7 @@ class EngineBridge(QObject):
 
     def stop(self) -> None:
         """Stop the reply in progress after the current token; its text so far is kept."""
-        if self._reply_cancel is not None:
-            self._reply_cancel.set()
+        self._replies.cancel()
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         self.stop()
@@ -258,36 +257,30 @@ class EngineBridge(QObject):
 
     # --- results -------------------------------------------------------------------------------
 
-    def _on_loaded(self, loaded: LoadedModel) -> None:
-        self._load_cancel = None
-        self.loaded = loaded
-        self.modelLoaded.emit(loaded)
-        self.loadFinished.emit("")
+    def _on_load_progress(self, ticket: Ticket, fraction: float) -> None:
+        if self._loads.is_current(ticket):
+            self.loadProgress.emit(fraction)
 
-    def _on_load_failed(self, message: str) -> None:
-        self._load_cancel = None
-        self.loadFailed.emit(message)
-        self.loadFinished.emit(message)
+    def _on_loaded(self, ticket: Ticket, description: ModelDescription) -> None:
+        if self._loads.finish(ticket):
+            self.modelLoaded.emit(description)
 
-    def _on_prompt_progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id == self._active_request:
+    def _on_load_failed(self, ticket: Ticket, message: str) -> None:
+        if self._loads.finish(ticket):
+            self.loadFailed.emit(message)
+
+    def _on_prompt_progress(self, ticket: Ticket, done: int, total: int) -> None:
+        if self._replies.is_current(ticket):
             self.promptProgress.emit(done, total)
 
-    def _on_chunk(self, request_id: int, text: str) -> None:
-        if request_id == self._active_request:
+    def _on_chunk(self, ticket: Ticket, text: str) -> None:
+        if self._replies.is_current(ticket):
             self.chunk.emit(text)
 
-    def _on_finished(self, request_id: int, text: str, stats: ReplyStats) -> None:
-        if request_id == self._active_request:
-            self._end_request()
-            self.contextUsed.emit(stats.prompt_tokens + stats.completion_tokens)
+    def _on_finished(self, ticket: Ticket, text: str, stats: ReplyStats) -> None:
+        if self._replies.finish(ticket):
             self.replyFinished.emit(text, stats)
 
-    def _on_failed(self, request_id: int, message: str) -> None:
-        if request_id == self._active_request:
-            self._end_request()
+    def _on_failed(self, ticket: Ticket, message: str) -> None:
+        if self._replies.finish(ticket):
             self.failed.emit(message)
-
-    def _end_request(self) -> None:
-        self._active_request = None
-        self._reply_cancel = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from pathlib import Path
 
 from .engine.context import ContextFullError
@@ -92,15 +93,17 @@ def run_prompt(args) -> int:
 
 
 def run_chat(args) -> int:
-    from .engine.generator import Engine, LoadOptions  # loads llama.cpp: only when chatting
+    from .engine.backend import open_backend
+    from .engine.types import LoadOptions, LocalModel, StopReason
 
     params = sampling_from_args(args)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": args.message})
-    engine = Engine(args.model, LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
+    backend = open_backend(LocalModel(Path(args.model)), LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
+    device = backend.describe().device.describe()
     try:
         out = sys.stdout
-        for event in engine.stream(messages, params):
+        for event in backend.stream(messages, params, threading.Event()):
             if isinstance(event, str):
                 out.write(event)
                 out.flush()
@@ -109,11 +112,11 @@ def run_chat(args) -> int:
         out.write("\n")
         out.flush()
     finally:
-        engine.close()
+        backend.close()
     if args.stats == "json":
         keys = ("prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s", "stop_reason")
-        print(json.dumps({k: getattr(stats, k) for k in keys} | {"device": engine.device.describe()}), file=sys.stderr)
-    if stats.stop_reason == "error":
+        print(json.dumps({k: getattr(stats, k) for k in keys} | {"device": device}), file=sys.stderr)
+    if stats.stop_reason is StopReason.ERROR:
         print(f"hearth: {stats.error}", file=sys.stderr)
         return 1
     return 0

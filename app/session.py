@@ -1,74 +1,87 @@
 """One open conversation: what Send, Stop, Regenerate and Edit do, and what gets saved when.
 
-`ChatSession` is the GUI thread's glue between the store (what is kept) and the engine
-bridge (what is generated); the window only wires widgets to it. Saving follows the
-"nothing lost" rule: the user's message is stored before generation starts, the reply is
-stored as 'streaming' at once and rewritten every PARTIAL_SAVE_MS while it grows, so a killed
-process leaves the reply as far as it got.
+`ChatSession` is the GUI thread's owner of the open conversation: it keeps it in the store
+(what is kept) and asks the bridge for replies (what is generated), with the settings the
+`ModelSession` holds for the current model. Widgets call its methods and listen to its
+signals; it never calls back into them. Saving follows the "nothing lost" rule: the user's
+message is stored before generation starts, the reply is stored as 'streaming' at once and
+rewritten every PARTIAL_SAVE_MS while it grows, so a killed process leaves the reply as far as
+it got.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from .bridge import EngineBridge
-from .engine.generator import ReplyStats
-from .engine.sampling import SamplingParams
-from .store import ConversationStore, StoredMessage
+from .engine.types import ReplyStats, ReplyStatus
+from .model_session import ModelSession
+from .store import Conversation, ConversationStore, StoredMessage
 
 PARTIAL_SAVE_MS = 500
+NO_MODEL_MESSAGE = "No model is loaded yet. Pick one in the model panel."
 
 
 @dataclass(frozen=True)
-class ReplySettings:
-    """What the next reply is generated with; read fresh for every reply."""
+class FinishedReply:
+    """A reply that ended, as it was stored."""
 
-    params: SamplingParams
-    system_prompt: str
-    model_name: str | None
+    message_id: int
+    text: str
+    stats: ReplyStats
+    status: ReplyStatus
 
 
 class ChatSession(QObject):
     """Send / stop / regenerate / edit for the current conversation.
 
     Signals:
-        conversationChanged(int): a conversation was opened or created; reload the view.
-        messageAdded(object): a finished message (StoredMessage) to append to the view.
-        replyStarted(int): an assistant reply with this message id begins streaming.
+        conversationChanged(object): a conversation (its id) was opened or created, or None
+            when the open one was deleted; show it afresh.
+        messageAdded(StoredMessage): a finished message to append to the view.
+        replyStarted(StoredMessage): the (empty) assistant reply that begins streaming.
+        promptProgress(int, int): prompt tokens read so far, and of how many, before a reply
+            to a long prompt starts.
         replyChunk(str): more text of the streaming reply.
-        replyFinished(int, str, dict, str): message id, full text, stats, status.
+        replyFinished(FinishedReply): the reply ended and was stored.
         busyChanged(bool): a reply started (True) or ended (False).
         error(str): something the user should read (the reply could not start, …).
         conversationsChanged(): titles or the list changed (a new or renamed conversation).
     """
 
-    conversationChanged = Signal(int)
+    conversationChanged = Signal(object)
     messageAdded = Signal(object)
-    replyStarted = Signal(int)
+    replyStarted = Signal(object)
+    promptProgress = Signal(int, int)
     replyChunk = Signal(str)
-    replyFinished = Signal(int, str, dict, str)
+    replyFinished = Signal(object)
     busyChanged = Signal(bool)
     error = Signal(str)
     conversationsChanged = Signal()
 
-    def __init__(self, store: ConversationStore, bridge: EngineBridge, settings: Callable[[], ReplySettings], parent=None):
+    def __init__(self, store: ConversationStore, bridge: EngineBridge, models: ModelSession, parent=None):
         super().__init__(parent)
         self.store = store
-        self.bridge = bridge
-        self._settings = settings
-        self.conversation_id: int | None = None
+        self._bridge = bridge
+        self._models = models
+        self._conversation_id: int | None = None
         self._reply_id: int | None = None
         self._reply_text: list[str] = []
         self._saved_length = 0
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(PARTIAL_SAVE_MS)
         self._save_timer.timeout.connect(self._save_partial)
+        bridge.promptProgress.connect(self.promptProgress)
         bridge.chunk.connect(self._on_chunk)
         bridge.replyFinished.connect(self._on_finished)
         bridge.failed.connect(self._on_failed)
+
+    @property
+    def conversation_id(self) -> int | None:
+        """The open conversation, or None before the first message of a new one."""
+        return self._conversation_id
 
     @property
     def busy(self) -> bool:
@@ -79,40 +92,52 @@ class ChatSession(QObject):
     def open(self, conversation_id: int) -> None:
         if self.busy:
             self.stop()
-        self.conversation_id = conversation_id
+        self._conversation_id = conversation_id
         self.conversationChanged.emit(conversation_id)
 
     def new_conversation(self) -> int:
-        settings = self._settings()
-        conversation_id = self.store.create_conversation(model=settings.model_name, system_prompt=settings.system_prompt)
+        current = self._models.current
+        conversation_id = self.store.create_conversation(
+            model=current.record_name if current else None, system_prompt=self._models.settings.system_prompt)
         self.open(conversation_id)
         self.conversationsChanged.emit()
         return conversation_id
 
+    def delete_conversation(self, conversation_id: int) -> Conversation:
+        """Move a conversation to the trash (the store can restore it); if it is the open one,
+        its reply stops and nothing is open any more."""
+        deleted = self.store.delete(conversation_id)
+        if conversation_id == self._conversation_id:
+            self.stop()
+            self._conversation_id = None
+            self.conversationChanged.emit(None)
+        self.conversationsChanged.emit()
+        return deleted
+
     def messages(self) -> list[StoredMessage]:
-        return self.store.messages(self.conversation_id) if self.conversation_id is not None else []
+        return self.store.messages(self._conversation_id) if self._conversation_id is not None else []
 
     # --- the four actions ----------------------------------------------------------------------
 
     def send(self, text: str) -> bool:
         """Store the user's message and start a reply. False (nothing sent) while busy."""
         text = text.strip()
-        if not text or self.busy or self.bridge.generating:
+        if not text or self.busy or self._bridge.generating:
             return False
-        if self.bridge.loaded is None:
-            self.error.emit("No model is loaded yet. Pick one in the model panel.")
+        if self._models.current is None:
+            self.error.emit(NO_MODEL_MESSAGE)
             return False
-        if self.conversation_id is None:
+        if self._conversation_id is None:
             self.new_conversation()
         first = not self.messages()
-        message_id = self.store.add_message(self.conversation_id, "user", text)
+        message_id = self.store.add_message(self._conversation_id, "user", text)
         self.messageAdded.emit(self._message(message_id))
         if first:
             self.conversationsChanged.emit()  # it just got its title
         return self._start_reply()
 
     def stop(self) -> None:
-        self.bridge.stop()
+        self._bridge.stop()
 
     def regenerate(self) -> bool:
         """Replace the last reply with a new one to the same message."""
@@ -122,8 +147,8 @@ class ChatSession(QObject):
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if last_user is None:
             return False
-        self.store.truncate_after(self.conversation_id, last_user.id)
-        self.conversationChanged.emit(self.conversation_id)
+        self.store.truncate_after(self._conversation_id, last_user.id)
+        self.conversationChanged.emit(self._conversation_id)
         return self._start_reply()
 
     def edit(self, message_id: int, text: str) -> bool:
@@ -131,8 +156,8 @@ class ChatSession(QObject):
         if self.busy or not text.strip():
             return False
         self.store.update_message_content(message_id, text.strip())
-        self.store.truncate_after(self.conversation_id, message_id)
-        self.conversationChanged.emit(self.conversation_id)
+        self.store.truncate_after(self._conversation_id, message_id)
+        self.conversationChanged.emit(self._conversation_id)
         return self._start_reply()
 
     # --- the reply ---------------------------------------------------------------------------
@@ -140,31 +165,31 @@ class ChatSession(QObject):
     def history(self) -> list[dict]:
         """The conversation as the engine sees it: the current system prompt, then every kept message.
 
-        The system prompt comes from the live settings, so an edit applies to the next reply.
+        The system prompt comes from the model's live settings, so an edit applies to the next reply.
         """
-        system = self._settings().system_prompt
+        system = self._models.settings.system_prompt
         history = [{"role": "system", "content": system}] if system.strip() else []
         for message in self.messages():
-            if message.role in ("user", "assistant") and not (message.status == "error" and not message.content):
+            if message.role in ("user", "assistant") and not (message.status == ReplyStatus.ERROR and not message.content):
                 history.append({"role": message.role, "content": message.content})
         return history
 
     def _start_reply(self) -> bool:
-        settings = self._settings()
+        settings, current = self._models.settings, self._models.current
         history = self.history()
-        self.store.set_system_prompt(self.conversation_id, settings.system_prompt)  # kept for the record
+        self.store.set_system_prompt(self._conversation_id, settings.system_prompt)  # kept for the record
         self._reply_id = self.store.add_message(
-            self.conversation_id, "assistant", "", model=settings.model_name,
-            params=settings.params.to_dict(), status="streaming",
+            self._conversation_id, "assistant", "", model=current.record_name if current else None,
+            params=settings.sampling.to_dict(), status=ReplyStatus.STREAMING,
         )
         self._reply_text = []
         self._saved_length = 0
-        if not self.bridge.generate(history, settings.params):
-            self.store.finish_message(self._reply_id, "", {"error": "busy"}, "error")
+        if not self._bridge.generate(history, settings.sampling):
+            self.store.finish_message(self._reply_id, "", ReplyStats.failed("busy"), ReplyStatus.ERROR)
             self._reply_id = None
             return False
         self._save_timer.start()
-        self.replyStarted.emit(self._reply_id)
+        self.replyStarted.emit(self._message(self._reply_id))
         self.busyChanged.emit(True)
         return True
 
@@ -180,20 +205,19 @@ class ChatSession(QObject):
             self._saved_length = len(text)
 
     def _on_finished(self, text: str, stats: ReplyStats) -> None:
-        status = {"cancelled": "cancelled", "error": "error"}.get(stats.stop_reason, "complete")
-        self._finish(text, stats.to_dict(), status)
+        self._finish(text, stats, ReplyStatus.after(stats.stop_reason))
 
     def _on_failed(self, message: str) -> None:
-        self._finish("", {"stop_reason": "error", "error": message}, "error")
+        self._finish("", ReplyStats.failed(message), ReplyStatus.ERROR)
         self.error.emit(message)
 
-    def _finish(self, text: str, stats: dict, status: str) -> None:
+    def _finish(self, text: str, stats: ReplyStats, status: ReplyStatus) -> None:
         if self._reply_id is None:
             return
         self._save_timer.stop()
         reply_id, self._reply_id = self._reply_id, None
         self.store.finish_message(reply_id, text, stats, status)
-        self.replyFinished.emit(reply_id, text, stats, status)
+        self.replyFinished.emit(FinishedReply(reply_id, text, stats, status))
         self.busyChanged.emit(False)
 
     def _message(self, message_id: int) -> StoredMessage:

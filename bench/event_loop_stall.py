@@ -31,6 +31,7 @@ from PySide6.QtCore import QEventLoop, QObject, Qt, QThread, QTimer, Signal  # n
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.bridge import CHUNK_INTERVAL_S  # noqa: E402
+from app.engine.types import ReplyStatus  # noqa: E402
 from app.ui.chat_view import ChatView  # noqa: E402
 from view_update import synthetic_tokens  # noqa: E402
 
@@ -119,7 +120,7 @@ def run_once(app: QApplication, interval: float) -> dict:
     streaming = beat.take()
     elapsed = time.perf_counter() - started
 
-    view.finish_reply(text[0], {}, "complete")
+    view.finish_reply(text[0], None, ReplyStatus.COMPLETE)
     QTimer.singleShot(20, finished.quit)
     finished.exec()
     finishing = beat.take()

@@ -26,6 +26,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from app.engine.types import ReplyStats, ReplyStatus, StopReason  # noqa: E402
 from app.ui import chat_view  # noqa: E402
 from app.ui.chat_view import ChatView, MessageView  # noqa: E402
 from view_update import _REPLY  # noqa: E402  (the same model-shaped reply)
@@ -40,7 +41,9 @@ def conversation(count: int) -> list[MessageView]:
     for i in range(count // 2):
         messages.append(MessageView(2 * i + 1, "user", f"Question {i}: how do I read the configuration?"))
         reply = _REPLY.format(n=i) * 2  # about 170 tokens of prose, a list, code and a table
-        messages.append(MessageView(2 * i + 2, "assistant", reply, {"completion_tokens": 170}, "end_of_turn", "bench"))
+        messages.append(MessageView(
+            2 * i + 2, "assistant", reply, ReplyStats(completion_tokens=170, stop_reason=StopReason.END_OF_TURN),
+            ReplyStatus.COMPLETE, "bench"))
     return messages
 
 

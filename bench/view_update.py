@@ -25,6 +25,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from app.engine.types import ReplyStatus  # noqa: E402
 from app.ui.chat_view import ChatView  # noqa: E402
 
 SAMPLES = 25
@@ -97,7 +98,7 @@ def run_at(app: QApplication, length: int) -> dict:
         sent.append("word " * TOKENS_PER_FLUSH + "end.\n\nNext " + "word " * 50)
         block.append(_measure(view, app, sent[-1]))
     started = time.perf_counter()
-    view.finish_reply("".join(sent), {}, "complete")
+    view.finish_reply("".join(sent), None, ReplyStatus.COMPLETE)
     app.processEvents()
     finish = time.perf_counter() - started
     view.deleteLater()

@@ -31,3 +31,27 @@ def gemma_info(gemma_path):
     from app.engine.modelfile import inspect_model
 
     return inspect_model(gemma_path)
+
+
+@pytest.fixture
+def script(gemma_info):
+    """What scripted backends answer (tests/scripted_backend.py), described as the real Gemma."""
+    from scripted_backend import Script
+
+    return Script(gemma_info)
+
+
+@pytest.fixture
+def scripted_models(qapp, tmp_path, script):
+    """A ModelSession over a real bridge and engine thread whose backends are scripted, with a
+    settings file in tmp_path."""
+    from PySide6.QtCore import QSettings
+
+    from app.bridge import EngineBridge
+    from app.model_session import ModelSession
+    from app.settings import Settings
+
+    bridge = EngineBridge(script.open)
+    models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+    yield models
+    bridge.shutdown()

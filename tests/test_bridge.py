@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
 
 from app.bridge import EngineBridge
-from app.engine.generator import LoadOptions
+from app.engine.types import LoadOptions, LocalModel
 from app.engine.sampling import SamplingParams
 
 PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=12)
@@ -26,7 +26,7 @@ def loaded(bridge, gemma_path, qapp):
 
     results = []
     bridge.modelLoaded.connect(results.append)
-    bridge.load(gemma_path, LoadOptions(n_ctx=1024))
+    bridge.load(LocalModel(gemma_path), LoadOptions(n_ctx=1024))
     deadline = time.monotonic() + 60
     while not results and time.monotonic() < deadline:
         qapp.processEvents()
@@ -116,10 +116,13 @@ def test_template_failure_is_reported_not_raised(bridge, loaded, qtbot):
 def test_bad_model_fails_and_previous_model_stays_usable(bridge, loaded, qtbot, tmp_path):
     corrupt = tmp_path / "corrupt.gguf"
     corrupt.write_bytes(b"GGUF" + b"\xff" * 100)
+    replaced = []
+    bridge.modelLoaded.connect(replaced.append)
     with qtbot.waitSignal(bridge.loadFailed, timeout=30_000) as failed:
-        bridge.load(corrupt)
+        bridge.load(LocalModel(corrupt))
+    bridge.modelLoaded.disconnect(replaced.append)
     assert "corrupt.gguf" in failed.args[0]
-    assert bridge.loaded is loaded
+    assert replaced == []  # the loaded model is still the one loaded
     with qtbot.waitSignal(bridge.replyFinished, timeout=30_000) as finished:
         bridge.generate(ask("Hello"), PARAMS.with_changes(max_tokens=3))
     assert finished.args[1].completion_tokens == 3

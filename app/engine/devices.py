@@ -67,6 +67,11 @@ def devices() -> list[Device]:
     return found
 
 
+def supports_gpu_offload() -> bool:
+    """Whether this build of llama.cpp can put layers on a GPU (a CUDA build, say)."""
+    return bool(llama_c.llama_supports_gpu_offload())
+
+
 def gpu_memory_bytes() -> int | None:
     """Total memory of the GPUs llama.cpp can offload to, or None where there are none."""
     gpus = [d for d in devices() if d.kind in ("GPU", "IGPU")]

@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from llama_cpp import Llama
@@ -33,67 +33,18 @@ from llama_cpp import llama_cpp as llama_c
 from llama_cpp._internals import LlamaSampler
 
 from . import llama_log
+from .backend import Backend, LoadCancelled, PromptProgress
 from .context import Fitted, fit_conversation
-from .devices import cpu_threads
+from .devices import cpu_threads, supports_gpu_offload
 from .modelfile import ModelFileError, ModelInfo, inspect_model
 from .sampling import SamplingParams
 from .stops import StopStringMatcher
 from .templates import ChatTemplate, template_for
+from .types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT = 4096
-
-
-class LoadCancelled(Exception):
-    """The user cancelled loading a model."""
-
-
-class GenerationError(Exception):
-    """llama.cpp failed while producing a reply; the message is written for the user."""
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    n_ctx: int | None = None  # None: the model's own window, capped at DEFAULT_CONTEXT
-    n_gpu_layers: int | None = None  # None: all layers when the build can offload, else 0
-    template_override: str | None = None
-    n_threads: int | None = None
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    backend: str  # "CUDA" (or another GPU backend) or "CPU"
-    gpu_layers: int
-    total_layers: int
-    cpu_threads: int  # generating on the CPU; llama.cpp uses them for layers not offloaded
-
-    def describe(self) -> str:
-        if self.gpu_layers == 0:
-            return f"CPU ({self.cpu_threads} thread{'s' if self.cpu_threads != 1 else ''})"
-        return f"{self.backend} ({self.gpu_layers}/{self.total_layers} layers)"
-
-
-@dataclass
-class ReplyStats:
-    """What one reply cost and why it ended."""
-
-    prompt_tokens: int = 0
-    evaluated_prompt_tokens: int = 0  # prompt tokens not already in the KV cache
-    completion_tokens: int = 0
-    ttft_s: float = 0.0
-    tokens_per_s: float = 0.0
-    stop_reason: str = "error"  # end_of_turn | stop_string | length | cancelled | error
-    dropped_messages: int = 0
-    seed: int | None = None
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def supports_gpu_offload() -> bool:
-    return bool(llama_c.llama_supports_gpu_offload())
 
 
 _params_patch_lock = threading.Lock()
@@ -129,8 +80,8 @@ def _load_progress(callback: Callable[[float], bool]):
             llama_c.llama_model_default_params = original
 
 
-class Engine:
-    """One loaded model. Not thread-safe: one thread (the worker) drives it."""
+class Engine(Backend):
+    """One model loaded by llama.cpp. Not thread-safe: one thread (the worker) drives it."""
 
     def __init__(
         self,
@@ -217,12 +168,16 @@ class Engine:
         ids.update(eog - text_tokens)
         return frozenset(ids), text_tokens
 
+    def describe(self) -> ModelDescription:
+        return ModelDescription(LocalModel(self.info.path), self.info, self.device, self.n_ctx, self.template.name)
+
     def close(self) -> None:
         self._llm.close()
 
-    def set_template_override(self, source: str | None) -> None:
+    def set_template_override(self, source: str | None) -> str:
         """Use another chat template from the next reply on (None: the model's own)."""
         self.template = template_for(self.info, source)
+        return self.template.name
 
     # --- prompts -------------------------------------------------------------------------------
 
@@ -283,11 +238,6 @@ class Engine:
         return bool(attr & (llama_c.LLAMA_TOKEN_ATTR_CONTROL | llama_c.LLAMA_TOKEN_ATTR_USER_DEFINED
                             | llama_c.LLAMA_TOKEN_ATTR_UNKNOWN))
 
-    @property
-    def batch_size(self) -> int:
-        """Prompt tokens evaluated per llama.cpp batch (and per prompt_progress call)."""
-        return self._llm.n_batch
-
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
         return self._fit(messages, max_tokens)[0]
 
@@ -313,14 +263,15 @@ class Engine:
         messages: list[dict],
         params: SamplingParams = SamplingParams(),
         cancel: threading.Event | None = None,
-        prompt_progress: Callable[[int, int], None] | None = None,
+        prompt_progress: PromptProgress | None = None,
     ) -> Iterator[str | ReplyStats]:
         """Yield text chunks of the reply, then one ReplyStats. Never raises mid-reply.
 
         Template and context errors raise before the first yield, so a caller sees them as
         a failed request rather than a half-finished reply. `prompt_progress(done, total)` is
-        called after each batch of prompt tokens evaluated: a long prompt on a CPU takes
-        seconds before the first token, and a user deserves to see why.
+        called after each batch of prompt tokens evaluated when there is more than one batch
+        to read: a long prompt on a CPU takes seconds before the first token, and a user
+        deserves to see why (one batch goes by too fast to show).
         """
         cancel = cancel or threading.Event()
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
@@ -343,10 +294,10 @@ class Engine:
         try:
             stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel, prompt_progress)
             sampler = self._sampler(params, stats.seed)
-            stats.stop_reason = "length"
+            stats.stop_reason = StopReason.LENGTH
             while len(reply_tokens) < max_tokens:
                 if cancel.is_set():
-                    stats.stop_reason = "cancelled"
+                    stats.stop_reason = StopReason.CANCELLED
                     break
                 if self._llm.n_tokens >= self.n_ctx:
                     break  # the window is full: stop with "length"
@@ -356,7 +307,7 @@ class Engine:
                     first_token_at = last_token_at
                     stats.ttft_s = first_token_at - started
                 if token in self.stop_token_ids:
-                    stats.stop_reason = "end_of_turn"
+                    stats.stop_reason = StopReason.END_OF_TURN
                     break
                 reply_tokens.append(token)
                 piece = self._piece(token)
@@ -369,15 +320,15 @@ class Engine:
                 if text:
                     yield text
                 if stopped:
-                    stats.stop_reason = "stop_string"
+                    stats.stop_reason = StopReason.STOP_STRING
                     break
                 self._llm.eval([token])
-            tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason != "stop_string" else ""
+            tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason is not StopReason.STOP_STRING else ""
             if tail:
                 yield tail
         except Exception as exc:  # llama.cpp decode failure (e.g. out of memory)
             log.exception("generation failed")
-            stats.stop_reason = "error"
+            stats.stop_reason = StopReason.ERROR
             stats.error = f"The model failed while generating: {exc}"
         finally:
             stats.completion_tokens = len(reply_tokens)
@@ -403,6 +354,8 @@ class Engine:
             llm.reset()
             common = 0
         llm.n_tokens = common
+        if len(prompt) - common <= llm.n_batch:
+            progress = None  # one batch goes by too fast to show
         for start in range(common, len(prompt), llm.n_batch):
             if cancel.is_set():
                 break

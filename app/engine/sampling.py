@@ -30,17 +30,10 @@ class SamplingParams:
 
     def __post_init__(self):
         object.__setattr__(self, "stop", tuple(self.stop))
-        _check_range("temperature", self.temperature, 0.0, 5.0)
-        _check_int("top_k", self.top_k, 0, 100_000, "0 turns it off")
-        _check_range("top_p", self.top_p, 0.0, 1.0, low_open=True)
-        _check_range("min_p", self.min_p, 0.0, 1.0)
-        _check_range("repeat_penalty", self.repeat_penalty, 0.0, 5.0, low_open=True)
-        _check_int("repeat_last_n", self.repeat_last_n, 0, 1_000_000, "0 turns it off")
-        _check_range("presence_penalty", self.presence_penalty, -2.0, 2.0)
-        _check_range("frequency_penalty", self.frequency_penalty, -2.0, 2.0)
-        _check_int("max_tokens", self.max_tokens, 1, 10_000_000)
-        if self.seed is not None:
-            _check_int("seed", self.seed, 0, 2**32 - 1)
+        for name, bounds in BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None or name != "seed":
+                bounds.check(name, value)
         for text in self.stop:
             if not isinstance(text, str) or not text:
                 raise SamplingError("stop strings must be non-empty text")
@@ -66,20 +59,45 @@ class SamplingParams:
         return cls(**known)
 
 
-def _check_range(name, value, low, high, low_open=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SamplingError(f"{name} must be a number, not {value!r}")
-    if value != value or value > high or value < low or (low_open and value == low):
-        bound = f"above {low:g}" if low_open else f"at least {low:g}"
-        raise SamplingError(f"{name} must be {bound} and at most {high:g} (got {value:g})")
+@dataclass(frozen=True)
+class Bounds:
+    """The values one parameter accepts. The parameters panel builds its controls from these,
+    so it can never offer a value the engine would refuse."""
+
+    low: float
+    high: float
+    step: float  # a sensible increment for a control
+    whole: bool = False  # a count, not a fraction
+    low_open: bool = False  # `low` itself is not allowed (0 would keep no tokens at all)
+    off_at_zero: bool = False  # 0 turns the setting off
+
+    def check(self, name: str, value) -> None:
+        if self.whole:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SamplingError(f"{name} must be a whole number, not {value!r}")
+            if not self.low <= value <= self.high:
+                hint = "; 0 turns it off" if self.off_at_zero else ""
+                raise SamplingError(f"{name} must be between {self.low:,} and {self.high:,} (got {value:,}){hint}")
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SamplingError(f"{name} must be a number, not {value!r}")
+        if value != value or value > self.high or value < self.low or (self.low_open and value == self.low):
+            bound = f"above {self.low:g}" if self.low_open else f"at least {self.low:g}"
+            raise SamplingError(f"{name} must be {bound} and at most {self.high:g} (got {value:g})")
 
 
-def _check_int(name, value, low, high, note=""):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SamplingError(f"{name} must be a whole number, not {value!r}")
-    if not low <= value <= high:
-        hint = f"; {note}" if note else ""
-        raise SamplingError(f"{name} must be between {low:,} and {high:,} (got {value:,}){hint}")
+BOUNDS: dict[str, Bounds] = {
+    "temperature": Bounds(0.0, 5.0, 0.05),
+    "top_k": Bounds(0, 100_000, 5, whole=True, off_at_zero=True),
+    "top_p": Bounds(0.0, 1.0, 0.01, low_open=True),
+    "min_p": Bounds(0.0, 1.0, 0.01, off_at_zero=True),
+    "repeat_penalty": Bounds(0.0, 5.0, 0.05, low_open=True),
+    "repeat_last_n": Bounds(0, 1_000_000, 16, whole=True, off_at_zero=True),
+    "presence_penalty": Bounds(-2.0, 2.0, 0.1),
+    "frequency_penalty": Bounds(-2.0, 2.0, 0.1),
+    "max_tokens": Bounds(1, 10_000_000, 256, whole=True),
+    "seed": Bounds(0, 2**32 - 1, 1, whole=True),
+}
 
 
 PRESETS: dict[str, SamplingParams] = {

@@ -3,7 +3,10 @@
 Nothing is lost: a reply is saved while it streams (status 'streaming', its text replaced by
 update_partial() every half second or so), and every call commits before it returns. If Hearth
 is killed mid-reply, the next start finds the reply as far as it got and marks it 'cancelled'
-with stats["stop_reason"] = "interrupted".
+with the stop reason "interrupted".
+
+Statistics and statuses come in and go out typed (`ReplyStats`, `ReplyStatus`); this package
+is the only place they are turned into JSON and back.
 
 Threads: the GUI calls the store from the GUI thread only. The connection keeps sqlite3's
 check_same_thread default, so a call from another thread fails loudly instead of racing.
@@ -18,6 +21,7 @@ import os
 import re
 import sqlite3
 
+from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import exchange, search
 from app.store.records import ROLES, STATUSES, Conversation, StoredMessage, StoreError, require_choice, utc_now
 from app.store.schema import connect, transaction
@@ -140,7 +144,7 @@ class ConversationStore:
         content: str,
         model: str | None = None,
         params: dict | None = None,
-        status: str = "complete",
+        status: ReplyStatus = ReplyStatus.COMPLETE,
     ) -> int:
         """Append a message and return its id.
 
@@ -159,7 +163,7 @@ class ConversationStore:
             cursor = self._conn.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, model, params_json, status,"
                 " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, position, role, content, model, json.dumps(params or {}), status, now, now),
+                (conversation_id, position, role, content, model, json.dumps(params or {}), str(status), now, now),
             )
             title = conversation.title
             if not title and role == "user":
@@ -184,17 +188,18 @@ class ConversationStore:
             raise StoreError(f"Message {message_id} is not a streaming reply.")
 
     def finish_message(
-        self, message_id: int, content: str, stats: dict | None = None, status: str = "complete"
+        self, message_id: int, content: str, stats: ReplyStats | None = None,
+        status: ReplyStatus = ReplyStatus.COMPLETE,
     ) -> None:
         """Close a streaming reply with its final text, the engine's stats and how it ended
-        ('complete', 'cancelled' or 'error')."""
+        (complete, cancelled or error)."""
         require_choice("status", status, tuple(s for s in STATUSES if s != "streaming"))
         now = utc_now()
         with transaction(self._conn):
             cursor = self._conn.execute(
                 "UPDATE messages SET content = ?, stats_json = ?, status = ?, updated_at = ?"
                 " WHERE id = ? AND status = 'streaming'",
-                (content, json.dumps(stats or {}), status, now, message_id),
+                (content, json.dumps(stats.to_dict() if stats else {}), str(status), now, message_id),
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"Message {message_id} is not a streaming reply.")
@@ -282,7 +287,7 @@ class ConversationStore:
             return
         with transaction(self._conn):
             for row in rows:
-                stats = {**json.loads(row["stats_json"]), "stop_reason": "interrupted"}
+                stats = {**json.loads(row["stats_json"]), "stop_reason": StopReason.INTERRUPTED.value}
                 self._conn.execute(
                     "UPDATE messages SET status = 'cancelled', stats_json = ? WHERE id = ?",
                     (json.dumps(stats), row["id"]),

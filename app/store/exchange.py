@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from app.engine.types import ReplyStatus, StopReason
 from app.store.records import (
     ROLES,
     STATUSES,
@@ -44,8 +45,8 @@ def to_json(conversation: Conversation, messages: list[StoredMessage]) -> dict:
                 "content": m.content,
                 "model": m.model,
                 "params": m.params,
-                "stats": m.stats,
-                "status": m.status,
+                "stats": m.stats.to_dict() if m.stats else {},
+                "status": m.status.value,
                 "created_at": m.created_at,
                 "updated_at": m.updated_at,
             }
@@ -77,19 +78,19 @@ def _details(conversation: Conversation) -> str:
 
 def _message_details(message: StoredMessage) -> str:
     details = [message.model] if message.model else []
-    # Stats may come from an imported file, so only numbers are formatted.
-    for key, template in (
-        ("completion_tokens", "{:.0f} tokens"),
-        ("tokens_per_s", "{:.1f} tokens/s"),
-        ("ttft_s", "first token after {:.2f} s"),
-    ):
-        value = message.stats.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            details.append(template.format(value))
-    if message.stats.get("stop_reason") == "interrupted":
-        details.append("interrupted")
-    elif message.status != "complete":
-        details.append(message.status)
+    stats = message.stats
+    if stats is not None:
+        for value, template in (
+            (stats.completion_tokens, "{:.0f} tokens"),
+            (stats.tokens_per_s, "{:.1f} tokens/s"),
+            (stats.ttft_s, "first token after {:.2f} s"),
+        ):
+            if value:
+                details.append(template.format(value))
+    if stats is not None and stats.stop_reason is StopReason.INTERRUPTED:
+        details.append(StopReason.INTERRUPTED.words)
+    elif message.status is not ReplyStatus.COMPLETE:
+        details.append(message.status.value)
     return " · ".join(details)
 
 

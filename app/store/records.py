@@ -11,10 +11,10 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from app.engine.types import ReplyStats, ReplyStatus
+
 ROLES = ("system", "user", "assistant")
-# 'streaming': a reply still being generated, saved as it grows. 'cancelled': stopped by the
-# user, or cut short by a crash (then stats["stop_reason"] is "interrupted").
-STATUSES = ("complete", "streaming", "cancelled", "error")
+STATUSES = tuple(status.value for status in ReplyStatus)
 
 
 class StoreError(Exception):
@@ -47,8 +47,8 @@ class Conversation:
 class StoredMessage:
     """One message; position orders the messages of a conversation from 0.
 
-    params are the sampling parameters the reply was generated with; stats are what the engine
-    measured (prompt_tokens, completion_tokens, ttft_s, tokens_per_s, stop_reason, ...).
+    params are the sampling parameters the reply was generated with, as stored; stats are what
+    the engine measured (None where nothing was: user messages, older records).
     """
 
     id: int
@@ -58,15 +58,19 @@ class StoredMessage:
     content: str
     model: str | None
     params: dict
-    stats: dict
-    status: str
+    stats: ReplyStats | None
+    status: ReplyStatus
     created_at: str
     updated_at: str
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
-        values = {name: row[name] for name in row.keys() if not name.endswith("_json")}
-        return cls(**values, params=json.loads(row["params_json"]), stats=json.loads(row["stats_json"]))
+        values = {name: row[name] for name in row.keys() if not name.endswith("_json") and name != "status"}
+        stats = json.loads(row["stats_json"])
+        return cls(
+            **values, params=json.loads(row["params_json"]), status=ReplyStatus(row["status"]),
+            stats=ReplyStats.from_dict(stats) if stats else None,
+        )
 
 
 def utc_now() -> str:

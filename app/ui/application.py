@@ -1,4 +1,5 @@
-"""Start the GUI: one QApplication, the store, the engine bridge, the window, the first model."""
+"""Start the GUI: one QApplication, the store, the engine bridge, the owner objects, the window,
+the first model."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import sys
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from .. import crash, paths
 from ..bridge import EngineBridge
 from ..library.default_model import ensure_default_model
+from ..model_session import ModelSession
+from ..session import ChatSession
+from ..settings import Settings
 from ..store import ConversationStore, StoreError
 from . import appearance
 from .background import run_in_background
@@ -29,11 +33,6 @@ def resources_dir() -> Path:
     """`resources/` in the source tree, or inside a PyInstaller bundle."""
     bundled = getattr(sys, "_MEIPASS", None)
     return Path(bundled) / "resources" if bundled else RESOURCES
-
-
-def settings() -> QSettings:
-    """An INI file in the config location, so HEARTH_HOME profiles are self-contained."""
-    return QSettings(str(paths.config_dir() / "hearth.ini"), QSettings.IniFormat)
 
 
 def _ensure_streams() -> None:
@@ -56,13 +55,13 @@ def create_application() -> QApplication:
     return app
 
 
-def first_model(args, config: QSettings) -> Path | None:
+def first_model(args, config: Settings) -> Path | None:
     """The model to open: --model, else the last one used, else the embedded default."""
     if getattr(args, "model", None):
         return Path(args.model)
-    last = config.value("models/last")
-    if last and Path(last).exists():
-        return Path(last)
+    last = config.last_model
+    if last and last.exists():
+        return last
     return ensure_default_model()
 
 
@@ -80,14 +79,15 @@ def run_gui(args) -> int:
             QMessageBox.information(None, "Hearth", "Hearth is already running, but did not answer. "
                                     "Close it (or wait until it responds) before starting it again.")
         return 0
-    config = settings()
+    config = Settings.for_profile()
     try:
         store = ConversationStore(paths.database_path())
     except StoreError as exc:
         QMessageBox.critical(None, "Hearth", str(exc))
         return 1
     bridge = EngineBridge()
-    window = MainWindow(store, bridge, config)
+    models = ModelSession(bridge, config)
+    window = MainWindow(models, ChatSession(store, bridge, models), config)
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
@@ -100,9 +100,9 @@ def run_gui(args) -> int:
         if error is not None:
             window.statusBar().showMessage(f"The default model could not be prepared: {error}")
         elif model is not None:
-            window.load_model(model)
+            models.load(model)
 
-    run_in_background(lambda: first_model(args, config), load_first)
+    run_in_background(lambda: first_model(args, config), load_first, window)
     if args.self_test:
         from .self_test import SelfTest
 

@@ -1,4 +1,10 @@
-"""Run a plain function off the GUI thread and get its result back on the GUI thread."""
+"""Run a plain function off the GUI thread and get its result back on the GUI thread.
+
+The answer is delivered through a relay parented to the object that asked (`owner`): when the
+owner is deleted first (a dialog closed, the window gone), Qt deletes the relay with it and
+the answer is dropped, so no caller has to ask whether it still exists. Which of several
+answers still matters is `app.newest`'s job.
+"""
 
 from __future__ import annotations
 
@@ -23,20 +29,19 @@ class _Job(QRunnable):
             result, error = self._function(), None
         except Exception as exc:  # handed to the GUI thread, which decides what to show
             result, error = None, exc
-        if shiboken6.isValid(self._relay):  # not when the application quit while this ran
+        if shiboken6.isValid(self._relay):  # not when its owner (or the application) is gone
             self._relay.done.emit(result, error)
 
 
-_relays: set[_Relay] = set()
-
-
-def run_in_background(function: Callable[[], object], on_done: Callable[[object, Exception | None], None]) -> None:
-    """Call `function()` on the thread pool, then `on_done(result, error)` on the GUI thread."""
-    relay = _Relay()
-    _relays.add(relay)  # keep it alive until the job reports
+def run_in_background(
+    function: Callable[[], object], on_done: Callable[[object, Exception | None], None], owner: QObject
+) -> None:
+    """Call `function()` on the thread pool, then `on_done(result, error)` on the GUI thread,
+    unless `owner` was deleted in the meantime."""
+    relay = _Relay(owner)
 
     def finish(result, error):
-        _relays.discard(relay)
+        relay.deleteLater()
         on_done(result, error)
 
     relay.done.connect(finish)

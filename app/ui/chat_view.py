@@ -9,38 +9,23 @@ A long conversation opens on its newest messages, about HISTORY_SHOWN_CHARS of t
 link above that renders the page before them on demand: Markdown and syntax highlighting cost
 about 8 ms a message, so rendering hundreds of them up front froze the window for seconds.
 
-A streaming reply is the last thing in the document. Its chunks are buffered and written on a
-short timer as plain text; each Markdown block is rendered once, when it completes. The cost of
-an update therefore depends on the size of the chunk and of the block, not on the reply so far.
+This module decides what is shown where; chat_document writes the messages into the document
+and streaming_reply writes the reply as it arrives.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QObject, QTimer, QUrl, Signal
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QFontDatabase,
-    QGuiApplication,
-    QPalette,
-    QTextBlockFormat,
-    QTextCharFormat,
-    QTextCursor,
-    QTextDocument,
-    QTextDocumentFragment,
-    QTextFormat,
-    QTextFrameFormat,
-)
+from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QVBoxLayout, QWidget
 
-from .markdown_render import THINK_OPEN, THINKING_CAPTION, BlockSplitter, MarkdownRenderer, RenderTheme
-
-# Long enough to coalesce a fast model's tokens into one document update, short enough that
-# text still appears to flow.
-FLUSH_INTERVAL_MS = 40
+from ..engine.types import ReplyStats, ReplyStatus, StopReason
+from .chat_document import DocumentWriter, end_of
+from .markdown_render import MarkdownRenderer
+from .streaming_reply import StreamingReply
+from .theme import ChatTheme
 
 ACTION_SCHEME = "hearth"
 
@@ -49,17 +34,9 @@ ACTION_SCHEME = "hearth"
 # A page holds at least two messages, however long.
 HISTORY_SHOWN_CHARS = 12_000
 
-STOP_REASONS = {
-    "end_of_turn": "end of turn",
-    "stop_string": "stop string",
-    "length": "length limit",
-    "cancelled": "stopped",
-    "error": "error",
-    "interrupted": "interrupted",
-}
-# A link definition can serve a reference in any block, so a reply that has one is rendered
-# as a whole when it finishes.
-_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
+# A reply with no stop reason (nothing was measured, or an imported record) says how it ended
+# by its status; a complete one says nothing.
+_STATUS_REASONS = {ReplyStatus.CANCELLED: StopReason.CANCELLED, ReplyStatus.ERROR: StopReason.ERROR}
 
 
 @dataclass(frozen=True)
@@ -69,83 +46,28 @@ class MessageView:
     id: int | None
     role: str  # 'user' | 'assistant' | 'system'
     content: str
-    stats: dict = field(default_factory=dict)
-    status: str = "complete"  # 'complete' | 'streaming' | 'cancelled' | 'error'
+    stats: ReplyStats | None = None  # None: a user or system message, or nothing was measured
+    status: ReplyStatus = ReplyStatus.COMPLETE
     model: str | None = None
 
 
-def stats_text(stats: dict, status: str) -> str:
+def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
     """One short line about a reply, e.g. "128 tokens · 34.5 tok/s · end of turn"."""
     parts = []
-    if (tokens := stats.get("completion_tokens")) is not None:
+    reason = None
+    if stats is not None:
+        tokens = stats.completion_tokens
         parts.append(f"{tokens} token" + ("" if tokens == 1 else "s"))
-    if tokens_per_s := stats.get("tokens_per_s"):
-        parts.append(f"{tokens_per_s:.1f} tok/s")
-    if ttft_s := stats.get("ttft_s"):
-        parts.append(f"first token {ttft_s:.2f} s")
-    reason = stats.get("stop_reason")
-    if words := STOP_REASONS.get(reason) or STOP_REASONS.get(status) or reason:
-        parts.append(words)
+        if stats.tokens_per_s:
+            parts.append(f"{stats.tokens_per_s:.1f} tok/s")
+        if stats.ttft_s:
+            parts.append(f"first token {stats.ttft_s:.2f} s")
+        reason = stats.stop_reason
+    if reason is None:
+        reason = _STATUS_REASONS.get(status)
+    if reason is not None:
+        parts.append(reason.words)
     return " · ".join(parts)
-
-
-def _mix(a: QColor, b: QColor, amount: float) -> QColor:
-    """a moved `amount` of the way towards b."""
-    return QColor.fromRgbF(
-        a.redF() + (b.redF() - a.redF()) * amount,
-        a.greenF() + (b.greenF() - a.greenF()) * amount,
-        a.blueF() + (b.blueF() - a.blueF()) * amount,
-    )
-
-
-def _contrast(a: QColor, b: QColor) -> float:
-    """WCAG contrast ratio, from 1 (none) to 21 (black on white)."""
-
-    def luminance(c: QColor) -> float:
-        def linear(v: float) -> float:
-            return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
-
-        return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF())
-
-    high, low = sorted((luminance(a), luminance(b)), reverse=True)
-    return (high + 0.05) / (low + 0.05)
-
-
-@dataclass(frozen=True)
-class _Theme:
-    """Colours derived from the widget palette, so the pane follows the system appearance."""
-
-    muted: QColor
-    link: QColor
-    bubble: QColor
-    render: RenderTheme
-
-    @classmethod
-    def from_palette(cls, palette: QPalette) -> "_Theme":
-        base = palette.color(QPalette.ColorRole.Base)
-        text = palette.color(QPalette.ColorRole.Text)
-        link = palette.color(QPalette.ColorRole.Link)
-        # A palette may keep Qt's default blue link on a dark base: move it towards the text
-        # colour until it reads (WCAG's 4.5:1 for body text).
-        for _ in range(4):
-            if _contrast(link, base) >= 4.5:
-                break
-            link = _mix(link, text, 0.3)
-        muted = _mix(text, base, 0.45)
-        return cls(
-            muted=muted,
-            link=link,
-            bubble=_mix(base, palette.color(QPalette.ColorRole.Highlight), 0.12),
-            render=RenderTheme(
-                dark=base.lightness() < 128,
-                text=text.name(),
-                muted=muted.name(),
-                link=link.name(),
-                inline_code_background=_mix(base, text, 0.08).name(),
-                rule=_mix(base, text, 0.3).name(),
-                mono_family=QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family(),
-            ),
-        )
 
 
 class _Browser(QTextBrowser):
@@ -200,159 +122,6 @@ class _BottomFollower(QObject):
         self.following = value >= self._bar.maximum() - self.SLACK_PX
 
 
-class _DocumentWriter:
-    """Writes the parts of a message (label, Markdown body, footer) into the document.
-
-    Every part starts in an empty block: the one at the cursor if it is empty (the document's
-    first block, the block Qt leaves after a table or a frame), otherwise a new one.
-    """
-
-    BUBBLE_INDENT = 48  # user messages sit to the right, as in most chat apps
-
-    def __init__(self, theme: _Theme, renderer: MarkdownRenderer) -> None:
-        self.theme = theme
-        self._renderer = renderer
-        self._style_sheet = renderer.style_sheet()
-        self._muted = _small(QTextCharFormat())
-        self._muted.setForeground(theme.muted)
-        self._label = QTextCharFormat(self._muted)
-        self._label.setFontWeight(QFont.Weight.Bold)
-        self._mono = QTextCharFormat()
-        self._mono.setFontFamilies([theme.render.mono_family, "monospace"])
-        self._reasoning = QTextCharFormat()
-        self._reasoning.setForeground(theme.muted)
-
-    def bubble(self, cursor: QTextCursor) -> None:
-        """Open the frame a user message sits in; the cursor ends inside it."""
-        frame = QTextFrameFormat()
-        frame.setBackground(self.theme.bubble)
-        frame.setPadding(10)
-        frame.setTopMargin(14)
-        frame.setLeftMargin(self.BUBBLE_INDENT)
-        frame.setBorder(0)
-        cursor.insertFrame(frame)
-
-    def label(self, cursor: QTextCursor, text: str, top_margin: int) -> None:
-        block = QTextBlockFormat()
-        block.setTopMargin(top_margin)
-        block.setBottomMargin(2)
-        self.new_block(cursor, block, self._label)
-        cursor.insertText(text, self._label)
-
-    def markdown(self, cursor: QTextCursor, text: str) -> int:
-        """Render text in a new block at the cursor; return where it starts."""
-        self.new_block(cursor, QTextBlockFormat(), QTextCharFormat())
-        fragment = QTextDocument()
-        fragment.setDefaultStyleSheet(self._style_sheet)
-        fragment.setHtml(self._renderer.render(text))
-        _tidy_after_tables(fragment)
-        first = fragment.begin()
-        start = cursor.position()
-        cursor.insertFragment(QTextDocumentFragment(fragment))
-        # Qt merges the fragment's first block into the block at the cursor and drops its
-        # format; put it back, or for a first list drop the empty block Qt leaves before it.
-        fix = QTextCursor(cursor.document())
-        fix.setPosition(start)
-        if first.textList() is not None:
-            fix.deleteChar()
-        elif first.length() == 1 and _in_table(first.next()):
-            fix.setBlockFormat(_spacer())  # a table must follow some block: keep that one thin
-        else:
-            fix.setBlockFormat(first.blockFormat())
-            if _is_rule(first) and _in_table(fix.block().previous()):
-                _stand_rule_on_spacer(fix)
-        return start
-
-    def plain_block(self, cursor: QTextCursor) -> None:
-        self.new_block(cursor, QTextBlockFormat(), QTextCharFormat())
-
-    def note_format(self) -> QTextCharFormat:
-        """A note about the reply rather than its text, such as how far the prompt was read."""
-        return QTextCharFormat(self._muted)
-
-    def plain_format(self, code: bool, thinking: bool) -> QTextCharFormat:
-        """The format of streamed text not yet rendered: monospace inside a code fence, muted
-        in a reasoning section (as it will be rendered)."""
-        if thinking:
-            return self._reasoning
-        return self._mono if code else QTextCharFormat()
-
-    def footer(self, cursor: QTextCursor, links: list[tuple[str, str]], note: str, indent: bool) -> None:
-        """A small line of action links (text, href), then a grey note such as reply stats;
-        indented to line up with a user's bubble."""
-        block = QTextBlockFormat()
-        block.setLeftMargin(self.BUBBLE_INDENT if indent else 0)
-        block.setTopMargin(2)
-        block.setBottomMargin(4)
-        self.new_block(cursor, block, self._muted)
-        for i, (text, href) in enumerate(links):
-            link = QTextCharFormat(self._muted)
-            link.setForeground(self.theme.link)
-            link.setAnchor(True)
-            link.setAnchorHref(href)
-            cursor.insertText(text, link)
-            if i < len(links) - 1:
-                cursor.insertText("  ·  ", self._muted)
-        if note:
-            cursor.insertText("\u2003\u2003" + note, self._muted)
-
-    @staticmethod
-    def new_block(cursor: QTextCursor, block: QTextBlockFormat, chars: QTextCharFormat) -> None:
-        if cursor.block().length() == 1:
-            cursor.setBlockFormat(block)
-            cursor.setBlockCharFormat(chars)
-        else:
-            cursor.insertBlock(block, chars)
-
-
-def _tidy_after_tables(document: QTextDocument) -> None:
-    """Qt's HTML import leaves an empty line after every table (code blocks are tables): drop
-    it where a block follows, as streaming does by writing the tail into it. Before a rule it
-    stays, thin: Qt draws a rule that directly follows a table beside it, at the right edge."""
-    empty = []
-    block = document.begin()
-    while block.isValid():
-        after = block.next()
-        if (
-            block.length() == 1
-            and not _is_rule(block)
-            and _in_table(block.previous())
-            and not _in_table(block)
-            and after.isValid()
-            and not _in_table(after)
-        ):
-            empty.append((block.position(), _is_rule(after)))
-        block = after
-    cursor = QTextCursor(document)
-    for position, before_rule in reversed(empty):
-        cursor.setPosition(position)
-        if before_rule:
-            cursor.setBlockFormat(_spacer())
-        else:
-            cursor.deleteChar()  # the next block moves up, keeping its own format
-
-
-def _stand_rule_on_spacer(cursor: QTextCursor) -> None:
-    """Split the rule's block at the cursor: a thin block, then the rule."""
-    rule = cursor.blockFormat()
-    cursor.setBlockFormat(_spacer())
-    cursor.insertBlock(rule)
-
-
-def _spacer() -> QTextBlockFormat:
-    spacer = QTextBlockFormat()
-    spacer.setLineHeight(4, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
-    return spacer
-
-
-def _is_rule(block) -> bool:
-    return block.blockFormat().hasProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth)
-
-
-def _in_table(block) -> bool:
-    return block.isValid() and QTextCursor(block).currentTable() is not None
-
-
 def _first_to_show(messages: list[MessageView]) -> int:
     """Index of the oldest message of the last page: HISTORY_SHOWN_CHARS, at least two messages."""
     shown_chars = 0
@@ -361,129 +130,6 @@ def _first_to_show(messages: list[MessageView]) -> int:
         if shown_chars > HISTORY_SHOWN_CHARS and index < len(messages) - 2:
             return index + 1
     return 0
-
-
-def _end_of(document: QTextDocument) -> QTextCursor:
-    cursor = QTextCursor(document)
-    cursor.movePosition(QTextCursor.MoveOperation.End)
-    return cursor
-
-
-def _small(fmt: QTextCharFormat) -> QTextCharFormat:
-    fmt.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)
-    return fmt
-
-
-class _StreamingReply(QObject):
-    """A reply arriving in chunks, written to the end of the document on a short timer.
-
-    A flush appends the buffered text as plain text (monospace inside a code fence). When that
-    completes Markdown blocks, the plain tail is replaced by their HTML followed by the rest of
-    the tail, so each block is rendered once. `flush_count` counts document updates (the tests
-    and benchmarks read it).
-    """
-
-    def __init__(
-        self, writer: _DocumentWriter, document: QTextDocument, message_id: int | None, model: str | None,
-        parent: QObject,
-    ) -> None:
-        super().__init__(parent)
-        self.message_id = message_id
-        self.model = model
-        self.flush_count = 0
-        self._writer = writer
-        self._document = document
-        self._chunks: list[str] = []
-        self._raw: list[str] = []
-        self._note = False  # a note (prompt progress) stands where the text will go
-        self._splitter = BlockSplitter()
-        self._timer = QTimer(self, singleShot=True, interval=FLUSH_INTERVAL_MS)
-        self._timer.timeout.connect(self.flush)
-        cursor = _end_of(document)
-        writer.label(cursor, model or "Assistant", top_margin=16)
-        self.start = cursor.block().position()
-        writer.plain_block(cursor)
-        self.body_start = self._tail_start = cursor.position()
-
-    def append(self, text: str) -> None:
-        self._chunks.append(text)
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def text_so_far(self) -> str:
-        return "".join(self._raw) + "".join(self._chunks).replace("\r", "")
-
-    def stop(self) -> None:
-        self._timer.stop()
-        self._chunks.clear()
-
-    def flush(self) -> None:
-        self._write(final=False)
-
-    def show_note(self, text: str) -> None:
-        """Show a muted note in place of the reply until its first text arrives."""
-        if self._raw:
-            return
-        cursor = self._tail_cursor()
-        cursor.insertText(text, self._writer.note_format())
-        self._note = True
-        self.flush_count += 1
-
-    def finish_in_place(self, content: str) -> bool:
-        """Render the rest of the reply where it stands, if `content` is exactly the streamed
-        text: the blocks rendered so far are then final, and a long reply does not freeze the
-        window while all of it is rendered again. False (and nothing done) when the reply must
-        be rendered from `content` instead, e.g. when a reference-style link may point across
-        blocks."""
-        if content.replace("\r", "") != self.text_so_far() or _REFERENCE_DEFINITION.search(content):
-            return False
-        self._write(final=True)
-        return True
-
-    def _tail_cursor(self) -> QTextCursor:
-        """A cursor at the start of the unrendered tail, with the tail removed."""
-        cursor = _end_of(self._document)
-        cursor.setPosition(self._tail_start, QTextCursor.MoveMode.KeepAnchor)
-        cursor.removeSelectedText()
-        return cursor
-
-    def _write(self, final: bool) -> None:
-        self._timer.stop()
-        text = "".join(self._chunks).replace("\r", "")
-        self._chunks.clear()
-        if not text and not final:
-            return
-        self._raw.append(text)
-        was_thinking = self._splitter.in_thinking
-        done = self._splitter.feed(text)
-        tail = self._splitter.tail
-        if final:
-            done, tail = done + tail, ""
-        writer = self._writer
-        opened_thinking = self._splitter.in_thinking and not was_thinking and not final
-        cursor = self._tail_cursor() if self._note or opened_thinking else _end_of(self._document)
-        self._note = False
-        cursor.beginEditBlock()
-        if done:
-            cursor.setPosition(self._tail_start)
-            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-            cursor.removeSelectedText()
-            if done.strip():
-                writer.markdown(cursor, done)
-            if not final:
-                writer.plain_block(cursor)
-                self._tail_start = cursor.position()
-        if done or opened_thinking:
-            text = tail
-        if opened_thinking:
-            # A reasoning section just opened: the tail is written again, under the caption
-            # the rendered section will have instead of the raw <think> tag.
-            _, _, text = text.partition(THINK_OPEN)
-            cursor.insertText(THINKING_CAPTION + "\n", writer.note_format())
-            text = text.lstrip("\n")
-        cursor.insertText(text, writer.plain_format(self._splitter.in_fence, self._splitter.in_thinking))
-        cursor.endEditBlock()
-        self.flush_count += 1
 
 
 class ChatView(QWidget):
@@ -517,7 +163,7 @@ class ChatView(QWidget):
         self._messages: list[MessageView] = []
         self._first_shown = 0  # index of the oldest message rendered; older ones wait
         self._snippets: dict[str, str] = {}  # href of a code block's Copy link -> its code
-        self._reply: _StreamingReply | None = None
+        self._reply: StreamingReply | None = None
         self._regenerate_footer: int | None = None  # position of the footer offering Regenerate
         self._last_body: tuple[int, int] | None = None  # the last finished reply's body span
         self._writer = self._new_writer()
@@ -563,7 +209,7 @@ class ChatView(QWidget):
         if self._reply is not None:
             self._reply.append(text)
 
-    def finish_reply(self, content: str, stats: dict, status: str) -> None:
+    def finish_reply(self, content: str, stats: ReplyStats | None, status: ReplyStatus) -> None:
         """End the streaming reply: show `content` (the authoritative text) and its stats.
 
         When content is what was streamed, only the unrendered tail is rendered now; otherwise
@@ -577,10 +223,10 @@ class ChatView(QWidget):
         finished_in_place = reply.finish_in_place(content)
         reply.stop()
         if finished_in_place:
-            footer = self._write_footer(_end_of(self._document), len(self._messages) - 1, regenerate=True)
+            footer = self._write_footer(end_of(self._document), len(self._messages) - 1, regenerate=True)
             self._last_body = (reply.body_start, footer - 1)
             return
-        cursor = _end_of(self._document)
+        cursor = end_of(self._document)
         cursor.setPosition(reply.start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
@@ -597,7 +243,7 @@ class ChatView(QWidget):
     def text_of_reply(self) -> str:
         """The shown text of the streaming reply, or of the last one finished."""
         if self._reply is not None:
-            span = (self._reply.body_start, _end_of(self._document).position())
+            span = (self._reply.body_start, end_of(self._document).position())
         elif self._last_body is not None:
             span = self._last_body
         else:
@@ -636,12 +282,12 @@ class ChatView(QWidget):
 
     # -- rendering -----------------------------------------------------------------------------
 
-    def _new_writer(self) -> _DocumentWriter:
-        theme = _Theme.from_palette(self.palette())
-        return _DocumentWriter(theme, MarkdownRenderer(theme.render, self._snippet_href))
+    def _new_writer(self) -> DocumentWriter:
+        theme = ChatTheme.from_palette(self.palette())
+        return DocumentWriter(theme, MarkdownRenderer(theme.render, self._snippet_href))
 
-    def _start_reply(self, message_id: int | None, model: str | None) -> _StreamingReply:
-        return _StreamingReply(self._writer, self._document, message_id, model, self)
+    def _start_reply(self, message_id: int | None, model: str | None) -> StreamingReply:
+        return StreamingReply(self._writer, self._document, message_id, model, self)
 
     def _snippet_href(self, code: str) -> str:
         href = f"{ACTION_SCHEME}:copy-code/{len(self._snippets)}"
@@ -660,11 +306,11 @@ class ChatView(QWidget):
         if self._first_shown:
             count = self._first_shown
             link = f"Show {count} earlier message{'s' if count != 1 else ''}"
-            self._writer.footer(_end_of(self._document), [(link, f"{ACTION_SCHEME}:show-earlier")], "", indent=False)
+            self._writer.footer(end_of(self._document), [(link, f"{ACTION_SCHEME}:show-earlier")], "", indent=False)
         starts = {}
         for index in range(self._first_shown, len(self._messages)):
             is_last = index == len(self._messages) - 1
-            starts[index] = _end_of(self._document).position()
+            starts[index] = end_of(self._document).position()
             message = self._messages[index]
             self._write_message(index, regenerate=is_last and message.role == "assistant" and streamed is None)
         if streamed is not None:
@@ -677,7 +323,7 @@ class ChatView(QWidget):
 
     def _write_message(self, index: int, regenerate: bool) -> None:
         message = self._messages[index]
-        cursor = _end_of(self._document)
+        cursor = end_of(self._document)
         writer = self._writer
         if message.role == "user":
             writer.bubble(cursor)
@@ -709,7 +355,7 @@ class ChatView(QWidget):
         """Only the last reply offers Regenerate: rewrite its footer before anything follows."""
         if self._regenerate_footer is None:
             return
-        cursor = _end_of(self._document)
+        cursor = end_of(self._document)
         cursor.setPosition(self._regenerate_footer)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()

@@ -1,7 +1,8 @@
 """The main window: conversations (left), the chat (centre), model and parameters (right).
 
-The window wires widgets to the session, the bridge and the store; it holds no chat logic of
-its own (that is `app.session.ChatSession`) and never touches llama.cpp.
+The window lays out widgets and wires them to the owner objects it is given: the open
+conversation (`ChatSession`), the model (`ModelSession`) and the downloads (`DownloadManager`),
+which outlive it. It holds no chat or model logic of its own and never touches llama.cpp.
 """
 
 from __future__ import annotations
@@ -9,21 +10,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from ..bridge import EngineBridge, LoadedModel
-from ..engine.generator import LoadOptions
-from ..session import ChatSession, ReplySettings
-from ..store import ConversationStore, StoredMessage, StoreError
+from ..engine.types import LocalModel, ModelDescription
+from ..model_session import ModelSession
+from ..session import ChatSession, FinishedReply
+from ..settings import Settings
+from ..store import StoredMessage, StoreError
 from .chat_view import ChatView, MessageView
 from .composer import Composer
 from .conversation_list import ConversationList
 from .model_picker import ModelPicker
-from .parameters_panel import ParametersPanel, read_model_settings
+from .parameters_panel import ParametersPanel
 from .shortcuts import SHORTCUTS, ShortcutsDialog
 
 UNDO_SECONDS = 10
@@ -37,22 +39,21 @@ def message_view(message: StoredMessage) -> MessageView:
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, store: ConversationStore, bridge: EngineBridge, settings: QSettings):
+    def __init__(self, models: ModelSession, session: ChatSession, settings: Settings):
         super().__init__()
         self.setWindowTitle("Hearth")
-        self.store = store
-        self.bridge = bridge
+        self.models = models
+        self.session = session
+        self.store = session.store
         self.settings = settings
-        self.session = ChatSession(store, bridge, self.reply_settings, self)
-        self._applied_override: str | None = None
         self._get_models = None
 
         self.conversations = ConversationList()
         self.chat = ChatView()
         self.composer = Composer()
         self.picker = ModelPicker(settings)
-        self.parameters = ParametersPanel()
-        self.parameters.set_gpu_available(bridge.gpu_available)
+        self.parameters = ParametersPanel(models)
+        self.parameters.set_gpu_available(models.gpu_available)
 
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
@@ -132,7 +133,7 @@ class MainWindow(QMainWindow):
         self._action(help_menu, "Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(), "F1")
 
     def _connect(self) -> None:
-        session, bridge = self.session, self.bridge
+        session, models = self.session, self.models
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(session.stop)
         self.conversations.opened.connect(session.open)
@@ -145,7 +146,8 @@ class MainWindow(QMainWindow):
         session.conversationChanged.connect(self.show_conversation)
         session.conversationsChanged.connect(self.refresh_conversations)
         session.messageAdded.connect(lambda message: self.chat.add_message(message_view(message)))
-        session.replyStarted.connect(self.begin_reply)
+        session.replyStarted.connect(lambda reply: self.chat.begin_reply(reply.id, model=reply.model))
+        session.promptProgress.connect(self.chat.show_prompt_progress)
         session.replyChunk.connect(self.chat.append_text)
         session.replyFinished.connect(self.on_reply_finished)
         session.busyChanged.connect(self.on_busy_changed)
@@ -156,29 +158,22 @@ class MainWindow(QMainWindow):
         self.chat.linkActivated.connect(self.confirm_open_link)
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
 
-        self.picker.modelChosen.connect(self.load_model)
-        self.picker.loadCancelRequested.connect(bridge.cancel_load)
-        self.parameters.reloadRequested.connect(self.reload_model)
-        self.parameters.modelSettingsChanged.connect(self.on_model_settings_changed)
-        bridge.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
-        bridge.templateFailed.connect(lambda message: self.statusBar().showMessage(message, 10_000))
-        bridge.loadProgress.connect(self.picker.set_loading)
-        bridge.modelLoaded.connect(self.on_model_loaded)
-        bridge.loadFailed.connect(self.on_load_failed)
-        bridge.contextUsed.connect(self.show_context_used)
-        bridge.promptProgress.connect(self.chat.show_prompt_progress)
+        self.picker.modelChosen.connect(models.load)
+        self.picker.loadCancelRequested.connect(models.cancel_load)
+        models.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
+        models.templateFailed.connect(lambda message: self.statusBar().showMessage(message, 10_000))
+        models.loadStarted.connect(self.on_load_started)
+        models.loadProgress.connect(self.picker.set_loading)
+        models.modelLoaded.connect(self.on_model_loaded)
+        models.loadFailed.connect(self.on_load_failed)
+        if models.current is not None:  # a window opened over a model loaded before it
+            self.on_model_loaded(models.current)
 
     # --- models ------------------------------------------------------------------------------
 
-    def load_model(self, path: Path) -> None:
-        stored = read_model_settings(self.settings, Path(path).name)
-        self._applied_override = stored.get("template_override")
+    def on_load_started(self, source: LocalModel) -> None:
         self.picker.set_loading(0.0)
-        self.model_label.setText(f"Loading {Path(path).name}…")
-        self.bridge.load(Path(path), LoadOptions(
-            n_ctx=stored.get("n_ctx"), n_gpu_layers=stored.get("gpu_layers"), n_threads=stored.get("cpu_threads"),
-            template_override=stored.get("template_override"),
-        ))
+        self.model_label.setText(f"Loading {source.path.name}…")
 
     def show_get_models(self) -> None:
         """One "Get models" window for the whole session, so downloads keep running when it's hidden."""
@@ -190,7 +185,7 @@ class MainWindow(QMainWindow):
             dialog = QDialog(self)
             dialog.setWindowTitle("Get models")
             view = GetModelsView(parent=dialog)
-            view.set_vram(self.bridge.gpu_memory())
+            view.set_vram(self.models.gpu_memory())
             layout = QVBoxLayout(dialog)
             layout.setContentsMargins(0, 0, 0, 0)
             layout.addWidget(view)
@@ -200,40 +195,19 @@ class MainWindow(QMainWindow):
         self._get_models[0].show()
         self._get_models[0].raise_()
 
-    def reload_model(self) -> None:
-        if self.bridge.loaded is not None:
-            self.load_model(self.bridge.loaded.path)
-
-    def on_model_loaded(self, loaded: LoadedModel) -> None:
+    def on_model_loaded(self, loaded: ModelDescription) -> None:
         self.picker.set_loading(None)
         self.picker.set_current(loaded.path)
-        self.parameters.load_for_model(loaded.path.name, self.settings, loaded.info)
-        self.settings.setValue("models/last", str(loaded.path))
-        self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}")
+        self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}")
         self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
         self.context_label.setText(f"Context 0 / {loaded.n_ctx:,}")
         self.statusBar().showMessage(f"Loaded {loaded.path.name}", 5000)
 
     def on_load_failed(self, message: str) -> None:
         self.picker.show_load_error(message)
-        loaded = self.bridge.loaded
-        self.model_label.setText(f"{loaded.info.name} · {loaded.device.describe()}" if loaded else "No model")
+        loaded = self.models.current
+        self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}" if loaded else "No model")
         self.statusBar().showMessage(message, 15_000)
-
-    def on_model_settings_changed(self, settings: dict) -> None:
-        """A template override applies to the next reply; context, GPU layers and threads wait for a reload."""
-        override = settings.get("template_override")
-        if self.bridge.loaded is not None and override != self._applied_override:
-            self._applied_override = override
-            self.bridge.set_template(override)
-
-    def reply_settings(self) -> ReplySettings:
-        loaded = self.bridge.loaded
-        return ReplySettings(
-            params=self.parameters.params(),
-            system_prompt=self.parameters.system_prompt(),
-            model_name=loaded.path.name if loaded else None,
-        )
 
     # --- chat --------------------------------------------------------------------------------
 
@@ -241,31 +215,27 @@ class MainWindow(QMainWindow):
         if self.session.send(text):
             self.composer.clear()
 
-    def show_conversation(self, conversation_id: int) -> None:
+    def show_conversation(self, _conversation_id: int | None) -> None:
         self.chat.set_messages([message_view(m) for m in self.session.messages()])
         self.refresh_conversations()
 
-    def begin_reply(self, message_id: int) -> None:
-        loaded = self.bridge.loaded
-        self.chat.begin_reply(message_id, model=loaded.path.name if loaded else None)
-
-    def on_reply_finished(self, message_id: int, text: str, stats: dict, status: str) -> None:
-        self.chat.finish_reply(text, stats, status)
-        if stats.get("tokens_per_s"):
-            self.speed_label.setText(f"{stats['tokens_per_s']:.1f} tok/s · first token {stats.get('ttft_s', 0):.2f} s")
-        if stats.get("dropped_messages"):
+    def on_reply_finished(self, reply: FinishedReply) -> None:
+        stats = reply.stats
+        self.chat.finish_reply(reply.text, stats, reply.status)
+        if stats.tokens_per_s:
+            self.speed_label.setText(f"{stats.tokens_per_s:.1f} tok/s · first token {stats.ttft_s:.2f} s")
+        if self.models.current is not None and stats.prompt_tokens:
+            used = stats.prompt_tokens + stats.completion_tokens
+            self.context_label.setText(f"Context {used:,} / {self.models.current.n_ctx:,}")
+        if stats.dropped_messages:
             self.statusBar().showMessage(
                 f"The conversation was longer than the context window: the oldest "
-                f"{stats['dropped_messages']} messages were left out of this reply.", 10_000)
+                f"{stats.dropped_messages} messages were left out of this reply.", 10_000)
         self.refresh_conversations()
 
     def on_busy_changed(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         self.regenerate_action.setEnabled(not busy)
-
-    def show_context_used(self, tokens: int) -> None:
-        if self.bridge.loaded is not None:
-            self.context_label.setText(f"Context {tokens:,} / {self.bridge.loaded.n_ctx:,}")
 
     def edit_message(self, message_id: int) -> None:
         message = next((m for m in self.session.messages() if m.id == message_id), None)
@@ -295,12 +265,7 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self.refresh_conversations)
 
     def delete_conversation(self, conversation_id: int) -> None:
-        deleted = self.store.delete(conversation_id)
-        if self.session.conversation_id == conversation_id:
-            self.session.conversation_id = None
-            self.chat.set_messages([])
-        self.refresh_conversations()
-        self._offer_undo(deleted)
+        self._offer_undo(self.session.delete_conversation(conversation_id))
 
     def _offer_undo(self, deleted) -> None:
         from PySide6.QtWidgets import QPushButton
@@ -359,18 +324,16 @@ class MainWindow(QMainWindow):
         self.panel_action.setChecked(visible)
 
     def _restore_state(self) -> None:
-        geometry = self.settings.value("window/geometry")
+        geometry, splitter = self.settings.window_state()
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
             self.resize(1280, 800)
-        splitter = self.settings.value("window/splitter")
         if splitter is not None:
             self.splitter.restoreState(splitter)
 
     def closeEvent(self, event) -> None:
-        self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("window/splitter", self.splitter.saveState())
+        self.settings.save_window_state(self.saveGeometry(), self.splitter.saveState())
         self.settings.sync()
         self.session.stop()
         if self._get_models is not None:

@@ -12,8 +12,7 @@ import html
 from enum import IntEnum
 from pathlib import Path
 
-import shiboken6
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSettings, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
@@ -23,10 +22,10 @@ from PySide6.QtWidgets import (
 from ..engine.templates import fallback_name
 from ..library import scan
 from ..library.scan import ModelEntry
+from ..newest import NewestWins
+from ..settings import Settings
 from .background import run_in_background
 
-EXTRA_FOLDERS_KEY = "models/extra_folders"
-EXTRA_FILES_KEY = "models/extra_files"
 ERROR_COLOR = "#c62828"
 
 
@@ -217,7 +216,7 @@ class ModelPicker(QWidget):
     """Lists the models found in Hearth's folders, the Hugging Face cache and the user's picks.
 
     It scans once when created and again on Rescan or after a file or folder is added or
-    removed. The files and folders the user adds are kept in the QSettings given to it; removing
+    removed. The files and folders the user adds are kept in the Settings given to it; removing
     one takes it off the list and leaves the disk alone.
 
     Signals:
@@ -230,10 +229,10 @@ class ModelPicker(QWidget):
     loadCancelRequested = Signal()
     scanFinished = Signal()
 
-    def __init__(self, settings: QSettings, parent=None):
+    def __init__(self, settings: Settings, parent=None):
         super().__init__(parent)
         self._settings = settings
-        self._scan_generation = 0
+        self._scans = NewestWins()
         self._select_after_scan: Path | None = None
         self._loading = False
 
@@ -326,18 +325,16 @@ class ModelPicker(QWidget):
 
     def rescan(self) -> None:
         """Read the folders again on the thread pool; only the newest scan's result is shown."""
-        self._scan_generation += 1
-        generation = self._scan_generation
-        extra_folders = [Path(p) for p in _string_list(self._settings, EXTRA_FOLDERS_KEY)]
-        extra_files = [Path(p) for p in _string_list(self._settings, EXTRA_FILES_KEY)]
+        ticket = self._scans.begin()
+        extra_folders, extra_files = self._settings.extra_folders, self._settings.extra_files
         self.status_label.setText("Looking for models…")
         self.rescan_button.setEnabled(False)
 
         def done(entries, error):
-            if shiboken6.isValid(self) and generation == self._scan_generation:
+            if self._scans.finish(ticket):
                 self._on_scanned(entries or [], error)
 
-        run_in_background(lambda: scan.scan(scan.model_folders(extra_folders), extra_files), done)
+        run_in_background(lambda: scan.scan(scan.model_folders(extra_folders), extra_files), done, self)
 
     def _on_scanned(self, entries: list[ModelEntry], error: Exception | None) -> None:
         selected = self._select_after_scan or self._selected_path()
@@ -375,7 +372,7 @@ class ModelPicker(QWidget):
         if added is None:
             self.remove_button.setToolTip("Only files and folders you added can be removed from the list")
         else:
-            what = "this file" if added[0] == EXTRA_FILES_KEY else f"the folder {added[1]}"
+            what = "this file" if added == entry.path else f"the folder {added}"
             self.remove_button.setToolTip(f"Stop listing {what}; nothing is deleted from the disk")
         if entry is None:
             self.details.clear()
@@ -437,44 +434,30 @@ class ModelPicker(QWidget):
 
     def add_model_file_path(self, path: Path) -> None:
         """Remember one file (not its folder), rescan, and select it when it appears."""
-        self._remember(EXTRA_FILES_KEY, Path(path))
+        if Path(path) not in self._settings.extra_files:
+            self._settings.extra_files = [*self._settings.extra_files, Path(path)]
         self._select_after_scan = Path(path)
         self.rescan()
 
     def add_folder_path(self, path: Path) -> None:
         """Remember a folder to scan from now on, and rescan."""
-        self._remember(EXTRA_FOLDERS_KEY, Path(path))
+        if Path(path) not in self._settings.extra_folders:
+            self._settings.extra_folders = [*self._settings.extra_folders, Path(path)]
         self.rescan()
-
-    def _remember(self, key: str, path: Path) -> None:
-        stored = _string_list(self._settings, key)
-        if str(path) not in stored:
-            self._settings.setValue(key, stored + [str(path)])
 
     # --- removing what was added ----------------------------------------------------------------
 
-    def _added_by_user(self, path: Path) -> tuple[str, str] | None:
-        """(settings key, stored path) of the added file or folder that lists `path`, if any."""
-        if str(path) in _string_list(self._settings, EXTRA_FILES_KEY):
-            return EXTRA_FILES_KEY, str(path)
-        for folder in _string_list(self._settings, EXTRA_FOLDERS_KEY):
-            if path.is_relative_to(folder):
-                return EXTRA_FOLDERS_KEY, folder
-        return None
+    def _added_by_user(self, path: Path) -> Path | None:
+        """The added file, or the added folder, that lists `path`, if any."""
+        if path in self._settings.extra_files:
+            return path
+        return next((folder for folder in self._settings.extra_folders if path.is_relative_to(folder)), None)
 
     def _remove_selected(self) -> None:
         """Forget the added file or folder behind the selection; a model loaded from it stays."""
         path = self._selected_path()
         added = self._added_by_user(path) if path else None
         if added is not None:
-            key, stored = added
-            self._settings.setValue(key, [p for p in _string_list(self._settings, key) if p != stored])
+            self._settings.extra_files = [p for p in self._settings.extra_files if p != added]
+            self._settings.extra_folders = [p for p in self._settings.extra_folders if p != added]
             self.rescan()
-
-
-def _string_list(settings: QSettings, key: str) -> list[str]:
-    """A list setting; INI files hand back one item as a plain string and none as nothing."""
-    value = settings.value(key, [])
-    if isinstance(value, str):
-        return [value] if value else []
-    return [str(item) for item in value or []]

@@ -1,32 +1,30 @@
 """The right panel's Parameters page: how replies are sampled, and the loaded model's settings.
 
-Every control's range is the range `SamplingParams` accepts, so the panel cannot produce
-parameters the engine would reject. Everything here is remembered per model (by file name)
-in the QSettings given to `load_for_model`, because a good temperature or system prompt for
-one model is rarely right for another.
+A view of the `ModelSession`: it shows the current model's `ModelSettings` and hands every
+change the user makes to the session, which keeps it (per model) and applies it; the session's
+settingsChanged signal brings the values back here. The panel stores nothing itself.
 
-Only changes the user makes emit signals and are saved; `set_params` and `load_for_model`
-change the controls silently, since whoever calls them already knows the new values.
+Every control's range comes from `sampling.BOUNDS`, the ranges `SamplingParams` accepts, so
+the panel cannot produce parameters the engine would reject.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
     QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget,
 )
 
 from ..engine.modelfile import ModelInfo
-from ..engine.sampling import PRESETS, SamplingParams
+from ..engine.sampling import BOUNDS, PRESETS, SamplingParams
 from ..engine.templates import fallback_name
+from ..engine.types import ModelDescription, ModelSettings
+from ..model_session import ModelSession
+from .stop_strings import format_stop_strings, parse_stop_strings
 from .template_editor import TemplateEditor
-
-log = logging.getLogger(__name__)
 
 CUSTOM = "Custom"
 # What a preset decides. Reply length, stop strings, the seed and logit biases are the
@@ -39,7 +37,6 @@ PRESET_TIPS = {
     "Creative": "More varied, surprising wording. For brainstorming and fiction.",
     CUSTOM: "Your own settings (any change to the values below).",
 }
-SEED_MAX = 2**32 - 1
 MAX_CONTEXT = 1 << 20  # when the file does not say how long its context is
 MAX_GPU_LAYERS = 999  # when the file does not say how many layers it has
 MAX_CPU_THREADS = os.cpu_count() or 64  # more threads than CPUs only slows llama.cpp down
@@ -47,101 +44,15 @@ NO_GPU_REASON = "This build of llama.cpp has no GPU offload, so the model runs o
 RELOAD_NOTICE = "Takes effect when the model is reloaded."
 
 
-def format_stop_strings(stops: tuple[str, ...]) -> str:
-    """The stop-string field's text: comma-separated, with backslash escapes (see parse)."""
-    return ", ".join(_escape_stop(stop) for stop in stops)
-
-
-def _escape_stop(stop: str) -> str:
-    text = stop.replace("\\", "\\\\").replace(",", "\\,").replace("\n", "\\n").replace("\t", "\\t")
-    # Spaces at the ends would be trimmed as separator padding, so they are spelled \s.
-    core = text.strip(" ")
-    lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
-    return "\\s" * lead + core + "\\s" * trail if core else "\\s" * len(text)
-
-
-def parse_stop_strings(text: str) -> tuple[str, ...]:
-    """Split on commas; `\\n` is a line break, `\\t` a tab, `\\s` a space, `\\,` a comma,
-    `\\\\` a backslash. Unescaped spaces around each item are trimmed; empty items dropped."""
-    escapes = {"n": "\n", "t": "\t", "s": " ", ",": ",", "\\": "\\"}
-    items: list[list[tuple[str, bool]]] = [[]]  # characters, with whether each was escaped
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text) and text[index + 1] in escapes:
-            items[-1].append((escapes[text[index + 1]], True))
-            index += 2
-            continue
-        if char == ",":
-            items.append([])
-        else:
-            items[-1].append((char, False))
-        index += 1
-    stops = []
-    for chars in items:
-        while chars and not chars[0][1] and chars[0][0].isspace():
-            chars.pop(0)
-        while chars and not chars[-1][1] and chars[-1][0].isspace():
-            chars.pop()
-        if chars:
-            stops.append("".join(char for char, _ in chars))
-    return tuple(stops)
-
-
-def read_model_settings(settings: QSettings, key: str) -> dict:
-    """What is stored for one model, with defaults for whatever is not.
-
-    Keys: sampling (SamplingParams), system_prompt (str), n_ctx (int, or None for the
-    engine's automatic choice), gpu_layers (int, -1 for all), cpu_threads (int, or None for
-    the engine's choice), template_override (str or None).
-    """
-    settings.beginGroup(_group(key))
-    try:
-        sampling = SamplingParams()
-        stored = settings.value("sampling")
-        if stored:
-            try:
-                sampling = SamplingParams.from_dict(json.loads(stored))
-            except (ValueError, TypeError) as exc:  # a hand-edited or older file: defaults
-                log.warning("ignoring stored sampling parameters for %s: %s", key, exc)
-        return {
-            "sampling": sampling,
-            "system_prompt": str(settings.value("system_prompt", "") or ""),
-            "n_ctx": int(settings.value("n_ctx", 0) or 0) or None,
-            "gpu_layers": int(settings.value("gpu_layers", -1)),
-            "cpu_threads": int(settings.value("cpu_threads", 0) or 0) or None,
-            "template_override": settings.value("template_override") or None,
-        }
-    finally:
-        settings.endGroup()
-
-
-def _group(key: str) -> str:
-    # QSettings treats "/" and "\" as group separators; a file name has neither on its own.
-    return "model_settings/" + key.replace("/", "_").replace("\\", "_")
-
-
 class ParametersPanel(QWidget):
-    """Sampling parameters, a preset picker, and the loaded model's own settings.
+    """Sampling parameters, a preset picker, and the loaded model's own settings."""
 
-    Signals:
-        paramsChanged(SamplingParams): the user changed sampling; it applies to the next reply.
-        modelSettingsChanged(dict): the user changed the system prompt, context length, GPU
-            layers, CPU threads or chat template; the dict is `model_settings()`.
-        reloadRequested(): "Reload now", after a change that needs the model reloaded.
-    """
-
-    paramsChanged = Signal(object)
-    modelSettingsChanged = Signal(dict)
-    reloadRequested = Signal()
-
-    def __init__(self, parent=None):
+    def __init__(self, models: ModelSession, parent=None):
         super().__init__(parent)
+        self._models = models
         self._updating = False  # set while controls are filled in by code, not by the user
-        self._key: str | None = None
-        self._settings: QSettings | None = None
+        self._handing_over = False  # set while the user's edit goes to the session
         self._info: ModelInfo | None = None
-        self._loaded_with: tuple[int, int, int] | None = None  # the loaded model's (n_ctx, GPU layers, threads)
         self._template_override: str | None = None
         self._logit_bias: dict[int, float] = {}
 
@@ -169,8 +80,11 @@ class ParametersPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
 
-        self.set_params(SamplingParams())
-        self._show_model(None)
+        self.show_settings(models.settings)
+        self._show_model(models.current)
+        models.modelLoaded.connect(self._show_model)
+        models.settingsChanged.connect(self.show_settings)
+        models.reloadNeededChanged.connect(self.reload_notice.setVisible)
 
     # --- construction ----------------------------------------------------------------------------
 
@@ -179,16 +93,15 @@ class ParametersPanel(QWidget):
         for index, name in enumerate([*PRESETS, CUSTOM]):
             self.preset.addItem(name)
             self.preset.setItemData(index, PRESET_TIPS[name], Qt.ToolTipRole)
-        self.temperature = _double(0.0, 5.0, 0.05)
-        self.top_k = _int(0, 100_000, 5, off_at_zero=True)
-        # top-p must stay above 0 (0 would keep no words at all), so its floor is one step.
-        self.top_p = _double(0.01, 1.0, 0.01)
-        self.min_p = _double(0.0, 1.0, 0.01, off_at_zero=True)
-        self.repeat_penalty = _double(0.01, 5.0, 0.05)
-        self.repeat_last_n = _int(0, 1_000_000, 16, off_at_zero=True)
+        self.temperature = _sampling_spin("temperature")
+        self.top_k = _sampling_spin("top_k")
+        self.top_p = _sampling_spin("top_p")
+        self.min_p = _sampling_spin("min_p")
+        self.repeat_penalty = _sampling_spin("repeat_penalty")
+        self.repeat_last_n = _sampling_spin("repeat_last_n")
         self.repeat_last_n.setSuffix(" tokens")
-        self.presence_penalty = _double(-2.0, 2.0, 0.1)
-        self.frequency_penalty = _double(-2.0, 2.0, 0.1)
+        self.presence_penalty = _sampling_spin("presence_penalty")
+        self.frequency_penalty = _sampling_spin("frequency_penalty")
 
         self.sampling_box = QGroupBox("Sampling")
         form = _form(self.sampling_box)
@@ -224,7 +137,7 @@ class ParametersPanel(QWidget):
             spin.valueChanged.connect(self._on_params_edited)
 
     def _build_reply(self) -> None:
-        self.max_tokens = _int(1, 10_000_000, 256)
+        self.max_tokens = _sampling_spin("max_tokens")
         self.max_tokens.setSuffix(" tokens")
         self.stop = QLineEdit()
         self.stop.setPlaceholderText("none (the model decides)")
@@ -232,7 +145,7 @@ class ParametersPanel(QWidget):
         # A seed is 0…2³²−1, beyond a QSpinBox's 32-bit signed range; a double holds it exactly.
         self.seed = QDoubleSpinBox()
         self.seed.setDecimals(0)
-        self.seed.setRange(0, SEED_MAX)
+        self.seed.setRange(BOUNDS["seed"].low, BOUNDS["seed"].high)
         self.seed.setKeyboardTracking(False)
         self.seed.setEnabled(False)
         seed_row = QWidget()
@@ -339,7 +252,7 @@ class ParametersPanel(QWidget):
         self.gpu_layers.valueChanged.connect(self._on_model_edited)
         self.cpu_threads.valueChanged.connect(self._on_model_edited)
         self.template_button.clicked.connect(self.edit_template)
-        self.reload_button.clicked.connect(self.reloadRequested)
+        self.reload_button.clicked.connect(self._models.reload)
 
     def _row(self, form: QFormLayout, label: str, field: QWidget, tip: str) -> None:
         """A labelled row whose label and field both explain themselves on hover."""
@@ -407,61 +320,63 @@ class ParametersPanel(QWidget):
         if self._updating:
             return
         self._show_preset()
-        self._save()
-        self.paramsChanged.emit(self.params())
+        self._hand_over()
 
     # --- the model's settings ------------------------------------------------------------------
 
     def system_prompt(self) -> str:
         return self.system_prompt_edit.toPlainText()
 
-    def model_settings(self) -> dict:
-        """system_prompt, n_ctx (None: automatic), gpu_layers (-1: all), cpu_threads (None:
-        automatic), template_override."""
-        return {
-            "system_prompt": self.system_prompt(),
-            "n_ctx": self.n_ctx.value() or None,
-            "gpu_layers": self.gpu_layers.value(),
-            "cpu_threads": self.cpu_threads.value() or None,
-            "template_override": self._template_override,
-        }
+    def model_settings(self) -> ModelSettings:
+        """The settings the controls show."""
+        return ModelSettings(
+            sampling=self.params(),
+            system_prompt=self.system_prompt(),
+            n_ctx=self.n_ctx.value() or None,
+            gpu_layers=None if self.gpu_layers.value() < 0 else self.gpu_layers.value(),
+            cpu_threads=self.cpu_threads.value() or None,
+            template_override=self._template_override,
+        )
+
+    def show_settings(self, settings: ModelSettings) -> None:
+        """Fill the controls in (silently: the session already knows these values). The echo of
+        the user's own edit is skipped, or a half-typed stop string would be reformatted under
+        the cursor."""
+        if self._handing_over:
+            return
+        self._updating = True
+        try:
+            self.system_prompt_edit.setPlainText(settings.system_prompt)
+            self.n_ctx.setValue(settings.n_ctx or 0)
+            self.gpu_layers.setValue(-1 if settings.gpu_layers is None else settings.gpu_layers)
+            self.cpu_threads.setValue(settings.cpu_threads or 0)
+            self._template_override = settings.template_override
+        finally:
+            self._updating = False
+        self.set_params(settings.sampling)
+        self.template_label.setText(self._template_description())
 
     def set_gpu_available(self, available: bool) -> None:
         """Without GPU offload the layer count means nothing, so it is off and says why."""
         self.gpu_layers.setEnabled(available)
         self.gpu_reason.setVisible(not available)
 
-    def load_for_model(self, key: str, settings: QSettings, info: ModelInfo | None = None) -> None:
-        """Show the settings stored for this model (key: its file name) and save changes there.
-
-        Call it once the model is loaded: the context length, GPU layers and threads shown
-        then are the ones it runs with, and changing them offers a reload. `info` sets the ranges
-        (the model's context length and layer count) and the template editor's defaults.
-        """
-        self._key, self._settings, self._info = key, settings, info
-        stored = read_model_settings(settings, key)
+    def _show_model(self, description: ModelDescription | None) -> None:
+        """The loaded model's name, and the ranges its file allows (its context length and
+        layer count); the template editor starts from its template."""
+        info = self._info = description.info if description else None
         self._updating = True
         try:
             self.n_ctx.setMaximum(info.context_length if info and info.context_length else MAX_CONTEXT)
             # block_count repeating layers, plus the output layer llama.cpp also offloads.
             self.gpu_layers.setMaximum(info.block_count + 1 if info and info.block_count else MAX_GPU_LAYERS)
-            self.system_prompt_edit.setPlainText(stored["system_prompt"])
-            self.n_ctx.setValue(stored["n_ctx"] or 0)
-            self.gpu_layers.setValue(stored["gpu_layers"])
-            self.cpu_threads.setValue(stored["cpu_threads"] or 0)
-            self._template_override = stored["template_override"]
         finally:
             self._updating = False
-        self.set_params(stored["sampling"])
-        self._loaded_with = self._load_settings()
-        self.reload_notice.hide()
-        self._show_model(key)
-
-    def _show_model(self, key: str | None) -> None:
-        self.model_name.setText(key or "No model loaded")
-        self.model_name.setToolTip(key or "")
-        self.model_box.setEnabled(key is not None)
-        self.template_button.setEnabled(self._info is not None)
+        name = description.record_name if description else None
+        self.model_name.setText(name or "No model loaded")
+        self.model_name.setToolTip(name or "")
+        self.model_box.setEnabled(description is not None)
+        self.template_button.setEnabled(info is not None)
         self.template_label.setText(self._template_description())
 
     def _template_description(self) -> str:
@@ -474,16 +389,16 @@ class ParametersPanel(QWidget):
         return f"“{fallback_name(self._info)}” fallback (none in the file)"
 
     def _on_model_edited(self) -> None:
-        if self._updating:
-            return
-        changed = self._loaded_with is not None and self._loaded_with != self._load_settings()
-        self.reload_notice.setVisible(changed)
-        self._save()
-        self.modelSettingsChanged.emit(self.model_settings())
+        if not self._updating:
+            self._hand_over()
 
-    def _load_settings(self) -> tuple[int, int, int]:
-        """The settings that take effect only when the model is loaded."""
-        return self.n_ctx.value(), self.gpu_layers.value(), self.cpu_threads.value()
+    def _hand_over(self) -> None:
+        """Give the user's edit to the session, which keeps and applies it."""
+        self._handing_over = True
+        try:
+            self._models.update_settings(self.model_settings())
+        finally:
+            self._handing_over = False
 
     def edit_template(self) -> TemplateEditor | None:
         """Open the chat-template editor for the loaded model (non-modal); returns it."""
@@ -497,45 +412,36 @@ class ParametersPanel(QWidget):
 
     def _set_template_override(self, override: str | None) -> None:
         self._template_override = override
-        self._show_model(self._key)
+        self.template_label.setText(self._template_description())
         self._on_model_edited()
 
-    def _save(self) -> None:
-        if self._settings is None or self._key is None:
-            return
-        settings = self._settings
-        settings.beginGroup(_group(self._key))
-        settings.setValue("sampling", json.dumps(self.params().to_dict()))
-        settings.setValue("system_prompt", self.system_prompt())
-        settings.setValue("n_ctx", self.n_ctx.value())
-        settings.setValue("gpu_layers", self.gpu_layers.value())
-        settings.setValue("cpu_threads", self.cpu_threads.value())
-        if self._template_override:
-            settings.setValue("template_override", self._template_override)
-        else:
-            settings.remove("template_override")
-        settings.endGroup()
 
-
-def _double(low: float, high: float, step: float, off_at_zero: bool = False) -> QDoubleSpinBox:
-    spin = QDoubleSpinBox()
-    spin.setRange(low, high)
-    spin.setSingleStep(step)
-    spin.setDecimals(2)
+def _sampling_spin(name: str) -> QSpinBox | QDoubleSpinBox:
+    """A control for one sampling parameter, with exactly the range SamplingParams accepts."""
+    bounds = BOUNDS[name]
+    if bounds.whole:
+        spin = QSpinBox()
+        spin.setGroupSeparatorShown(True)
+    else:
+        spin = QDoubleSpinBox()
+        spin.setDecimals(2)
+    # A bound the parameter may not reach (top-p of 0 keeps no words at all) starts one
+    # displayed step above it.
+    low = bounds.low + (10 ** -spin.decimals() if bounds.low_open and not bounds.whole else int(bounds.low_open))
+    spin.setRange(low, bounds.high)
+    spin.setSingleStep(bounds.step)
     spin.setKeyboardTracking(False)  # one change when the typed number is complete, not per digit
-    if off_at_zero:
+    if bounds.off_at_zero:
         spin.setSpecialValueText("Off")
     return spin
 
 
-def _int(low: int, high: int, step: int, off_at_zero: bool = False) -> QSpinBox:
+def _int(low: int, high: int, step: int) -> QSpinBox:
     spin = QSpinBox()
     spin.setRange(low, high)
     spin.setSingleStep(step)
     spin.setKeyboardTracking(False)
     spin.setGroupSeparatorShown(True)
-    if off_at_zero:
-        spin.setSpecialValueText("Off")
     return spin
 
 

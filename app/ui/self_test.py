@@ -49,6 +49,12 @@ def wait_for(signal, timeout_s: float, what: str, trigger=None, accept=lambda *a
     return received[0]
 
 
+def set_sampling(models, **changes) -> None:
+    """Change the current model's sampling as the parameters panel would."""
+    settings = models.settings
+    models.update_settings(settings.with_changes(sampling=settings.sampling.with_changes(**changes)))
+
+
 class SelfTest:
     def __init__(self, window, screenshot: str | None):
         self.window = window
@@ -65,21 +71,21 @@ class SelfTest:
         return 0
 
     def _steps(self) -> str:
-        window, bridge, session = self.window, self.window.bridge, self.window.session
+        window, models, session = self.window, self.window.models, self.window.session
         # 1. The window is open on the default model.
-        if bridge.loaded is None:
-            outcome = wait_for(bridge.loadFinished, LOAD_TIMEOUT_S, "the default model to load")
-            if bridge.loaded is None:
+        if models.current is None:
+            outcome = wait_for(models.loadFinished, LOAD_TIMEOUT_S, "the default model to load")
+            if models.current is None:
                 raise SelfTestFailed(f"the model did not load: {outcome[0]}")
-        loaded = bridge.loaded
-        window.parameters.set_params(window.parameters.params().with_changes(max_tokens=48, seed=7))
+        loaded = models.current
+        set_sampling(models, max_tokens=48, seed=7)
 
         # 2. A real reply streams into the view.
         chunks = []
         session.replyChunk.connect(chunks.append)
         window.composer.edit.setPlainText("Write one friendly sentence about a warm fireplace.")
-        _, first_text, first_stats, first_status = wait_for(
-            session.replyFinished, REPLY_TIMEOUT_S, "the first reply", trigger=window.composer._submit)
+        (first,) = wait_for(session.replyFinished, REPLY_TIMEOUT_S, "the first reply", trigger=window.composer._submit)
+        first_text, first_stats, first_status = first.text, first.stats, first.status
         session.replyChunk.disconnect(chunks.append)
         if first_status != "complete" or not first_text.strip():
             raise SelfTestFailed(f"the first reply ended as {first_status!r} with {len(first_text)} characters")
@@ -89,14 +95,15 @@ class SelfTest:
             raise SelfTestFailed("the reply is not shown in the chat view")
 
         # 3. A second reply is stopped mid-stream.
-        window.parameters.set_params(window.parameters.params().with_changes(max_tokens=400))
+        set_sampling(models, max_tokens=400)
         window.composer.edit.setPlainText("Now tell me a very long story about the sea.")
         session.replyChunk.connect(lambda _text: session.stop())
-        _, second_text, second_stats, second_status = wait_for(
+        (second,) = wait_for(
             session.replyFinished, REPLY_TIMEOUT_S, "the stopped reply", trigger=window.composer._submit)
-        if second_status != "cancelled" or second_stats.get("stop_reason") != "cancelled":
+        second_text, second_stats, second_status = second.text, second.stats, second.status
+        if second_status != "cancelled" or second_stats.stop_reason != "cancelled":
             raise SelfTestFailed(f"the second reply was not stopped (status {second_status!r})")
-        if not 0 < second_stats.get("completion_tokens", 0) < 400:
+        if not 0 < second_stats.completion_tokens < 400:
             raise SelfTestFailed("the stopped reply kept no text")
 
         # 4. Both replies are in the database when it is opened afresh.
@@ -116,7 +123,7 @@ class SelfTest:
             if not window.grab().save(self.screenshot):
                 raise SelfTestFailed(f"could not save the screenshot to {self.screenshot}")
         return (
-            f"{loaded.info.name} on {loaded.device.describe()}, reply of {first_stats['completion_tokens']} tokens "
-            f"at {first_stats['tokens_per_s']:.1f} tok/s, stopped reply kept {second_stats['completion_tokens']} tokens"
+            f"{loaded.name} on {loaded.device.describe()}, reply of {first_stats.completion_tokens} tokens "
+            f"at {first_stats.tokens_per_s:.1f} tok/s, stopped reply kept {second_stats.completion_tokens} tokens"
         )
 

@@ -10,7 +10,8 @@ import pytest
 
 from app.engine.context import REFILL_FRACTION, ContextFullError
 from app.engine.devices import cpu_threads
-from app.engine.generator import Engine, LoadOptions, ReplyStats
+from app.engine.generator import Engine
+from app.engine.types import LoadOptions, ReplyStats
 from app.engine.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=24)
@@ -227,7 +228,7 @@ def test_gpu_offload_is_requested_when_the_build_supports_it(gemma_path, monkeyp
 
 
 def test_device_matches_the_build(engine):
-    from app.engine.generator import supports_gpu_offload
+    from app.engine.devices import supports_gpu_offload
 
     if supports_gpu_offload():
         assert engine.device.backend == "CUDA" and engine.device.gpu_layers == engine.device.total_layers

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import make_tiny_models as tiny
-from app.engine.generator import Engine, LoadOptions
+from app.engine.generator import Engine
+from app.engine.types import LoadOptions
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -20,7 +20,8 @@ import itertools
 import pytest
 
 import make_tiny_models as tiny
-from app.engine.generator import Engine, LoadOptions, ReplyStats
+from app.engine.generator import Engine
+from app.engine.types import LoadOptions, ReplyStats
 from app.engine.modelfile import END_OF_TURN_TEXTS, inspect_model
 from app.engine.sampling import SamplingParams
 from app.engine.templates import ChatTemplate, fallback_name, template_for

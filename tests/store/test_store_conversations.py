@@ -3,6 +3,7 @@ from contextlib import closing
 
 import pytest
 
+from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import ConversationStore, StoreError, auto_title
 
 
@@ -88,7 +89,7 @@ def test_messages_in_order_with_params_and_model(store):
         (2, "assistant", "hi!"),
     ]
     assert messages[2].params == {"temperature": 0.2, "stop": ["\n"]}
-    assert messages[2].model == "tiny.gguf" and messages[0].params == {} and messages[0].stats == {}
+    assert messages[2].model == "tiny.gguf" and messages[0].params == {} and messages[0].stats is None
     assert store.get_conversation(cid).model == "tiny.gguf"
 
 
@@ -137,8 +138,9 @@ def test_streaming_reply_partial_updates_then_finish(store):
         reply = store.messages(cid)[-1]
         assert (reply.content, reply.status) == (text, "streaming")
 
-    stats = {"prompt_tokens": 5, "completion_tokens": 3, "ttft_s": 0.05, "tokens_per_s": 60.0, "stop_reason": "eos"}
-    store.finish_message(mid, "1 2 3 4", stats, "complete")
+    stats = ReplyStats(prompt_tokens=5, completion_tokens=3, ttft_s=0.05, tokens_per_s=60.0,
+                       stop_reason=StopReason.END_OF_TURN)
+    store.finish_message(mid, "1 2 3 4", stats, ReplyStatus.COMPLETE)
     reply = store.messages(cid)[-1]
     assert (reply.content, reply.status, reply.stats, reply.params) == ("1 2 3 4", "complete", stats, {"seed": 1})
     assert store.get_conversation(cid).updated_at == reply.updated_at
@@ -155,8 +157,8 @@ def test_finish_rejects_streaming_as_final_status(store):
     cid = store.create_conversation()
     mid = store.add_message(cid, "assistant", "", status="streaming")
     with pytest.raises(StoreError):
-        store.finish_message(mid, "x", {}, "streaming")
-    store.finish_message(mid, "partial", {"stop_reason": "user"}, "cancelled")
+        store.finish_message(mid, "x", ReplyStats(), ReplyStatus.STREAMING)
+    store.finish_message(mid, "partial", ReplyStats(stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED)
     assert store.messages(cid)[0].status == "cancelled"
 
 
@@ -213,4 +215,5 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(store, db_path):
     store.close()
     with ConversationStore(db_path) as reopened:
         (reply,) = reopened.messages(cid)
-    assert (reply.content, reply.status, reply.stats) == ("half a rep", "cancelled", {"stop_reason": "interrupted"})
+    assert (reply.content, reply.status, reply.stats) == (
+        "half a rep", "cancelled", ReplyStats(stop_reason=StopReason.INTERRUPTED))

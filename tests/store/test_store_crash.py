@@ -46,5 +46,5 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(db_path):
         user, reply = store.messages(conversation.id)
     assert user.content == "Tell me a story about a lighthouse"
     assert (reply.content, reply.status) == ("Once upon a time, a keeper", "cancelled")
-    assert reply.stats["stop_reason"] == "interrupted"
+    assert reply.stats.stop_reason == "interrupted"
     assert (reply.model, reply.params) == ("tiny.gguf", {"seed": 7})

@@ -2,9 +2,10 @@ import json
 
 import pytest
 
+from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import StoreError
 
-STATS = {"prompt_tokens": 12, "completion_tokens": 34, "ttft_s": 0.25, "tokens_per_s": 41.26, "stop_reason": "eos"}
+STATS = ReplyStats(prompt_tokens=12, completion_tokens=34, ttft_s=0.25, tokens_per_s=41.26, stop_reason=StopReason.END_OF_TURN)
 PARAMS = {"temperature": 0.7, "top_k": 40, "stop": ["</s>"], "seed": None}
 
 
@@ -15,7 +16,7 @@ def chat(store):
     mid = store.add_message(cid, "assistant", "", model="tiny-q4.gguf", params=PARAMS, status="streaming")
     store.finish_message(mid, "Green, *gently* brewed.", STATS)
     cut = store.add_message(cid, "assistant", "", model="tiny-q4.gguf", status="streaming")
-    store.finish_message(cut, "Black tea is", {"stop_reason": "user"}, "cancelled")
+    store.finish_message(cut, "Black tea is", ReplyStats(stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED)
     return cid
 
 
@@ -41,7 +42,7 @@ def test_json_export(store, chat):
     assert data["conversation"]["system_prompt"] == "Answer briefly."
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "assistant"]
     reply = data["messages"][1]
-    assert (reply["params"], reply["stats"], reply["status"]) == (PARAMS, STATS, "complete")
+    assert (reply["params"], reply["stats"], reply["status"]) == (PARAMS, STATS.to_dict(), "complete")
     assert data["messages"][2]["status"] == "cancelled"
     json.dumps(data)  # ready to write to a file
 
@@ -79,7 +80,7 @@ def test_import_normalises_timestamps_and_unfinished_replies(store):
     assert (conversation.model, conversation.system_prompt) == (None, "")
     user, reply = store.messages(conversation.id)
     assert user.created_at == "2024-03-01T10:00:00.000000+00:00"
-    assert (user.params, user.stats, user.status) == ({}, {}, "complete")
+    assert (user.params, user.stats, user.status) == ({}, None, "complete")
     assert reply.status == "cancelled"
 
 

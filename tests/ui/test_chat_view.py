@@ -9,12 +9,14 @@ from PySide6.QtCore import QObject, QPoint, Qt, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QApplication, QTextBrowser
 
-from app.ui.chat_view import FLUSH_INTERVAL_MS, HISTORY_SHOWN_CHARS, ChatView, MessageView
+from app.engine.types import ReplyStats, ReplyStatus, StopReason
+from app.ui.chat_view import HISTORY_SHOWN_CHARS, ChatView, MessageView, stats_text
 from app.ui.markdown_render import BlockSplitter
+from app.ui.streaming_reply import FLUSH_INTERVAL_MS
 
 WAIT_MS = FLUSH_INTERVAL_MS * 20
 
-REPLY_STATS = {"completion_tokens": 128, "tokens_per_s": 34.5, "stop_reason": "end_of_turn", "ttft_s": 0.21}
+REPLY_STATS = ReplyStats(completion_tokens=128, tokens_per_s=34.5, stop_reason=StopReason.END_OF_TURN, ttft_s=0.21)
 
 
 @pytest.fixture
@@ -90,7 +92,7 @@ def test_a_thousand_chunks_end_as_exactly_the_streamed_text(view, qtbot):
         view.append_text(chunk)
     qtbot.waitUntil(lambda: view.text_of_reply() == expected, timeout=WAIT_MS)
 
-    view.finish_reply(expected, REPLY_STATS, "complete")
+    view.finish_reply(expected, REPLY_STATS, ReplyStatus.COMPLETE)
     assert view.text_of_reply() == expected.rstrip()  # Markdown drops the trailing space
 
 
@@ -134,7 +136,7 @@ def test_a_streamed_reply_shows_what_the_same_reply_shows_rendered_whole(view, q
     )
     view.begin_reply(1)
     stream(qtbot, view, [reply[i : i + 3] for i in range(0, len(reply), 3)])
-    view.finish_reply(reply, REPLY_STATS, "complete")
+    view.finish_reply(reply, REPLY_STATS, ReplyStatus.COMPLETE)
 
     whole = ChatView()
     qtbot.addWidget(whole)
@@ -165,7 +167,7 @@ def test_a_streamed_reasoning_section_ends_as_the_same_reply_rendered_whole(view
     # Still streaming, as plain text, but under the caption it will have, without the tag.
     assert view.text_of_reply().startswith("Thinking\nThe user asks about **deltas**.")
     stream(qtbot, view, [THINKING_REPLY[i : i + 4] for i in range(40, len(THINKING_REPLY), 4)])
-    view.finish_reply(THINKING_REPLY, REPLY_STATS, "complete")
+    view.finish_reply(THINKING_REPLY, REPLY_STATS, ReplyStatus.COMPLETE)
 
     whole = ChatView()
     qtbot.addWidget(whole)
@@ -194,21 +196,21 @@ def test_prompt_progress_stands_where_the_reply_will_be_until_its_text_arrives(v
     assert view.text_of_reply() == "The answer" and "Reading the conversation" not in plain_text(view)
     view.show_prompt_progress(1_300, 1_300)  # late: the reply has begun, nothing changes
     assert view.text_of_reply() == "The answer"
-    view.finish_reply("The answer", REPLY_STATS, "complete")
+    view.finish_reply("The answer", REPLY_STATS, ReplyStatus.COMPLETE)
     assert view.text_of_reply() == "The answer"
 
 
 def test_a_reply_stopped_while_the_prompt_is_read_leaves_no_note(view):
     view.begin_reply(1)
     view.show_prompt_progress(512, 4_000)
-    view.finish_reply("", {"completion_tokens": 0, "stop_reason": "cancelled"}, "cancelled")
+    view.finish_reply("", ReplyStats(completion_tokens=0, stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED)
     assert "Reading the conversation" not in plain_text(view)
 
 
 def test_finish_renders_the_authoritative_text_when_it_differs(view, qtbot):
     view.begin_reply(1)
     stream(qtbot, view, ["Hello wor", "ld<|im_e"])
-    view.finish_reply("Hello **world**", {}, "complete")
+    view.finish_reply("Hello **world**", None, ReplyStatus.COMPLETE)
     assert view.text_of_reply() == "Hello world"
     assert "<|im_e" not in plain_text(view)
 
@@ -217,13 +219,27 @@ def test_finish_shows_the_reply_stats_in_words(view):
     view.begin_reply(1)
     view.append_text("Hi")
     assert view.is_streaming()
-    view.finish_reply("Hi", REPLY_STATS, "complete")
+    view.finish_reply("Hi", REPLY_STATS, ReplyStatus.COMPLETE)
     assert not view.is_streaming()
     assert "128 tokens · 34.5 tok/s · first token 0.21 s · end of turn" in plain_text(view)
 
     view.begin_reply(2)
-    view.finish_reply("Cut sh", {"completion_tokens": 1, "stop_reason": "cancelled"}, "cancelled")
+    view.finish_reply("Cut sh", ReplyStats(completion_tokens=1, stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED)
     assert "1 token · stopped" in plain_text(view)
+
+
+@pytest.mark.parametrize("stats, status, words", [
+    (ReplyStats(completion_tokens=3, stop_reason=StopReason.LENGTH), ReplyStatus.COMPLETE, "3 tokens · length limit"),
+    (ReplyStats(completion_tokens=2, stop_reason=StopReason.STOP_STRING), ReplyStatus.COMPLETE, "2 tokens · stop string"),
+    (ReplyStats(completion_tokens=5, stop_reason=StopReason.INTERRUPTED), ReplyStatus.CANCELLED, "5 tokens · interrupted"),
+    # No stop reason (an imported record) or nothing measured: the status says how it ended.
+    (ReplyStats(completion_tokens=3, stop_reason=None), ReplyStatus.CANCELLED, "3 tokens · stopped"),
+    (None, ReplyStatus.CANCELLED, "stopped"),
+    (None, ReplyStatus.ERROR, "error"),
+    (None, ReplyStatus.COMPLETE, ""),
+])
+def test_stats_in_words(stats, status, words):
+    assert stats_text(stats, status) == words
 
 
 def test_chunks_with_no_reply_streaming_are_ignored(view, qtbot):
@@ -373,7 +389,7 @@ def test_a_rule_after_code_is_not_drawn_beside_it(view, qtbot):
     view.begin_reply(2)
     stream(qtbot, view, list(reply))
     assert rules_right_after_tables(view) == 0
-    view.finish_reply(reply, {}, "complete")
+    view.finish_reply(reply, None, ReplyStatus.COMPLETE)
     assert rules_right_after_tables(view) == 0
 
 
@@ -405,7 +421,7 @@ def test_only_the_last_reply_offers_regenerate(view, qtbot):
     assert "hearth:regenerate" not in hrefs(view)
     view.begin_reply(6)
     assert "hearth:regenerate" not in hrefs(view)
-    view.finish_reply("f", {}, "complete")
+    view.finish_reply("f", None, ReplyStatus.COMPLETE)
     assert hrefs(view).count("hearth:regenerate") == 1
     assert plain_text(view).rstrip().endswith(("Regenerate", "Regenerate\u2003\u2003"))
 
@@ -519,7 +535,7 @@ def test_a_palette_change_renders_again_in_the_new_colours(view, qtbot, dark_pal
     assert link.lightness() > 100, "links must stay readable on a dark background"
 
     view.append_text(" on")
-    view.finish_reply("still streaming on", {}, "complete")
+    view.finish_reply("still streaming on", None, ReplyStatus.COMPLETE)
     assert view.text_of_reply() == "still streaming on"
 
 

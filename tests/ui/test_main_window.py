@@ -9,7 +9,10 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 
 from app.bridge import EngineBridge
-from app.engine.generator import LoadOptions
+from app.engine.types import ModelSettings
+from app.model_session import ModelSession
+from app.session import ChatSession
+from app.settings import Settings
 from app.store import ConversationStore
 from app.ui.main_window import MainWindow
 
@@ -17,23 +20,28 @@ SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
 
 
 class Harness:
-    """A window over a database and settings file in tmp_path, the model loaded once."""
+    """A window over a database and settings file in tmp_path, the model loaded once.
+
+    The bridge and the model session outlive the window, as in Hearth; a reopened window gets a
+    new conversation session over the reopened database.
+    """
 
     def __init__(self, root, qtbot, gemma_path):
         self.root, self.qtbot, self.gemma_path = root, qtbot, gemma_path
         self.bridge = EngineBridge()
+        self.settings = QSettings(str(root / "hearth.ini"), QSettings.IniFormat)
+        self.models = ModelSession(self.bridge, Settings(self.settings))
+        Settings(self.settings).save_model_settings(gemma_path.name, ModelSettings(n_ctx=2048))
         self.open_window()
-        with qtbot.waitSignal(self.bridge.modelLoaded, timeout=60_000):
-            self.bridge.load(gemma_path, LoadOptions(n_ctx=2048))
+        with qtbot.waitSignal(self.models.modelLoaded, timeout=60_000):
+            self.models.load(gemma_path)
         self.short_replies()
 
     def open_window(self):
         self.store = ConversationStore(self.root / "conversations.sqlite3")
-        self.settings = QSettings(str(self.root / "hearth.ini"), QSettings.IniFormat)
-        self.window = MainWindow(self.store, self.bridge, self.settings)
+        session = ChatSession(self.store, self.bridge, self.models)
+        self.window = MainWindow(self.models, session, Settings(self.settings))
         self.window.show()
-        if self.bridge.loaded is not None:
-            self.window.on_model_loaded(self.bridge.loaded)
 
     def reopen_window(self):
         self.window.close()
@@ -42,13 +50,15 @@ class Harness:
         self.short_replies()
 
     def short_replies(self, **changes):
-        self.window.parameters.set_params(self.window.parameters.params().with_changes(**(SHORT | changes)))
+        settings = self.models.settings
+        self.models.update_settings(settings.with_changes(sampling=settings.sampling.with_changes(**(SHORT | changes))))
 
     def send_and_wait(self, text):
         with self.qtbot.waitSignal(self.window.session.replyFinished, timeout=60_000) as finished:
             self.window.composer.edit.setPlainText(text)
             QTest.keyClick(self.window.composer.edit, Qt.Key_Return)
-        return finished.args  # message id, text, stats, status
+        reply = finished.args[0]
+        return reply.message_id, reply.text, reply.stats, reply.status
 
     def replies(self):
         return [m for m in self.window.session.messages() if m.role == "assistant"]
@@ -76,13 +86,13 @@ def test_enter_sends_and_the_reply_streams_into_the_view(harness, qtbot):
     chunks = []
     harness.window.session.replyChunk.connect(chunks.append)
     message_id, text, stats, status = harness.send_and_wait("Hello there")
-    assert status == "complete" and stats["completion_tokens"] == 8
+    assert status == "complete" and stats.completion_tokens == 8
     assert "".join(chunks) == text
     assert harness.window.chat.text_of_reply().strip() == text.strip()
     stored = harness.window.session.messages()
     assert [(m.role, m.status) for m in stored] == [("user", "complete"), ("assistant", "complete")]
     assert stored[0].content == "Hello there" and stored[1].content == text
-    assert stored[1].params["max_tokens"] == 8 and stored[1].stats["stop_reason"] == "length"
+    assert stored[1].params["max_tokens"] == 8 and stored[1].stats.stop_reason == "length"
     assert harness.window.composer.text() == ""
     assert "tok/s" in harness.window.speed_label.text()
     assert harness.window.context_label.text().startswith("Context ")
@@ -90,7 +100,7 @@ def test_enter_sends_and_the_reply_streams_into_the_view(harness, qtbot):
 
 def test_a_long_prompt_shows_how_far_it_has_been_read(harness, qtbot):
     seen = []
-    harness.bridge.promptProgress.connect(lambda *_: seen.append(harness.window.chat.text_of_reply()))
+    harness.window.session.promptProgress.connect(lambda *_: seen.append(harness.window.chat.text_of_reply()))
     harness.send_and_wait("Rivers carry sediment to the sea, where it settles into a delta. " * 45)
     assert seen and all(text.startswith("Reading the conversation… ") for text in seen)
     assert "Reading the conversation" not in harness.window.chat.text_of_reply()
@@ -133,9 +143,9 @@ def test_stop_keeps_the_partial_reply_and_it_is_saved_while_streaming(harness, q
     window.session.replyChunk.connect(check_database)
     with qtbot.waitSignal(window.session.replyFinished, timeout=60_000) as finished:
         window.send("Tell me a long story")
-    _, text, stats, status = finished.args
+    text, stats, status = finished.args[0].text, finished.args[0].stats, finished.args[0].status
     assert saved_while_streaming, "the partial reply was never saved while streaming"
-    assert status == "cancelled" and stats["stop_reason"] == "cancelled"
+    assert status == "cancelled" and stats.stop_reason == "cancelled"
     assert harness.replies()[-1].status == "cancelled" and harness.replies()[-1].content == text
     assert text.startswith(saved_while_streaming[0])
     assert window.composer.button.text() == "Send"
@@ -217,10 +227,10 @@ def test_corrupt_model_in_the_picker_keeps_the_loaded_model(harness, qtbot, tmp_
         picker.add_model_file_path(corrupt)
     entry = next(e for e in picker.entries() if e.path == corrupt)
     assert not entry.usable and "truncated" in entry.error
-    with qtbot.waitSignal(harness.bridge.loadFailed, timeout=30_000):
-        harness.window.load_model(corrupt)
+    with qtbot.waitSignal(harness.models.loadFailed, timeout=30_000):
+        harness.window.models.load(corrupt)
     assert "truncated" in picker.error_label.text()
-    assert harness.bridge.loaded.path == harness.gemma_path
+    assert harness.models.current.path == harness.gemma_path
     assert "Gemma 3 270m" in harness.window.model_label.text()
     assert harness.send_and_wait("Still there?")[3] == "complete"
 
@@ -235,7 +245,7 @@ def test_keyboard_shortcuts(harness, qtbot):
         window.send("Tell me a long story")
         qtbot.waitUntil(lambda: window.chat.text_of_reply() != "", timeout=30_000)
         QTest.keyClick(window.composer.edit, Qt.Key_Escape)  # Esc: stop
-    assert finished.args[3] == "cancelled"
+    assert finished.args[0].status == "cancelled"
     QTest.keyClick(window.chat, Qt.Key_L, Qt.ControlModifier)  # Ctrl+L: back to the input
     assert window.composer.edit.hasFocus()
 
@@ -252,13 +262,13 @@ def test_window_state_and_last_model_are_remembered(harness):
 
 def test_a_thread_count_applies_when_the_model_is_reloaded(harness, qtbot):
     window = harness.window
-    automatic = window.bridge.loaded.device.cpu_threads
-    assert f"CPU ({automatic} thread" in window.model_label.text() or window.bridge.loaded.device.backend != "CPU"
+    automatic = window.models.current.device.cpu_threads
+    assert f"CPU ({automatic} thread" in window.model_label.text() or window.models.current.device.backend != "CPU"
     window.parameters.cpu_threads.setValue(1)
     assert not window.parameters.reload_notice.isHidden()
-    with qtbot.waitSignal(window.bridge.modelLoaded, timeout=60_000):
+    with qtbot.waitSignal(window.models.modelLoaded, timeout=60_000):
         window.parameters.reload_button.click()
-    assert window.bridge.loaded.device.cpu_threads == 1
+    assert window.models.current.device.cpu_threads == 1
     assert window.parameters.reload_notice.isHidden()
-    if window.bridge.loaded.device.backend == "CPU":
+    if window.models.current.device.backend == "CPU":
         assert window.model_label.text().endswith("CPU (1 thread)")

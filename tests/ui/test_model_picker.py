@@ -10,7 +10,10 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QFont
 
-from app.ui.model_picker import EXTRA_FILES_KEY, EXTRA_FOLDERS_KEY, Column, ModelPicker, format_parameters, format_size
+from app.settings import EXTRA_FILES as EXTRA_FILES_KEY
+from app.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
+from app.settings import Settings
+from app.ui.model_picker import Column, ModelPicker, format_parameters, format_size
 
 SCAN_TIMEOUT_MS = 10_000
 
@@ -41,8 +44,8 @@ def write_garbage(path: Path) -> Path:
     return path
 
 
-def make_picker(qtbot, settings) -> ModelPicker:
-    picker = ModelPicker(settings)
+def make_picker(qtbot, settings: QSettings) -> ModelPicker:
+    picker = ModelPicker(Settings(settings))
     qtbot.addWidget(picker)
     # The first scan's result is queued to this thread, so waiting after creating it misses nothing.
     with qtbot.waitSignal(picker.scanFinished, timeout=SCAN_TIMEOUT_MS):

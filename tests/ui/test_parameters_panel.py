@@ -1,17 +1,23 @@
-"""The parameters panel: every control round-trips, presets, ranges, reload notice, per-model memory."""
+"""The parameters panel: every control round-trips, presets, ranges, reload notice, per-model memory.
+
+The panel is a view of a ModelSession; its models load on scripted backends (the panel's job is
+showing and editing settings, not generating)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
 
+from app.bridge import EngineBridge
 from app.engine.sampling import PRESETS, SamplingParams
-from app.ui.parameters_panel import (
-    CUSTOM, NO_GPU_REASON, PRESET_FIELDS, ParametersPanel, format_stop_strings, parse_stop_strings,
-    read_model_settings,
-)
+from app.engine.types import ModelSettings
+from app.model_session import ModelSession
+from app.settings import Settings
+from app.ui.parameters_panel import CUSTOM, NO_GPU_REASON, PRESET_FIELDS, ParametersPanel
+from app.ui.stop_strings import format_stop_strings, parse_stop_strings
 
 EVERY_FIELD_CHANGED = SamplingParams(
     temperature=1.35, top_k=7, top_p=0.81, min_p=0.12, repeat_penalty=1.25, repeat_last_n=300,
@@ -21,21 +27,32 @@ EVERY_FIELD_CHANGED = SamplingParams(
 
 
 @pytest.fixture
-def panel(qtbot):
-    widget = ParametersPanel()
+def panel(qtbot, scripted_models):
+    widget = ParametersPanel(scripted_models)
     qtbot.addWidget(widget)
     return widget
 
 
 @pytest.fixture
 def settings(tmp_path):
+    """The settings file the scripted_models fixture keeps its models' settings in."""
     return QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+
+
+def read_model_settings(settings: QSettings, key: str) -> ModelSettings:
+    settings.sync()
+    return Settings(QSettings(settings.fileName(), QSettings.IniFormat)).model_settings(key)
+
+
+def load_model(qtbot, models: ModelSession, name: str) -> None:
+    with qtbot.waitSignal(models.modelLoaded, timeout=5_000):
+        models.load(Path("/models") / name)
 
 
 def test_every_parameter_round_trips(panel, qtbot):
     assert all(getattr(EVERY_FIELD_CHANGED, f) != getattr(SamplingParams(), f)
                for f in SamplingParams.__dataclass_fields__), "the sample must change every field"
-    with qtbot.assertNotEmitted(panel.paramsChanged):  # set by code, not by the user
+    with qtbot.assertNotEmitted(panel._models.settingsChanged):  # set by code, not by the user
         panel.set_params(EVERY_FIELD_CHANGED)
     assert panel.params() == EVERY_FIELD_CHANGED
     panel.set_params(SamplingParams())
@@ -69,10 +86,10 @@ def test_choosing_a_preset_applies_it_and_keeps_the_users_own_fields(panel, qtbo
     panel.set_params(SamplingParams(max_tokens=300, stop=("###",), seed=9))
     for name, preset in PRESETS.items():
         index = panel.preset.findText(name)
-        with qtbot.waitSignal(panel.paramsChanged) as changed:
+        with qtbot.waitSignal(panel._models.settingsChanged) as changed:
             panel.preset.setCurrentIndex(index)
             panel.preset.activated.emit(index)
-        params = changed.args[0]
+        params = changed.args[0].sampling
         assert params == panel.params()
         assert all(getattr(params, f) == getattr(preset, f) for f in PRESET_FIELDS), name
         assert (params.max_tokens, params.stop, params.seed) == (300, ("###",), 9)
@@ -82,9 +99,9 @@ def test_choosing_a_preset_applies_it_and_keeps_the_users_own_fields(panel, qtbo
 def test_editing_a_value_switches_to_custom_and_back(panel, qtbot):
     panel.set_params(PRESETS["Creative"])
     assert panel.preset.currentText() == "Creative"
-    with qtbot.waitSignal(panel.paramsChanged) as changed:
+    with qtbot.waitSignal(panel._models.settingsChanged) as changed:
         panel.temperature.setValue(0.33)
-    assert changed.args[0].temperature == 0.33
+    assert changed.args[0].sampling.temperature == 0.33
     assert panel.preset.currentText() == CUSTOM
     panel.temperature.setValue(PRESETS["Creative"].temperature)
     assert panel.preset.currentText() == "Creative"
@@ -117,8 +134,8 @@ def test_every_control_explains_itself(panel):
     assert "comma" in panel.stop.toolTip() and "\\n" in panel.stop.toolTip()
 
 
-def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, settings, gemma_info):
-    panel.load_for_model(gemma_info.path.name, settings, gemma_info)
+def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, qtbot, gemma_info):
+    load_model(qtbot, panel._models, gemma_info.path.name)
     panel.set_gpu_available(False)
     assert not panel.gpu_layers.isEnabled()
     assert not panel.gpu_reason.isHidden() and panel.gpu_reason.text() == NO_GPU_REASON
@@ -129,107 +146,113 @@ def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, settings
     assert panel.n_ctx.maximum() == gemma_info.context_length
 
 
-def test_reload_notice_only_for_context_length_gpu_layers_and_threads(panel, qtbot, settings, gemma_info):
-    panel.load_for_model(gemma_info.path.name, settings, gemma_info)
+def test_reload_notice_only_for_context_length_gpu_layers_and_threads(panel, qtbot, gemma_info):
+    models = panel._models
+    load_model(qtbot, models, gemma_info.path.name)
     assert panel.reload_notice.isHidden()
 
-    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+    with qtbot.waitSignal(models.settingsChanged) as changed:
         panel.system_prompt_edit.setPlainText("Be brief.")
-    assert changed.args[0]["system_prompt"] == "Be brief."
+    assert changed.args[0].system_prompt == "Be brief."
     panel.temperature.setValue(1.2)
     assert panel.reload_notice.isHidden()
 
-    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+    with qtbot.waitSignal(models.settingsChanged) as changed:
         panel.n_ctx.setValue(8192)
-    assert changed.args[0]["n_ctx"] == 8192
+    assert changed.args[0].n_ctx == 8192
     assert not panel.reload_notice.isHidden()
-    with qtbot.waitSignal(panel.reloadRequested):
+    with qtbot.waitSignal(models.loadStarted):
         panel.reload_button.click()
+    qtbot.waitUntil(lambda: models.loading is None)
 
-    panel.n_ctx.setValue(0)  # back to what the model was loaded with
+    panel.n_ctx.setValue(0)  # not what the model was reloaded with
+    assert not panel.reload_notice.isHidden()
+    panel.n_ctx.setValue(8192)  # back to what it was reloaded with
     assert panel.reload_notice.isHidden()
     panel.gpu_layers.setValue(4)
     assert not panel.reload_notice.isHidden()
 
-    panel.load_for_model(gemma_info.path.name, settings, gemma_info)  # reloaded with the new values
+    load_model(qtbot, models, gemma_info.path.name)  # reloaded with the new values
     assert panel.reload_notice.isHidden() and panel.gpu_layers.value() == 4
 
     assert panel.cpu_threads.value() == 0 and panel.cpu_threads.text() == "Automatic"
-    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+    with qtbot.waitSignal(models.settingsChanged) as changed:
         panel.cpu_threads.setValue(1)
-    assert changed.args[0]["cpu_threads"] == 1 and not panel.reload_notice.isHidden()
+    assert changed.args[0].cpu_threads == 1 and not panel.reload_notice.isHidden()
 
 
-def test_model_settings_are_remembered_per_model(qtbot, tmp_path, gemma_info):
-    path = str(tmp_path / "hearth.ini")
-    first = ParametersPanel()
-    qtbot.addWidget(first)
-    settings = QSettings(path, QSettings.IniFormat)
-    first.load_for_model("gemma.gguf", settings, gemma_info)
+def test_model_settings_are_remembered_per_model(qtbot, panel, script, tmp_path, gemma_info):
+    first, models = panel, panel._models
+    load_model(qtbot, models, "gemma.gguf")
     first.set_params(EVERY_FIELD_CHANGED)
     first.temperature.setValue(0.4)  # a user edit saves everything
     first.system_prompt_edit.setPlainText("You are a pirate.\nSpeak like one.")
     first.n_ctx.setValue(2048)
     first.gpu_layers.setValue(0)
     first.cpu_threads.setValue(1)
-    first.load_for_model("other.gguf", settings, gemma_info)  # other models keep their own
+    load_model(qtbot, models, "other.gguf")  # other models keep their own
     first.top_k.setValue(3)
-    settings.sync()
 
-    reopened = QSettings(path, QSettings.IniFormat)
-    second = ParametersPanel()
-    qtbot.addWidget(second)
-    second.load_for_model("gemma.gguf", reopened, gemma_info)
-    assert second.params() == EVERY_FIELD_CHANGED.with_changes(temperature=0.4)
-    assert second.system_prompt() == "You are a pirate.\nSpeak like one."
-    assert second.model_settings() == {
-        "system_prompt": "You are a pirate.\nSpeak like one.", "n_ctx": 2048, "gpu_layers": 0,
-        "cpu_threads": 1, "template_override": None,
-    }
-    assert read_model_settings(reopened, "gemma.gguf")["n_ctx"] == 2048
+    reopened = QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+    bridge = EngineBridge(script.open)
+    try:
+        second = ParametersPanel(ModelSession(bridge, Settings(reopened)))
+        qtbot.addWidget(second)
+        load_model(qtbot, second._models, "gemma.gguf")
+        assert second.params() == EVERY_FIELD_CHANGED.with_changes(temperature=0.4)
+        assert second.system_prompt() == "You are a pirate.\nSpeak like one."
+        assert second.model_settings() == ModelSettings(
+            sampling=EVERY_FIELD_CHANGED.with_changes(temperature=0.4),
+            system_prompt="You are a pirate.\nSpeak like one.", n_ctx=2048, gpu_layers=0,
+            cpu_threads=1, template_override=None,
+        )
+        assert read_model_settings(reopened, "gemma.gguf").n_ctx == 2048
 
-    second.load_for_model("other.gguf", reopened, gemma_info)
-    assert second.params() == SamplingParams(top_k=3)
-    assert second.system_prompt() == "" and second.model_settings()["n_ctx"] is None
+        load_model(qtbot, second._models, "other.gguf")
+        assert second.params() == SamplingParams(top_k=3)
+        assert second.system_prompt() == "" and second.model_settings().n_ctx is None
 
-    second.load_for_model("never-seen.gguf", reopened, gemma_info)
-    assert second.params() == SamplingParams() and second.model_settings()["gpu_layers"] == -1
-    assert second.model_settings()["cpu_threads"] is None
+        load_model(qtbot, second._models, "never-seen.gguf")
+        assert second.params() == SamplingParams() and second.model_settings().gpu_layers is None
+        assert second.gpu_layers.text() == "All"
+        assert second.model_settings().cpu_threads is None
+    finally:
+        bridge.shutdown()
 
 
 def test_sampling_works_before_any_model_is_loaded(panel, qtbot):
     assert not panel.model_box.isEnabled() and not panel.template_button.isEnabled()
     assert panel.edit_template() is None
-    with qtbot.waitSignal(panel.paramsChanged) as changed:
+    with qtbot.waitSignal(panel._models.settingsChanged) as changed:
         panel.temperature.setValue(1.9)
-    assert changed.args[0].temperature == 1.9
+    assert changed.args[0].sampling.temperature == 1.9
 
 
 def test_a_damaged_stored_entry_falls_back_to_defaults(settings):
     settings.setValue("model_settings/x.gguf/sampling", json.dumps({"temperature": 99}))
     settings.setValue("model_settings/y.gguf/sampling", "{not json")
-    assert read_model_settings(settings, "x.gguf")["sampling"] == SamplingParams()
-    assert read_model_settings(settings, "y.gguf")["sampling"] == SamplingParams()
+    assert read_model_settings(settings, "x.gguf").sampling == SamplingParams()
+    assert read_model_settings(settings, "y.gguf").sampling == SamplingParams()
 
 
 def test_the_template_editor_sets_the_models_override(panel, qtbot, settings, gemma_info):
-    panel.load_for_model(gemma_info.path.name, settings, gemma_info)
+    load_model(qtbot, panel._models, gemma_info.path.name)
     assert "gemma" in panel.template_label.text()
     editor = panel.edit_template()
     custom = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
     editor.source_edit.setPlainText(custom)
     qtbot.waitUntil(lambda: editor.rendered_prompt() is not None and "[user]" in editor.rendered_prompt())
-    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+    with qtbot.waitSignal(panel._models.settingsChanged) as changed:
         editor.save_button.click()
-    assert changed.args[0]["template_override"] == custom
+    assert changed.args[0].template_override == custom
     assert panel.template_label.text() == "Your edited one"
     assert panel.reload_notice.isHidden()
-    assert read_model_settings(settings, gemma_info.path.name)["template_override"] == custom
+    assert read_model_settings(settings, gemma_info.path.name).template_override == custom
 
     editor = panel.edit_template()
     assert editor.source() == custom
     editor.reset_button.click()
-    with qtbot.waitSignal(panel.modelSettingsChanged) as changed:
+    with qtbot.waitSignal(panel._models.settingsChanged) as changed:
         editor.save_button.click()
-    assert changed.args[0]["template_override"] is None
-    assert read_model_settings(settings, gemma_info.path.name)["template_override"] is None
+    assert changed.args[0].template_override is None
+    assert read_model_settings(settings, gemma_info.path.name).template_override is None

@@ -1,0 +1,82 @@
+"""The seam between Hearth and whatever runs a model.
+
+Everything above the engine (the worker thread, the owner objects, the window, a future local
+API server) talks to a `Backend`: one loaded model that describes itself, streams replies to a
+conversation and closes. Today there is one implementation, `generator.Engine` on llama.cpp;
+a model on a remote OpenAI-compatible server is the next, and it has to fit without any
+widget knowing the difference. That is why the interface is phrased in what a chat needs
+(messages in, text chunks and typed statistics out, a cancel flag) and not in llama.cpp's
+terms (tokens, batches, KV cache), and why `open_backend` is the only place that knows which
+implementation a source needs.
+
+Stopping is the cancel `threading.Event` passed to `stream`: set from any thread, checked
+between tokens, so a reply can be stopped while the thread that runs it is busy.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+
+from .sampling import SamplingParams
+from .types import LoadOptions, LocalModel, ModelDescription, ReplyStats
+
+LoadProgress = Callable[[float], None]  # 0..1 while the model loads
+PromptProgress = Callable[[int, int], None]  # prompt tokens read so far, of how many
+
+
+class LoadCancelled(Exception):
+    """The user cancelled loading a model."""
+
+
+class Backend(ABC):
+    """One loaded model, driven by one thread at a time."""
+
+    @abstractmethod
+    def describe(self) -> ModelDescription:
+        """What is loaded and on what, for the status bar, the panels and the records."""
+
+    @abstractmethod
+    def stream(
+        self,
+        messages: list[dict],
+        params: SamplingParams,
+        cancel: threading.Event,
+        prompt_progress: PromptProgress | None = None,
+    ) -> Iterator[str | ReplyStats]:
+        """Yield the reply's text in pieces, then exactly one ReplyStats; never raise mid-reply.
+
+        `messages` are {"role", "content"} dicts, system prompt first. Errors that prevent the
+        reply from starting (a template that fails, a conversation that cannot fit) raise
+        before the first piece, so the caller can tell "could not start" from "stopped". When
+        `cancel` is set the reply ends at the next token with StopReason.CANCELLED, its text so
+        far kept. `prompt_progress` is called while a long prompt is read, where reading it
+        takes long enough for a person to notice.
+        """
+
+    @abstractmethod
+    def set_template_override(self, source: str | None) -> str:
+        """Use this chat template from the next reply (None: the model's own); return the name
+        of the template now in use. Raises TemplateError, keeping the old one, if it fails."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free the model. The backend is not used again."""
+
+
+# What loads a model into a Backend: `open_backend` in Hearth; a scripted one in tests.
+BackendOpener = Callable[[LocalModel, LoadOptions, LoadProgress | None, threading.Event | None], Backend]
+
+
+def open_backend(
+    source: LocalModel,
+    options: LoadOptions,
+    progress: LoadProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> Backend:
+    """Load `source` with the backend that serves it. Blocks until loaded; raises
+    ModelFileError, TemplateError or LoadCancelled with a message for the user."""
+    from .generator import Engine  # imports llama.cpp: only on the thread that loads
+
+    return Engine(source.path, options, progress=progress, cancel=cancel)

@@ -1,0 +1,203 @@
+"""The values that cross the house: what to load, how, what got loaded, and how a reply went.
+
+Nothing here imports llama_cpp or Qt, so the UI, the store, the command line and any backend
+(llama.cpp today, a remote server next) can all speak in these types. Enums are `str`
+subclasses whose values are the words the database and JSON exports have always used, so
+serializing one is writing its value and nothing else changes on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from enum import Enum
+from pathlib import Path
+
+from .modelfile import ModelInfo
+from .sampling import SamplingParams
+
+
+class _Word(str, Enum):
+    """An enum whose str() and format() are its stored word, on every Python version."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
+class StopReason(_Word):
+    """Why a reply ended."""
+
+    END_OF_TURN = "end_of_turn"
+    STOP_STRING = "stop_string"
+    LENGTH = "length"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"  # Hearth was killed mid-reply; found on the next start
+
+    @property
+    def words(self) -> str:
+        """How a reply's footer says it."""
+        return _STOP_WORDS[self]
+
+
+_STOP_WORDS = {
+    StopReason.END_OF_TURN: "end of turn",
+    StopReason.STOP_STRING: "stop string",
+    StopReason.LENGTH: "length limit",
+    StopReason.CANCELLED: "stopped",
+    StopReason.ERROR: "error",
+    StopReason.INTERRUPTED: "interrupted",
+}
+
+
+class ReplyStatus(_Word):
+    """Where a stored message stands. A reply is saved as STREAMING while it grows."""
+
+    COMPLETE = "complete"
+    STREAMING = "streaming"
+    CANCELLED = "cancelled"  # stopped by the user, or cut short by a crash (then INTERRUPTED)
+    ERROR = "error"
+
+    @classmethod
+    def after(cls, reason: StopReason | None) -> "ReplyStatus":
+        """The status a reply is kept with once it ended for `reason`."""
+        if reason in (StopReason.CANCELLED, StopReason.INTERRUPTED):
+            return cls.CANCELLED
+        return cls.ERROR if reason is StopReason.ERROR else cls.COMPLETE
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load a model; None always means "let Hearth choose"."""
+
+    n_ctx: int | None = None  # None: the model's own window, capped at a default
+    n_gpu_layers: int | None = None  # None: every layer when the build can offload, else 0
+    template_override: str | None = None  # None: the model's own template (or its fallback)
+    n_threads: int | None = None  # None: one per physical core
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Everything a user sets for one model, remembered per model (a temperature or a system
+    prompt that suits one model rarely suits another)."""
+
+    sampling: SamplingParams = SamplingParams()
+    system_prompt: str = ""
+    n_ctx: int | None = None  # None: automatic (the model's own window, capped)
+    gpu_layers: int | None = None  # None: all of them
+    cpu_threads: int | None = None  # None: one per physical core
+    template_override: str | None = None  # None: the model's own template
+
+    def load_options(self) -> LoadOptions:
+        return LoadOptions(
+            n_ctx=self.n_ctx, n_gpu_layers=self.gpu_layers, n_threads=self.cpu_threads,
+            template_override=self.template_override,
+        )
+
+    def needs_reload_from(self, loaded_with: "ModelSettings") -> bool:
+        """Whether a model loaded with `loaded_with` must be loaded again for these settings
+        to apply (the template and everything else apply to the next reply)."""
+        return (self.n_ctx, self.gpu_layers, self.cpu_threads) != (
+            loaded_with.n_ctx, loaded_with.gpu_layers, loaded_with.cpu_threads)
+
+    def with_changes(self, **changes) -> "ModelSettings":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    backend: str  # "CUDA" (or another GPU backend) or "CPU"
+    gpu_layers: int
+    total_layers: int
+    cpu_threads: int  # generating on the CPU; llama.cpp uses them for layers not offloaded
+
+    def describe(self) -> str:
+        if self.gpu_layers == 0:
+            return f"CPU ({self.cpu_threads} thread{'s' if self.cpu_threads != 1 else ''})"
+        return f"{self.backend} ({self.gpu_layers}/{self.total_layers} layers)"
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A GGUF file on this machine: the one kind of model source so far.
+
+    Settings are kept per file name, so a model moved to another folder keeps them.
+    """
+
+    path: Path
+
+    @property
+    def settings_key(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """A loaded model, as everything above the engine sees it."""
+
+    source: LocalModel
+    info: ModelInfo
+    device: DeviceInfo
+    n_ctx: int
+    template_name: str  # "model", "custom" or "fallback:<name>"
+
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+    @property
+    def name(self) -> str:
+        """The name the model gives itself ("Gemma 3 270m")."""
+        return self.info.name
+
+    @property
+    def record_name(self) -> str:
+        """What a conversation records as the model that wrote a reply: the file name."""
+        return self.source.settings_key
+
+
+@dataclass
+class ReplyStats:
+    """What one reply cost and why it ended."""
+
+    prompt_tokens: int = 0
+    evaluated_prompt_tokens: int = 0  # prompt tokens not already in the KV cache
+    completion_tokens: int = 0
+    ttft_s: float = 0.0
+    tokens_per_s: float = 0.0
+    stop_reason: StopReason | None = StopReason.ERROR  # None: unknown (an imported record)
+    dropped_messages: int = 0  # oldest messages left out to fit the context window
+    seed: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, message: str) -> "ReplyStats":
+        """A reply that could not start (no model, a template error, a full context…)."""
+        return cls(stop_reason=StopReason.ERROR, error=message)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["stop_reason"] = self.stop_reason.value if self.stop_reason is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ReplyStats":
+        """Read stored statistics, tolerating older records and hand-made imports: a value of
+        the wrong type, or a key this version does not know, is left at its default."""
+        values = {}
+        for name, kind in _STORED_TYPES.items():
+            value = data.get(name)
+            if kind is float and isinstance(value, int):
+                value = float(value)
+            if isinstance(value, kind) and not isinstance(value, bool):
+                values[name] = value
+        reason = data.get("stop_reason")
+        values["stop_reason"] = StopReason(reason) if reason in StopReason._value2member_map_ else None
+        return cls(**values)
+
+
+_STORED_TYPES = {
+    "prompt_tokens": int, "evaluated_prompt_tokens": int, "completion_tokens": int, "ttft_s": float,
+    "tokens_per_s": float, "dropped_messages": int, "seed": int, "error": str,
+}

@@ -1,0 +1,153 @@
+"""The model Hearth is using: which one, its settings, and loading, reloading and cancelling.
+
+`ModelSession` is the one owner of the model's lifecycle on the GUI thread. The model list
+asks it to load a file, the parameters panel hands it edited settings, the chat session asks
+it what the next reply is generated with; none of them talk to each other or to the engine
+about the model. It reaches the engine through the bridge and learns the outcome from the
+bridge's signals, so every change flows one way: widget → ModelSession → bridge → signals back.
+
+Settings are per model (`app.settings.Settings` keeps them). Context length, GPU layers and
+threads take effect when the model is loaded, so changing them offers a reload; a template
+override and everything else apply to the next reply.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from .bridge import EngineBridge
+from .engine.types import LocalModel, ModelDescription, ModelSettings
+from .settings import Settings
+
+
+class ModelSession(QObject):
+    """Owns the current model and its settings.
+
+    Signals:
+        loadStarted(LocalModel): a model began loading (the current one stays until it is ready).
+        loadProgress(float): 0..1 while it loads.
+        modelLoaded(ModelDescription): it is ready; `settings` are now its settings.
+        loadFailed(str): why it could not load, for the user; the previous model stays current.
+        loadFinished(str): after either outcome: "" when loaded, else what loadFailed said.
+        settingsChanged(ModelSettings): the current settings changed (a model loaded with its
+            own, or the user edited them).
+        reloadNeededChanged(bool): whether the settings differ from those the model was loaded
+            with in a way only a reload applies.
+        templateChanged(str): the chat template in use now, after an override changed.
+        templateFailed(str): an override that does not compile; the previous template stays.
+    """
+
+    loadStarted = Signal(object)
+    loadProgress = Signal(float)
+    modelLoaded = Signal(object)
+    loadFailed = Signal(str)
+    loadFinished = Signal(str)
+    settingsChanged = Signal(object)
+    reloadNeededChanged = Signal(bool)
+    templateChanged = Signal(str)
+    templateFailed = Signal(str)
+
+    def __init__(self, bridge: EngineBridge, settings: Settings, parent: QObject | None = None):
+        super().__init__(parent)
+        self._bridge = bridge
+        self._store = settings
+        self._current: ModelDescription | None = None
+        self._settings = ModelSettings()
+        self._loaded_with: ModelSettings | None = None  # the current model's settings at load
+        self._loading: tuple[LocalModel, ModelSettings] | None = None
+        self._reload_needed = False
+        bridge.loadProgress.connect(self.loadProgress)
+        bridge.modelLoaded.connect(self._on_loaded)
+        bridge.loadFailed.connect(self._on_load_failed)
+        bridge.templateChanged.connect(self.templateChanged)
+        bridge.templateFailed.connect(self.templateFailed)
+
+    # --- state ---------------------------------------------------------------------------------
+
+    @property
+    def current(self) -> ModelDescription | None:
+        """The loaded model, or None before the first load succeeds."""
+        return self._current
+
+    @property
+    def settings(self) -> ModelSettings:
+        """The settings replies use now: the current model's, or defaults before any model."""
+        return self._settings
+
+    @property
+    def loading(self) -> LocalModel | None:
+        """The model being loaded, if a load is under way."""
+        return self._loading[0] if self._loading is not None else None
+
+    @property
+    def reload_needed(self) -> bool:
+        return self._reload_needed
+
+    @property
+    def gpu_available(self) -> bool:
+        """Whether models can be offloaded to a GPU at all (the GPU-layers setting means anything)."""
+        return self._bridge.gpu_available
+
+    def gpu_memory(self) -> int | None:
+        """The GPU memory models may use, in bytes, or None where there is none."""
+        return self._bridge.gpu_memory()
+
+    # --- commands ------------------------------------------------------------------------------
+
+    def load(self, path: Path) -> None:
+        """Load a model file with its stored settings; a load already under way is replaced."""
+        source = LocalModel(Path(path))
+        settings = self._store.model_settings(source.settings_key)
+        self._loading = (source, settings)
+        self._bridge.load(source, settings.load_options())
+        self.loadStarted.emit(source)
+
+    def reload(self) -> None:
+        """Load the current model again, so context length, GPU layers and threads apply."""
+        if self._current is not None:
+            self.load(self._current.path)
+
+    def cancel_load(self) -> None:
+        """Stop the load under way; the current model stays (loadFailed says it was cancelled)."""
+        self._bridge.cancel_load()
+
+    def update_settings(self, settings: ModelSettings) -> None:
+        """The user changed the settings: keep them for this model and apply what applies now."""
+        if settings == self._settings:
+            return
+        previous, self._settings = self._settings, settings
+        if self._current is not None:
+            self._store.save_model_settings(self._current.source.settings_key, settings)
+            if settings.template_override != previous.template_override:
+                self._bridge.set_template(settings.template_override)
+        self.settingsChanged.emit(settings)
+        self._set_reload_needed(self._loaded_with is not None and settings.needs_reload_from(self._loaded_with))
+
+    # --- the bridge's answers ------------------------------------------------------------------
+
+    def _on_loaded(self, description: ModelDescription) -> None:
+        key = description.source.settings_key
+        loaded_with = self._loading[1] if self._loading is not None else self._store.model_settings(key)
+        self._loading = None
+        # Read again: the user may have edited this model's settings while it loaded.
+        settings = self._store.model_settings(key)
+        self._current, self._settings, self._loaded_with = description, settings, loaded_with
+        if settings.template_override != loaded_with.template_override:
+            self._bridge.set_template(settings.template_override)
+        self._store.last_model = description.path
+        self.modelLoaded.emit(description)
+        self.settingsChanged.emit(settings)
+        self._set_reload_needed(settings.needs_reload_from(loaded_with))
+        self.loadFinished.emit("")
+
+    def _on_load_failed(self, message: str) -> None:
+        self._loading = None
+        self.loadFailed.emit(message)
+        self.loadFinished.emit(message)
+
+    def _set_reload_needed(self, needed: bool) -> None:
+        if needed != self._reload_needed:
+            self._reload_needed = needed
+            self.reloadNeededChanged.emit(needed)

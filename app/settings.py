@@ -1,0 +1,148 @@
+"""Every key Hearth keeps in its settings file, in one place, read and written as typed values.
+
+The file is an INI file in the config location (so a HEARTH_HOME profile is self-contained).
+Nothing else in Hearth names a key: widgets and owner objects ask this class for a
+`ModelSettings`, a path or a list of paths. Values are checked on the way in, because the file
+is the user's to edit by hand: anything unreadable falls back to its default and is logged.
+
+The on-disk spellings predate the typed values and are kept so old files still read: the
+per-model context length and thread count store 0 for "automatic", GPU layers store -1 for
+"all" (None in `ModelSettings`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from . import paths
+from .engine.sampling import SamplingParams
+from .engine.types import ModelSettings
+
+log = logging.getLogger(__name__)
+
+LAST_MODEL = "models/last"
+EXTRA_FOLDERS = "models/extra_folders"
+EXTRA_FILES = "models/extra_files"
+WINDOW_GEOMETRY = "window/geometry"
+WINDOW_SPLITTER = "window/splitter"
+MODEL_SETTINGS = "model_settings"
+ALL_GPU_LAYERS = -1  # the stored spelling of "all layers"
+
+
+class Settings:
+    """Hearth's settings file. One per profile; `sync()` writes it out."""
+
+    def __init__(self, store: QSettings):
+        self._store = store
+
+    @classmethod
+    def for_profile(cls) -> "Settings":
+        return cls(QSettings(str(paths.config_dir() / "hearth.ini"), QSettings.IniFormat))
+
+    def sync(self) -> None:
+        self._store.sync()
+
+    # --- per-model settings ----------------------------------------------------------------------
+
+    def model_settings(self, key: str) -> ModelSettings:
+        """What is stored for one model (key: its file name), with defaults for whatever is not."""
+        store = self._store
+        store.beginGroup(_model_group(key))
+        try:
+            sampling = SamplingParams()
+            stored = store.value("sampling")
+            if stored:
+                try:
+                    sampling = SamplingParams.from_dict(json.loads(stored))
+                except (ValueError, TypeError, AttributeError) as exc:  # hand-edited or older: defaults
+                    log.warning("ignoring stored sampling parameters for %s: %s", key, exc)
+            gpu_layers = _int(store.value("gpu_layers"), ALL_GPU_LAYERS)
+            return ModelSettings(
+                sampling=sampling,
+                system_prompt=str(store.value("system_prompt", "") or ""),
+                n_ctx=_int(store.value("n_ctx"), 0) or None,
+                gpu_layers=None if gpu_layers < 0 else gpu_layers,
+                cpu_threads=_int(store.value("cpu_threads"), 0) or None,
+                template_override=str(store.value("template_override") or "") or None,
+            )
+        finally:
+            store.endGroup()
+
+    def save_model_settings(self, key: str, settings: ModelSettings) -> None:
+        store = self._store
+        store.beginGroup(_model_group(key))
+        try:
+            store.setValue("sampling", json.dumps(settings.sampling.to_dict()))
+            store.setValue("system_prompt", settings.system_prompt)
+            store.setValue("n_ctx", settings.n_ctx or 0)
+            store.setValue("gpu_layers", ALL_GPU_LAYERS if settings.gpu_layers is None else settings.gpu_layers)
+            store.setValue("cpu_threads", settings.cpu_threads or 0)
+            if settings.template_override:
+                store.setValue("template_override", settings.template_override)
+            else:
+                store.remove("template_override")
+        finally:
+            store.endGroup()
+
+    # --- models --------------------------------------------------------------------------------
+
+    @property
+    def last_model(self) -> Path | None:
+        """The model loaded last, opened again at the next start."""
+        value = self._store.value(LAST_MODEL)
+        return Path(str(value)) if value else None
+
+    @last_model.setter
+    def last_model(self, path: Path) -> None:
+        self._store.setValue(LAST_MODEL, str(path))
+
+    @property
+    def extra_folders(self) -> list[Path]:
+        """Folders the user added to the model list."""
+        return [Path(p) for p in self._strings(EXTRA_FOLDERS)]
+
+    @extra_folders.setter
+    def extra_folders(self, folders: list[Path]) -> None:
+        self._store.setValue(EXTRA_FOLDERS, [str(p) for p in folders])
+
+    @property
+    def extra_files(self) -> list[Path]:
+        """Single model files the user added to the model list."""
+        return [Path(p) for p in self._strings(EXTRA_FILES)]
+
+    @extra_files.setter
+    def extra_files(self, files: list[Path]) -> None:
+        self._store.setValue(EXTRA_FILES, [str(p) for p in files])
+
+    def _strings(self, key: str) -> list[str]:
+        """A list setting; INI files hand back one item as a plain string and none as nothing."""
+        value = self._store.value(key, [])
+        if isinstance(value, str):
+            return [value] if value else []
+        return [str(item) for item in value or []]
+
+    # --- the window ----------------------------------------------------------------------------
+
+    def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
+        """The main window's saved geometry and splitter state, where there are any."""
+        return self._store.value(WINDOW_GEOMETRY), self._store.value(WINDOW_SPLITTER)
+
+    def save_window_state(self, geometry: QByteArray, splitter: QByteArray) -> None:
+        self._store.setValue(WINDOW_GEOMETRY, geometry)
+        self._store.setValue(WINDOW_SPLITTER, splitter)
+
+
+def _model_group(key: str) -> str:
+    # QSettings treats "/" and "\" as group separators; a file name has neither on its own.
+    return f"{MODEL_SETTINGS}/" + key.replace("/", "_").replace("\\", "_")
+
+
+def _int(value, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default

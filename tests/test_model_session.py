@@ -1,0 +1,107 @@
+"""ModelSession: loading, the newest load winning, per-model settings and reloads, on scripted backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+
+from app.engine.sampling import SamplingParams
+from app.engine.types import ModelSettings
+from app.settings import Settings
+
+WAIT_MS = 5_000
+
+
+def load(qtbot, models, name: str):
+    with qtbot.waitSignal(models.loadFinished, timeout=WAIT_MS) as finished:
+        models.load(Path("/models") / name)
+    return finished.args[0]
+
+
+def test_a_load_brings_the_models_stored_settings_and_is_remembered(qtbot, scripted_models, script):
+    models = scripted_models
+    assert models.current is None and models.settings == ModelSettings()
+    stored = ModelSettings(SamplingParams(temperature=0.2), "Be brief.", n_ctx=2048, cpu_threads=1)
+    models._store.save_model_settings("a.gguf", stored)
+    with qtbot.waitSignal(models.settingsChanged, timeout=WAIT_MS) as changed:
+        assert load(qtbot, models, "a.gguf") == ""
+    assert changed.args[0] == stored == models.settings
+    assert models.current.path == Path("/models/a.gguf") and models.current.n_ctx == 2048
+    assert script.loads[-1][1] == stored.load_options()  # loaded with them: one spelling for "all layers"
+    assert script.loads[-1][1].n_gpu_layers is None
+    assert models._store.last_model == Path("/models/a.gguf")
+
+
+def test_the_newest_load_wins_and_a_superseded_loads_failure_is_not_reported(qtbot, scripted_models, script):
+    models = scripted_models
+    load(qtbot, models, "first.gguf")
+    script.slow.add("slow.gguf")
+    failures = []
+    models.loadFailed.connect(failures.append)
+    with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS) as loaded:
+        models.load(Path("/models/slow.gguf"))  # waits on the worker until it is cancelled…
+        models.load(Path("/models/second.gguf"))  # …which this newer load does
+    assert loaded.args[0].path.name == "second.gguf" and models.current.path.name == "second.gguf"
+    assert failures == [] and models.loading is None
+
+
+def test_a_cancelled_load_keeps_the_current_model(qtbot, scripted_models, script):
+    models = scripted_models
+    load(qtbot, models, "first.gguf")
+    script.slow.add("slow.gguf")
+    with qtbot.waitSignal(models.loadFailed, timeout=WAIT_MS) as failed:
+        models.load(Path("/models/slow.gguf"))
+        models.cancel_load()
+    assert "cancelled" in failed.args[0] and models.current.path.name == "first.gguf"
+
+
+def test_a_broken_file_fails_with_its_reason_and_the_current_model_stays(qtbot, scripted_models, script):
+    models = scripted_models
+    load(qtbot, models, "first.gguf")
+    script.broken.add("broken.gguf")
+    assert "truncated" in load(qtbot, models, "broken.gguf")
+    assert models.current.path.name == "first.gguf"
+
+
+def test_settings_are_kept_per_model_and_only_load_settings_ask_for_a_reload(qtbot, scripted_models, script, tmp_path):
+    models = scripted_models
+    load(qtbot, models, "a.gguf")
+    reloads = []
+    models.reloadNeededChanged.connect(reloads.append)
+    models.update_settings(models.settings.with_changes(system_prompt="Be brief.", sampling=SamplingParams(top_k=3)))
+    assert reloads == [] and not models.reload_needed
+    models.update_settings(models.settings.with_changes(gpu_layers=0))
+    assert reloads == [True]
+    models.update_settings(models.settings.with_changes(gpu_layers=None))  # back to what it was loaded with
+    assert reloads == [True, False]
+    models.update_settings(models.settings.with_changes(n_ctx=1024))
+    with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS):
+        models.reload()
+    assert reloads == [True, False, True, False] and models.current.n_ctx == 1024
+
+    load(qtbot, models, "b.gguf")
+    assert models.settings == ModelSettings()  # another model, its own (default) settings
+    reopened = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    assert reopened.model_settings("a.gguf") == ModelSettings(
+        SamplingParams(top_k=3), "Be brief.", n_ctx=1024)
+
+
+def test_a_template_override_applies_without_a_reload(qtbot, scripted_models, script):
+    models = scripted_models
+    load(qtbot, models, "a.gguf")
+    with qtbot.waitSignal(models.templateChanged, timeout=WAIT_MS) as changed:
+        models.update_settings(models.settings.with_changes(template_override="{{ messages }}"))
+    assert changed.args[0] == "custom" and script.templates == ["{{ messages }}"]
+    assert not models.reload_needed
+    with qtbot.waitSignal(models.templateChanged, timeout=WAIT_MS) as changed:
+        models.update_settings(models.settings.with_changes(template_override=None))
+    assert changed.args[0] == "fallback:gemma" and script.templates == ["{{ messages }}", None]
+
+
+def test_settings_edited_before_any_model_apply_but_are_not_kept(qtbot, scripted_models, tmp_path):
+    models = scripted_models
+    models.update_settings(ModelSettings(SamplingParams(temperature=1.9)))
+    assert models.settings.sampling.temperature == 1.9
+    load(qtbot, models, "a.gguf")
+    assert models.settings == ModelSettings()
