@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.engine.devices import cpu_threads  # noqa: E402
-from app.engine.generator import Engine, LoadOptions, ReplyStats  # noqa: E402
+from app.engine.generator import Engine  # noqa: E402
+from app.engine.types import LoadOptions, ReplyStats  # noqa: E402
 from app.engine.sampling import SamplingParams  # noqa: E402
 from engine_vs_raw import N_CTX, raw_llama  # noqa: E402  (the raw side set up as there)
 

@@ -78,7 +78,8 @@ def child_raw(model: Path, tokens: int, default_threads: bool = False) -> dict:
 
 
 def child_engine(model: Path, tokens: int) -> dict:
-    from app.engine.generator import Engine, LoadOptions
+    from app.engine.generator import Engine
+    from app.engine.types import LoadOptions
     from app.engine.sampling import SamplingParams
 
     engine = Engine(model, LoadOptions(n_ctx=N_CTX))
@@ -95,7 +96,8 @@ def child_engine(model: Path, tokens: int) -> dict:
 
 def child_turns(model: Path, tokens: int) -> dict:
     """TTFT per turn through 8 turns in one session, and turn 8 again in a cold engine."""
-    from app.engine.generator import Engine, LoadOptions
+    from app.engine.generator import Engine
+    from app.engine.types import LoadOptions
     from app.engine.sampling import SamplingParams
 
     params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=160, logit_bias=banned_tokens(model))
