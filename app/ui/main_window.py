@@ -101,7 +101,9 @@ class MainWindow(QMainWindow):
             action.setShortcutContext(Qt.ApplicationShortcut)
         if tip:
             action.setStatusTip(tip)
-        action.triggered.connect(slot)
+        # triggered(bool) would land in a slot's first optional parameter (import_conversation's
+        # path was once called with False): menu actions call their slot with no arguments.
+        action.triggered.connect(lambda _checked=False: slot())
         menu.addAction(action)
         return action
 

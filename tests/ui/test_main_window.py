@@ -272,3 +272,26 @@ def test_a_thread_count_applies_when_the_model_is_reloaded(harness, qtbot):
     assert window.parameters.reload_notice.isHidden()
     if window.models.current.device.backend == "CPU":
         assert window.model_label.text().endswith("CPU (1 thread)")
+
+
+def test_every_file_menu_action_that_opens_a_dialog_opens_it(harness, qtbot):
+    """Triggered as a user triggers them (the menu action, not the method), each opens its dialog."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    window = harness.window
+    file_menu = window.menuBar().actions()[0].menu()
+    for text in ("Import conversation…", "Add model file…", "Add model folder…"):
+        action = next(a for a in file_menu.actions() if a.text() == text)
+        shown = []
+
+        def close_dialog():
+            dialog = QApplication.activeModalWidget()
+            shown.append(dialog.windowTitle() if dialog else None)
+            if dialog:
+                dialog.reject()
+
+        QTimer.singleShot(200, close_dialog)
+        action.trigger()
+        qtbot.waitUntil(lambda: bool(shown), timeout=5_000)
+        assert shown[0], f"{text} opened no dialog"
