@@ -95,6 +95,7 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     from app.bridge import EngineBridge
+    from app.download_manager import DownloadManager
     from app.engine.generator import Engine
     from app.engine.sampling import SamplingParams
     from app.engine.types import LoadOptions, ModelSettings
@@ -115,7 +116,7 @@ def main() -> None:
     settings = Settings(QSettings(str(home / "bench.ini"), QSettings.IniFormat))
     settings.save_model_settings(model.name, ModelSettings(n_ctx=4096))
     models = ModelSession(bridge, settings)
-    window = MainWindow(models, ChatSession(store, bridge, models), settings)
+    window = MainWindow(models, ChatSession(store, bridge, models), settings, DownloadManager())
     window.show()
     loaded = QEventLoop()
     models.modelLoaded.connect(loaded.quit)

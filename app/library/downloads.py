@@ -422,13 +422,15 @@ class QueuedDownload:
 class DownloadQueue:
     """Downloads models one after another on a worker thread of its own.
 
+    `current_client()` is asked for the HubClient as each download starts, so a client
+    rebuilt with a new access token is used by the downloads still waiting.
     The callbacks run on that worker thread; a Qt GUI forwards them with a queued signal.
     A job cancelled before its turn is reported through `on_failed` with DownloadCancelled.
     """
 
     def __init__(
         self,
-        client: HubClient,
+        current_client: Callable[[], HubClient],
         dest: str | os.PathLike,
         *,
         on_progress: Callable[[QueuedDownload, DownloadProgress], None] | None = None,
@@ -436,7 +438,7 @@ class DownloadQueue:
         on_failed: Callable[[QueuedDownload], None] | None = None,
         chunk_size: int = CHUNK_SIZE,
     ):
-        self._client = client
+        self._current_client = current_client
         self._dest = Path(dest)
         self._on_progress = on_progress
         self._on_finished = on_finished
@@ -488,7 +490,7 @@ class DownloadQueue:
         try:
             if job.control.cancelled:
                 raise _cancelled(job.model, job.control)
-            job.path = download_model(self._client, job.model, self._dest, on_progress=progress,
+            job.path = download_model(self._current_client(), job.model, self._dest, on_progress=progress,
                                       control=job.control, chunk_size=self._chunk_size)
         except HubError as exc:
             job.error = exc

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from .. import crash, paths
 from ..bridge import EngineBridge
+from ..download_manager import DownloadManager
 from ..library.default_model import ensure_default_model
 from ..model_session import ModelSession
 from ..session import ChatSession
@@ -87,7 +88,8 @@ def run_gui(args) -> int:
         return 1
     bridge = EngineBridge()
     models = ModelSession(bridge, config)
-    window = MainWindow(models, ChatSession(store, bridge, models), config)
+    downloads = DownloadManager(parent=app)  # lives as long as the application
+    window = MainWindow(models, ChatSession(store, bridge, models), config, downloads)
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
@@ -110,6 +112,7 @@ def run_gui(args) -> int:
     else:
         QTimer.singleShot(0, lambda: offer_crash_reports(window))
         code = app.exec()
+    downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
     store.close()
     instance.release()

@@ -41,6 +41,10 @@ def run_in_background(
     relay = _Relay(owner)
 
     def finish(result, error):
+        # Disconnect before anything else: if this closure holds the last reference to a
+        # parentless owner, dropping the connection later would free the owner, which would
+        # delete the relay a second time.
+        relay.done.disconnect(finish)
         relay.deleteLater()
         on_done(result, error)
 

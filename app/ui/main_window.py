@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from ..download_manager import DownloadManager
 from ..engine.types import LocalModel, ModelDescription
 from ..model_session import ModelSession
 from ..session import ChatSession, FinishedReply
@@ -39,14 +40,15 @@ def message_view(message: StoredMessage) -> MessageView:
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, models: ModelSession, session: ChatSession, settings: Settings):
+    def __init__(self, models: ModelSession, session: ChatSession, settings: Settings, downloads: DownloadManager):
         super().__init__()
         self.setWindowTitle("Hearth")
         self.models = models
         self.session = session
+        self.downloads = downloads
         self.store = session.store
         self.settings = settings
-        self._get_models = None
+        self._get_models_dialog = None
 
         self.conversations = ConversationList()
         self.chat = ChatView()
@@ -160,6 +162,7 @@ class MainWindow(QMainWindow):
         self.chat.linkActivated.connect(self.confirm_open_link)
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
 
+        self.downloads.modelDownloaded.connect(self.picker.rescan)
         self.picker.modelChosen.connect(models.load)
         self.picker.loadCancelRequested.connect(models.cancel_load)
         models.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
@@ -178,24 +181,24 @@ class MainWindow(QMainWindow):
         self.model_label.setText(f"Loading {source.path.name}…")
 
     def show_get_models(self) -> None:
-        """One "Get models" window for the whole session, so downloads keep running when it's hidden."""
-        if self._get_models is None:
+        """The "Get models" window, kept between openings (its search stays); the downloads are
+        the DownloadManager's, so closing it stops none of them."""
+        if self._get_models_dialog is None:
             from PySide6.QtWidgets import QDialog
 
             from .get_models import GetModelsView
 
             dialog = QDialog(self)
             dialog.setWindowTitle("Get models")
-            view = GetModelsView(parent=dialog)
+            view = GetModelsView(self.downloads, dialog)
             view.set_vram(self.models.gpu_memory())
             layout = QVBoxLayout(dialog)
             layout.setContentsMargins(0, 0, 0, 0)
             layout.addWidget(view)
             dialog.resize(view.sizeHint())
-            view.modelDownloaded.connect(lambda _path: self.picker.rescan())
-            self._get_models = (dialog, view)
-        self._get_models[0].show()
-        self._get_models[0].raise_()
+            self._get_models_dialog = dialog
+        self._get_models_dialog.show()
+        self._get_models_dialog.raise_()
 
     def on_model_loaded(self, loaded: ModelDescription) -> None:
         self.picker.set_loading(None)
@@ -338,6 +341,4 @@ class MainWindow(QMainWindow):
         self.settings.save_window_state(self.saveGeometry(), self.splitter.saveState())
         self.settings.sync()
         self.session.stop()
-        if self._get_models is not None:
-            self._get_models[1].shutdown()  # downloads keep their .part files and resume next time
         super().closeEvent(event)

@@ -11,15 +11,20 @@ import keyring
 import keyring.backends.fail
 import psutil
 import pytest
-from PySide6.QtCore import QTimer
+import shiboken6
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog
 
+from app import download_manager
+from app.download_manager import DownloadManager
 from app.engine.modelfile import inspect_model
 from app.library import credentials
 from app.library.downloads import PARTIAL_SUFFIX, DownloadQueue
 from app.library.hub import HubClient, Timeouts
 from app.ui import get_models
-from app.ui.get_models import OFFLINE_HEADLINE, DownloadRow, GetModelsView, ModelColumn, ResultColumn
+from app.ui.download_row import DownloadRow
+from app.ui.get_models import OFFLINE_HEADLINE, GetModelsView
+from app.ui.hub_lists import MODEL_ROLE, ModelColumn, ResultColumn
 from fake_hub import GOOD_TOKEN, QWEN_REPO
 from test_credentials import MemoryKeyring
 
@@ -43,7 +48,7 @@ def memory_keyring():
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
     """4 KiB reads, so a 66 KB test model reports progress and can be paused midway."""
-    monkeypatch.setattr(get_models, "DownloadQueue", partial(DownloadQueue, chunk_size=4096))
+    monkeypatch.setattr(download_manager, "DownloadQueue", partial(DownloadQueue, chunk_size=4096))
 
 
 def client_factory(url: str, read: float = 2.0):
@@ -51,19 +56,32 @@ def client_factory(url: str, read: float = 2.0):
 
 
 @pytest.fixture
-def make_view(qtbot, hub, tmp_path):
-    views = []
+def make_manager(hub, tmp_path):
+    managers = []
 
-    def make(factory=None) -> GetModelsView:
-        view = GetModelsView(factory or client_factory(hub.url), dest=tmp_path / "models")
+    def make(factory=None) -> DownloadManager:
+        manager = DownloadManager(factory or client_factory(hub.url), dest=tmp_path / "models")
+        managers.append(manager)
+        return manager
+
+    yield make
+    for manager in managers:
+        manager.shutdown()
+
+
+@pytest.fixture
+def make_view(qtbot, make_manager):
+    views = []  # held until teardown, as the window that opens a view holds it
+
+    def make(manager=None) -> GetModelsView:
+        """A view shown over `manager` (by default a new one aimed at the fake Hub)."""
+        view = GetModelsView(manager or make_manager())
         qtbot.addWidget(view)
         view.show()
         views.append(view)
         return view
 
-    yield make
-    for view in views:
-        view.shutdown()
+    return make
 
 
 def search(qtbot, view, text):
@@ -84,7 +102,7 @@ def model_items(view):
     for top in range(view.models.topLevelItemCount()):
         item = view.models.topLevelItem(top)
         for child in [item] + [item.child(i) for i in range(item.childCount())]:
-            if child.data(0, get_models._MODEL_ROLE) is not None:
+            if child.data(0, MODEL_ROLE) is not None:
                 items[child.text(ModelColumn.FILE)] = child
     return items
 
@@ -143,20 +161,22 @@ def test_a_repository_lists_its_quantizations_with_sizes_and_fit(qtbot, make_vie
     assert "Needs about" in item.toolTip(ModelColumn.FITS)
 
 
-def test_downloads_queue_one_after_another_and_announce_a_loadable_model(qtbot, make_view, qwen, tmp_path):
+def test_downloads_queue_one_after_another_and_announce_a_loadable_model(qtbot, make_manager, make_view, qwen,
+                                                                         tmp_path):
     qwen.files[Q4].bytes_per_second = 150_000
-    view = make_view()
+    manager = make_manager()
+    view = make_view(manager)
     search(qtbot, view, QWEN_REPO)  # owner/name: its listing opens at once
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     downloaded = []
-    view.modelDownloaded.connect(downloaded.append)
+    manager.modelDownloaded.connect(downloaded.append)
 
-    assert view.no_downloads_label.isVisible()
+    assert view.downloads.no_downloads_label.isVisible()
     first = start_download(qtbot, view, Q4)
     second = start_download(qtbot, view, "Qwen3-0.6B-IQ2_XS.gguf")
     assert start_download(qtbot, view, Q4) is first  # asked twice, queued once
     assert "already in the downloads list" in view.message_label.text()
-    assert not view.no_downloads_label.isVisible()
+    assert not view.downloads.no_downloads_label.isVisible()
     qtbot.waitUntil(lambda: first.pause_button.isEnabled(), timeout=WAIT_MS)
     assert " of 65.8 KB" in first.status_label.text()
     assert second.status_label.text() == "Waiting for the downloads before it"
@@ -167,14 +187,16 @@ def test_downloads_queue_one_after_another_and_announce_a_loadable_model(qtbot, 
     assert inspect_model(downloaded[0]).architecture == "llama"
     assert first.status_label.text() == f"Downloaded to {models / Q4}" and first.progress.value() == 1000
     assert first.pause_button.isHidden() and first.cancel_button.isHidden()
-    view.clear_button.click()
+    view.downloads.clear_button.click()
     qtbot.waitUntil(lambda: not view.findChildren(DownloadRow))
-    assert view.no_downloads_label.isVisible()
+    assert view.downloads.no_downloads_label.isVisible()
 
 
-def test_pause_holds_a_download_and_resume_continues_it(qtbot, make_view, hub, qwen, tmp_path, tiny_gguf):
+def test_pause_holds_a_download_and_resume_continues_it(qtbot, make_manager, make_view, hub, qwen, tmp_path,
+                                                         tiny_gguf):
     qwen.files[Q4].bytes_per_second = 100_000
-    view = make_view()
+    manager = make_manager()
+    view = make_view(manager)
     search(qtbot, view, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     row = start_download(qtbot, view, Q4)
@@ -188,26 +210,27 @@ def test_pause_holds_a_download_and_resume_continues_it(qtbot, make_view, hub, q
     qtbot.wait(300)
     assert partial_file.stat().st_size == held < len(tiny_gguf)
 
-    with qtbot.waitSignal(view.modelDownloaded, timeout=WAIT_MS) as done:
+    with qtbot.waitSignal(manager.modelDownloaded, timeout=WAIT_MS) as done:
         row.pause_button.click()
     assert done.args[0].read_bytes() == tiny_gguf
     assert hub.body_requests(Q4) == [None, f"bytes={held}-"]
 
 
-def test_cancel_stops_a_download_and_deletes_its_partial_file(qtbot, make_view, qwen, tmp_path):
+def test_cancel_stops_a_download_and_deletes_its_partial_file(qtbot, make_manager, make_view, qwen, tmp_path):
     qwen.files[Q4].bytes_per_second = 60_000
-    view = make_view()
+    manager = make_manager()
+    view = make_view(manager)
     search(qtbot, view, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     downloaded = []
-    view.modelDownloaded.connect(downloaded.append)
+    manager.modelDownloaded.connect(downloaded.append)
     row = start_download(qtbot, view, Q4)
     qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=WAIT_MS)
 
     row.cancel_button.click()
 
     assert row.status_label.text() == "Cancelled" and row.cancel_button.isHidden()
-    assert view._queue.wait_idle(timeout=5)
+    assert manager._queue.wait_idle(timeout=5)
     qtbot.wait(50)  # the queue's last report reaches the GUI thread
     assert row.status_label.text() == "Cancelled" and downloaded == []
     assert list((tmp_path / "models").iterdir()) == []
@@ -226,33 +249,88 @@ def test_a_damaged_download_says_it_was_quarantined(qtbot, make_view, qwen, tmp_
 
 
 def test_shutdown_keeps_the_partial_file_and_the_next_download_continues_it(
-        qtbot, make_view, hub, qwen, tmp_path, tiny_gguf):
+        qtbot, make_manager, make_view, hub, qwen, tmp_path, tiny_gguf):
     qwen.files[Q4].bytes_per_second = 60_000
-    view = make_view()
+    manager = make_manager()
+    view = make_view(manager)
     search(qtbot, view, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     start_download(qtbot, view, Q4)
     partial_file = tmp_path / "models" / (Q4 + PARTIAL_SUFFIX)
     qtbot.waitUntil(lambda: partial_file.exists() and partial_file.stat().st_size > 8_000, timeout=WAIT_MS)
 
-    view.shutdown()  # as when Hearth quits
+    manager.shutdown()  # as when Hearth quits
     kept = partial_file.stat().st_size
     assert 0 < kept < len(tiny_gguf)
 
     qwen.files[Q4].bytes_per_second = None
-    restarted = make_view()
+    restarted_manager = make_manager()
+    restarted = make_view(restarted_manager)
     search(qtbot, restarted, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(restarted)), timeout=WAIT_MS)
-    with qtbot.waitSignal(restarted.modelDownloaded, timeout=WAIT_MS) as done:
+    with qtbot.waitSignal(restarted_manager.modelDownloaded, timeout=WAIT_MS) as done:
         start_download(qtbot, restarted, Q4)
     assert done.args[0].read_bytes() == tiny_gguf
     assert hub.body_requests(Q4)[-1] == f"bytes={kept}-"
 
 
+def test_a_download_keeps_running_when_its_view_is_deleted_and_a_new_view_shows_it(
+        qtbot, make_manager, make_view, hub, qwen, tmp_path, tiny_gguf):
+    qwen.files[Q4].bytes_per_second = 30_000
+    manager = make_manager()
+    view = GetModelsView(manager)  # not kept by qtbot: closing it deletes it
+    view.setAttribute(Qt.WA_DeleteOnClose)
+    view.show()
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    running = start_download(qtbot, view, Q4).job
+    waiting = start_download(qtbot, view, "Qwen3-0.6B-IQ2_XS.gguf").job
+    qtbot.waitUntil(lambda: manager.latest_progress(running) is not None, timeout=WAIT_MS)
+
+    view.close()
+    qtbot.waitUntil(lambda: not shiboken6.isValid(view), timeout=WAIT_MS)
+    done_then = manager.latest_progress(running).bytes_done
+    qtbot.waitUntil(lambda: manager.latest_progress(running).bytes_done > done_then, timeout=WAIT_MS)
+
+    reopened = make_view(manager)
+    first, second = reopened.findChildren(DownloadRow)
+    assert (first.job, second.job) == (running, waiting)
+    assert first.pause_button.isEnabled() and " of 65.8 KB" in first.status_label.text()
+    assert second.status_label.text() == "Waiting for the downloads before it"
+    qtbot.waitUntil(lambda: first.done and second.done, timeout=WAIT_MS)
+
+    models = tmp_path / "models"
+    assert first.status_label.text() == f"Downloaded to {models / Q4}"
+    assert (models / Q4).read_bytes() == tiny_gguf
+    assert hub.body_requests(Q4) == [None]  # one request from start to end: never stopped or resumed
+
+
+def test_a_new_view_shows_a_paused_download_and_resumes_it(qtbot, make_manager, make_view, qwen, tmp_path,
+                                                            tiny_gguf):
+    qwen.files[Q4].bytes_per_second = 100_000
+    manager = make_manager()
+    view = make_view(manager)
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    row = start_download(qtbot, view, Q4)
+    qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=WAIT_MS)
+    row.pause_button.click()
+    qtbot.waitUntil(lambda: row.status_label.text().startswith("Paused · "), timeout=WAIT_MS)
+
+    [again] = make_view(manager).findChildren(DownloadRow)
+    assert again.pause_button.text() == "Resume" and again.status_label.text().startswith("Paused · ")
+    with qtbot.waitSignal(manager.modelDownloaded, timeout=WAIT_MS) as done:
+        again.pause_button.click()
+
+    assert done.args[0].read_bytes() == tiny_gguf
+    assert row.status_label.text() == again.status_label.text() == f"Downloaded to {tmp_path / 'models' / Q4}"
+
+
 def test_a_gated_download_asks_for_a_token_then_retries_with_it(
-        qtbot, make_view, hub, tiny_gguf, memory_keyring, monkeypatch):
+        qtbot, make_manager, make_view, hub, tiny_gguf, memory_keyring, monkeypatch):
     hub.add_repo(GATED_REPO, {GATED_FILE: tiny_gguf}, gated=True)
-    view = make_view()
+    manager = make_manager()
+    view = make_view(manager)
     search(qtbot, view, GATED_REPO)  # the Hub lists a gated repository to anyone
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     assert "gated" in view.repo_label.text()
@@ -262,7 +340,7 @@ def test_a_gated_download_asks_for_a_token_then_retries_with_it(
     assert "is gated" in view.message_label.text() and "enter an access token" in view.message_label.text()
     asked = []
     monkeypatch.setattr(QInputDialog, "getText", lambda *args: asked.append(args) or (f" {GOOD_TOKEN} ", True))
-    with qtbot.waitSignal(view.modelDownloaded, timeout=WAIT_MS) as done:
+    with qtbot.waitSignal(manager.modelDownloaded, timeout=WAIT_MS) as done:
         view.token_button.click()
 
     assert asked[0][3] == get_models.QLineEdit.Password
@@ -303,18 +381,18 @@ def test_offline_mode_says_so_at_once_and_sends_nothing(qtbot, make_view, hub, q
     assert hub.requests == []
 
 
-def test_an_unreachable_hub_is_reported_as_offline(qtbot, make_view):
+def test_an_unreachable_hub_is_reported_as_offline(qtbot, make_manager, make_view):
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    view = make_view(client_factory(f"http://127.0.0.1:{port}"))
+    view = make_view(make_manager(client_factory(f"http://127.0.0.1:{port}")))
     search(qtbot, view, "qwen")
     assert view.message_label.text().startswith(OFFLINE_HEADLINE)
     assert "cannot be reached" in view.message_label.text()
 
 
-def test_a_stalled_hub_times_out_while_the_window_stays_responsive(qtbot, make_view, hub, qwen):
-    view = make_view(client_factory(hub.url, read=1.0))
+def test_a_stalled_hub_times_out_while_the_window_stays_responsive(qtbot, make_manager, make_view, hub, qwen):
+    view = make_view(make_manager(client_factory(hub.url, read=1.0)))
     search(qtbot, view, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     hub.stall_api = True
@@ -334,9 +412,9 @@ def test_a_stalled_hub_times_out_while_the_window_stays_responsive(qtbot, make_v
     assert max(b - a for a, b in zip(ticks, ticks[1:])) < 0.9  # never blocked for the read timeout
 
 
-def test_a_stalled_download_reports_the_timeout(qtbot, make_view, hub, qwen):
+def test_a_stalled_download_reports_the_timeout(qtbot, make_manager, make_view, hub, qwen):
     qwen.files[Q4].stall_after = 10_000
-    view = make_view(client_factory(hub.url, read=0.5))
+    view = make_view(make_manager(client_factory(hub.url, read=0.5)))
     search(qtbot, view, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
     row = start_download(qtbot, view, Q4)

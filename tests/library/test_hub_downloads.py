@@ -188,7 +188,7 @@ def test_cancel_keeping_the_partial_file_lets_the_next_run_continue(qwen, hub, c
 def test_a_queue_downloads_one_after_another(qwen, hub, client, tmp_path, tiny_gguf):
     events = []
     queue = DownloadQueue(
-        client, tmp_path,
+        lambda: client, tmp_path,
         on_progress=lambda job, p: events.append(("progress", job.model.quant)),
         on_finished=lambda job: events.append(("finished", job.model.quant)),
         on_failed=lambda job: events.append(("failed", job.model.quant)),
@@ -209,7 +209,7 @@ def test_a_queue_downloads_one_after_another(qwen, hub, client, tmp_path, tiny_g
 def test_a_queued_job_cancelled_before_its_turn_is_reported_and_skipped(qwen, hub, client, tmp_path):
     qwen.files[Q4].bytes_per_second = 200_000
     failed = []
-    queue = DownloadQueue(client, tmp_path, on_failed=failed.append)
+    queue = DownloadQueue(lambda: client, tmp_path, on_failed=failed.append)
     queue.add(q4_model(client))
     second = queue.add(client.find_model(QWEN_REPO, quant="IQ2_XS"))
     second.control.cancel()

@@ -9,6 +9,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 
 from app.bridge import EngineBridge
+from app.download_manager import DownloadManager
 from app.engine.types import ModelSettings
 from app.model_session import ModelSession
 from app.session import ChatSession
@@ -40,7 +41,7 @@ class Harness:
     def open_window(self):
         self.store = ConversationStore(self.root / "conversations.sqlite3")
         session = ChatSession(self.store, self.bridge, self.models)
-        self.window = MainWindow(self.models, session, Settings(self.settings))
+        self.window = MainWindow(self.models, session, Settings(self.settings), DownloadManager())
         self.window.show()
 
     def reopen_window(self):
