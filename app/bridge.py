@@ -108,6 +108,10 @@ class EngineWorker(QObject):
         except (TemplateError, ContextFullError) as exc:
             self.replyFailed.emit(ticket, str(exc))
             return
+        except Exception as exc:  # a backend can fail in ways nobody listed: never leave the GUI waiting
+            log.exception("reply %d could not start", ticket.number)
+            self.replyFailed.emit(ticket, f"The reply could not start: {exc}")
+            return
         try:
             self._relay(ticket, stream)
         except Exception as exc:  # never leave the GUI waiting for a reply that won't come
@@ -224,10 +228,6 @@ class EngineBridge(QObject):
     def cancel_load(self) -> None:
         """Stop the load under way; it ends with loadFailed, the previous model still loaded."""
         self._loads.cancel()
-
-    @property
-    def loading(self) -> bool:
-        return self._loads.current is not None
 
     @property
     def generating(self) -> bool:

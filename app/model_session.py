@@ -56,6 +56,7 @@ class ModelSession(QObject):
         self._current: ModelDescription | None = None
         self._settings = ModelSettings()
         self._loaded_with: ModelSettings | None = None  # the current model's settings at load
+        self._applied_template: str | None = None  # the override the current model renders with
         self._loading: tuple[LocalModel, ModelSettings] | None = None
         self._reload_needed = False
         bridge.loadProgress.connect(self.loadProgress)
@@ -117,11 +118,10 @@ class ModelSession(QObject):
         """The user changed the settings: keep them for this model and apply what applies now."""
         if settings == self._settings:
             return
-        previous, self._settings = self._settings, settings
+        self._settings = settings
         if self._current is not None:
             self._store.save_model_settings(self._current.source.settings_key, settings)
-            if settings.template_override != previous.template_override:
-                self._bridge.set_template(settings.template_override)
+            self._apply_template()
         self.settingsChanged.emit(settings)
         self._set_reload_needed(self._loaded_with is not None and settings.needs_reload_from(self._loaded_with))
 
@@ -134,8 +134,8 @@ class ModelSession(QObject):
         # Read again: the user may have edited this model's settings while it loaded.
         settings = self._store.model_settings(key)
         self._current, self._settings, self._loaded_with = description, settings, loaded_with
-        if settings.template_override != loaded_with.template_override:
-            self._bridge.set_template(settings.template_override)
+        self._applied_template = loaded_with.template_override
+        self._apply_template()
         self._store.last_model = description.path
         self.modelLoaded.emit(description)
         self.settingsChanged.emit(settings)
@@ -144,8 +144,17 @@ class ModelSession(QObject):
 
     def _on_load_failed(self, message: str) -> None:
         self._loading = None
+        self._apply_template()  # an override edited while the other model loaded
         self.loadFailed.emit(message)
         self.loadFinished.emit(message)
+
+    def _apply_template(self) -> None:
+        """Give the current model the template its settings ask for. Not while another model
+        loads: the worker would apply it to that one, which is loaded with its own."""
+        wanted = self._settings.template_override
+        if self._current is not None and self._loading is None and wanted != self._applied_template:
+            self._applied_template = wanted
+            self._bridge.set_template(wanted)
 
     def _set_reload_needed(self, needed: bool) -> None:
         if needed != self._reload_needed:

@@ -105,3 +105,17 @@ def test_settings_edited_before_any_model_apply_but_are_not_kept(qtbot, scripted
     assert models.settings.sampling.temperature == 1.9
     load(qtbot, models, "a.gguf")
     assert models.settings == ModelSettings()
+
+
+def test_a_template_edited_while_another_model_loads_stays_with_its_own_model(qtbot, scripted_models, script):
+    models = scripted_models
+    load(qtbot, models, "a.gguf")
+    script.slow.add("slow.gguf")
+    with qtbot.waitSignal(models.loadFailed, timeout=WAIT_MS):
+        models.load(Path("/models/slow.gguf"))
+        models.update_settings(models.settings.with_changes(template_override="{{ A }}"))  # a.gguf's
+        assert script.templates == []  # not sent while the worker is busy loading another model
+        models.cancel_load()
+    qtbot.waitUntil(lambda: script.templates == ["{{ A }}"], timeout=WAIT_MS)  # a.gguf stayed: it gets it
+    load(qtbot, models, "b.gguf")
+    assert script.templates == ["{{ A }}"] and models.settings.template_override is None

@@ -163,7 +163,7 @@ class ReplyStats:
 
     prompt_tokens: int = 0
     evaluated_prompt_tokens: int = 0  # prompt tokens not already in the KV cache
-    completion_tokens: int = 0
+    completion_tokens: int | None = 0  # None: not counted (a reply that never started, an old record)
     ttft_s: float = 0.0
     tokens_per_s: float = 0.0
     stop_reason: StopReason | None = StopReason.ERROR  # None: unknown (an imported record)
@@ -174,7 +174,7 @@ class ReplyStats:
     @classmethod
     def failed(cls, message: str) -> "ReplyStats":
         """A reply that could not start (no model, a template error, a full context…)."""
-        return cls(stop_reason=StopReason.ERROR, error=message)
+        return cls(completion_tokens=None, stop_reason=StopReason.ERROR, error=message)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -185,7 +185,7 @@ class ReplyStats:
     def from_dict(cls, data: dict) -> "ReplyStats":
         """Read stored statistics, tolerating older records and hand-made imports: a value of
         the wrong type, or a key this version does not know, is left at its default."""
-        values = {}
+        values = {"completion_tokens": None}
         for name, kind in _STORED_TYPES.items():
             value = data.get(name)
             if kind is float and isinstance(value, int):

@@ -80,13 +80,12 @@ def _message_details(message: StoredMessage) -> str:
     details = [message.model] if message.model else []
     stats = message.stats
     if stats is not None:
-        for value, template in (
-            (stats.completion_tokens, "{:.0f} tokens"),
-            (stats.tokens_per_s, "{:.1f} tokens/s"),
-            (stats.ttft_s, "first token after {:.2f} s"),
-        ):
-            if value:
-                details.append(template.format(value))
+        if stats.completion_tokens is not None:
+            details.append(f"{stats.completion_tokens} tokens")
+        if stats.tokens_per_s:
+            details.append(f"{stats.tokens_per_s:.1f} tokens/s")
+        if stats.ttft_s:
+            details.append(f"first token after {stats.ttft_s:.2f} s")
     if stats is not None and stats.stop_reason is StopReason.INTERRUPTED:
         details.append(StopReason.INTERRUPTED.words)
     elif message.status is not ReplyStatus.COMPLETE:

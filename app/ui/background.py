@@ -1,9 +1,9 @@
 """Run a plain function off the GUI thread and get its result back on the GUI thread.
 
-The answer is delivered through a relay parented to the object that asked (`owner`): when the
-owner is deleted first (a dialog closed, the window gone), Qt deletes the relay with it and
-the answer is dropped, so no caller has to ask whether it still exists. Which of several
-answers still matters is `app.newest`'s job.
+The answer is dropped when the object that asked (`owner`) was deleted in the meantime (a
+dialog closed, the window gone), so no caller has to ask whether it still exists. That check
+happens on the GUI thread, where widgets are deleted, so it cannot race with a deletion. Which
+of several answers still matters is `app.newest`'s job.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ class _Job(QRunnable):
             result, error = self._function(), None
         except Exception as exc:  # handed to the GUI thread, which decides what to show
             result, error = None, exc
-        if shiboken6.isValid(self._relay):  # not when its owner (or the application) is gone
-            self._relay.done.emit(result, error)
+        self._relay.done.emit(result, error)
+
+
+_relays: set[_Relay] = set()  # each relay lives until its job reports
 
 
 def run_in_background(
@@ -38,15 +40,13 @@ def run_in_background(
 ) -> None:
     """Call `function()` on the thread pool, then `on_done(result, error)` on the GUI thread,
     unless `owner` was deleted in the meantime."""
-    relay = _Relay(owner)
+    relay = _Relay()
+    _relays.add(relay)
 
     def finish(result, error):
-        # Disconnect before anything else: if this closure holds the last reference to a
-        # parentless owner, dropping the connection later would free the owner, which would
-        # delete the relay a second time.
-        relay.done.disconnect(finish)
-        relay.deleteLater()
-        on_done(result, error)
+        _relays.discard(relay)
+        if shiboken6.isValid(owner):
+            on_done(result, error)
 
     relay.done.connect(finish)
     QThreadPool.globalInstance().start(_Job(function, relay))

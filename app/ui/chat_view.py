@@ -57,7 +57,8 @@ def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
     reason = None
     if stats is not None:
         tokens = stats.completion_tokens
-        parts.append(f"{tokens} token" + ("" if tokens == 1 else "s"))
+        if tokens is not None:
+            parts.append(f"{tokens} token" + ("" if tokens == 1 else "s"))
         if stats.tokens_per_s:
             parts.append(f"{stats.tokens_per_s:.1f} tok/s")
         if stats.ttft_s:

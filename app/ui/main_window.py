@@ -230,7 +230,7 @@ class MainWindow(QMainWindow):
         if stats.tokens_per_s:
             self.speed_label.setText(f"{stats.tokens_per_s:.1f} tok/s · first token {stats.ttft_s:.2f} s")
         if self.models.current is not None and stats.prompt_tokens:
-            used = stats.prompt_tokens + stats.completion_tokens
+            used = stats.prompt_tokens + (stats.completion_tokens or 0)
             self.context_label.setText(f"Context {used:,} / {self.models.current.n_ctx:,}")
         if stats.dropped_messages:
             self.statusBar().showMessage(

@@ -84,6 +84,7 @@ class ParametersPanel(QWidget):
         self._show_model(models.current)
         models.modelLoaded.connect(self._show_model)
         models.settingsChanged.connect(self.show_settings)
+        self.reload_notice.setVisible(models.reload_needed)
         models.reloadNeededChanged.connect(self.reload_notice.setVisible)
 
     # --- construction ----------------------------------------------------------------------------

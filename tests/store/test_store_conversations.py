@@ -216,4 +216,4 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(store, db_path):
     with ConversationStore(db_path) as reopened:
         (reply,) = reopened.messages(cid)
     assert (reply.content, reply.status, reply.stats) == (
-        "half a rep", "cancelled", ReplyStats(stop_reason=StopReason.INTERRUPTED))
+        "half a rep", "cancelled", ReplyStats(completion_tokens=None, stop_reason=StopReason.INTERRUPTED))

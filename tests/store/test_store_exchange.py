@@ -16,7 +16,7 @@ def chat(store):
     mid = store.add_message(cid, "assistant", "", model="tiny-q4.gguf", params=PARAMS, status="streaming")
     store.finish_message(mid, "Green, *gently* brewed.", STATS)
     cut = store.add_message(cid, "assistant", "", model="tiny-q4.gguf", status="streaming")
-    store.finish_message(cut, "Black tea is", ReplyStats(stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED)
+    store.finish_message(cut, "Black tea is", ReplyStats(completion_tokens=None, stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED)
     return cid
 
 

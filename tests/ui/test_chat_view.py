@@ -237,6 +237,10 @@ def test_finish_shows_the_reply_stats_in_words(view):
     (None, ReplyStatus.CANCELLED, "stopped"),
     (None, ReplyStatus.ERROR, "error"),
     (None, ReplyStatus.COMPLETE, ""),
+    # Not counted is not zero: a reply cut off by a crash, or one that never started.
+    (ReplyStats.from_dict({"stop_reason": "interrupted"}), ReplyStatus.CANCELLED, "interrupted"),
+    (ReplyStats.failed("The template failed"), ReplyStatus.ERROR, "error"),
+    (ReplyStats(completion_tokens=0, stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED, "0 tokens · stopped"),
 ])
 def test_stats_in_words(stats, status, words):
     assert stats_text(stats, status) == words

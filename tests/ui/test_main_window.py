@@ -41,7 +41,8 @@ class Harness:
     def open_window(self):
         self.store = ConversationStore(self.root / "conversations.sqlite3")
         session = ChatSession(self.store, self.bridge, self.models)
-        self.window = MainWindow(self.models, session, Settings(self.settings), DownloadManager())
+        self.downloads = DownloadManager()
+        self.window = MainWindow(self.models, session, Settings(self.settings), self.downloads)
         self.window.show()
 
     def reopen_window(self):
@@ -66,6 +67,7 @@ class Harness:
 
     def close(self):
         self.window.close()
+        self.downloads.shutdown()
         self.bridge.shutdown()
         self.store.close()
 
