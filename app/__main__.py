@@ -47,11 +47,24 @@ def main(argv: list[str] | None = None) -> int:
         return run_gui(args)
     try:
         return args.run(args)
+    except cli.USAGE_ERRORS as exc:
+        print(f"hearth: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # an OSError, but not the user's: before USER_ERRORS
+        return _reader_went_away()
     except cli.USER_ERRORS as exc:
         print(f"hearth: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed it (`hearth inspect … | head`): stop quietly, as Unix tools do
+    when SIGPIPE ends them, and keep Python from complaining while it flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13  # SIGPIPE's status, as a shell reports a tool it ended
 
 
 if __name__ == "__main__":

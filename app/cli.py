@@ -18,7 +18,15 @@ from .engine.modelfile import ModelFileError, inspect_model
 from .engine.sampling import PRESETS, SamplingError, SamplingParams
 from .engine.templates import ChatTemplate, TemplateError, template_for
 
-USER_ERRORS = (ModelFileError, TemplateError, SamplingError, ContextFullError, OSError, ValueError)
+MIN_CONTEXT = 64  # below this no chat template and reply fit; llama.cpp fails obscurely at 2
+
+
+class UsageError(ValueError):
+    """The command line asks for something that cannot be: exit status 2, as argparse's own."""
+
+
+USAGE_ERRORS = (UsageError, SamplingError)
+USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, OSError, ValueError)
 
 
 def add_subcommands(subparsers) -> None:
@@ -37,7 +45,8 @@ def add_subcommands(subparsers) -> None:
 
     chat = subparsers.add_parser("chat", help="stream a reply to one message")
     chat.add_argument("model", type=Path)
-    chat.add_argument("message")
+    chat.add_argument("message", nargs="?", help="the message; - reads it from standard input")
+    chat.add_argument("--message-file", type=Path, help="read the message from this file (UTF-8)")
     chat.add_argument("--system", help="system prompt")
     chat.add_argument("--preset", choices=sorted(PRESETS), default="Balanced")
     add_sampling_arguments(chat)
@@ -85,7 +94,7 @@ def run_prompt(args) -> int:
     elif args.model:
         template = template_for(inspect_model(args.model))
     else:
-        raise ValueError("give a MODEL.gguf or --template T.jinja")
+        raise UsageError("give a MODEL.gguf or --template T.jinja")
     text = template.render(messages, add_generation_prompt=not args.no_generation_prompt)
     sys.stdout.buffer.write(text.encode("utf-8"))
     sys.stdout.flush()
@@ -97,8 +106,9 @@ def run_chat(args) -> int:
     from .engine.types import LoadOptions, LocalModel, StopReason
 
     params = sampling_from_args(args)
+    _check_context(args.ctx, inspect_model(args.model).context_length)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
-    messages.append({"role": "user", "content": args.message})
+    messages.append({"role": "user", "content": _message(args)})
     backend = open_backend(LocalModel(Path(args.model)), LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
     device = backend.describe().device.describe()
     try:
@@ -120,6 +130,26 @@ def run_chat(args) -> int:
         print(f"hearth: {stats.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _message(args) -> str:
+    """The message: the argument, standard input for "-", or --message-file (for messages
+    longer than the shell lets an argument be)."""
+    if (args.message is None) == (args.message_file is None):
+        raise UsageError("give the message as an argument, - for standard input, or --message-file FILE")
+    if args.message_file is not None:
+        return args.message_file.read_text(encoding="utf-8")
+    return sys.stdin.read() if args.message == "-" else args.message
+
+
+def _check_context(n_ctx: int | None, model_context: int) -> None:
+    """Refuse a context the model was not made for, before llama.cpp tries to allocate it."""
+    if n_ctx is None:
+        return
+    limit = model_context or 1 << 20
+    if not MIN_CONTEXT <= n_ctx <= limit:
+        whose = "the model's context length" if model_context else "Hearth's limit for a model that does not say"
+        raise UsageError(f"--ctx must be between {MIN_CONTEXT:,} and {limit:,} ({whose}), not {n_ctx:,}")
 
 
 def _read_messages(path: Path) -> list[dict]:

@@ -80,19 +80,44 @@ def test_chat_stop_string(gemma_path):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "status"),
     [
-        (["inspect", "missing.gguf"], "not found"),
-        (["chat", "{model}", "hi", "--temperature", "9"], "temperature must be"),
-        (["chat", "{model}", "hi", "--top-p", "0"], "top_p must be above 0"),
-        (["prompt", "--messages", "{bad}"], "give a MODEL.gguf or --template"),
+        (["inspect", "missing.gguf"], "not found", 1),
+        # Usage errors exit 2, as argparse's own do.
+        (["chat", "{model}", "hi", "--temperature", "9"], "temperature must be", 2),
+        (["chat", "{model}", "hi", "--top-p", "0"], "top_p must be above 0", 2),
+        (["prompt", "--messages", "{bad}"], "give a MODEL.gguf or --template", 2),
+        (["chat", "{model}", "hi", "--ctx", "2"], "--ctx must be between 64 and 32,768", 2),
+        (["chat", "{model}", "hi", "--ctx", "-5"], "--ctx must be between", 2),
+        (["chat", "{model}", "hi", "--ctx", "1000000000"], "(the model's context length)", 2),
+        (["chat", "{model}"], "give the message", 2),
+        (["chat", "{model}", "hi", "--message-file", "{bad}"], "give the message", 2),
     ],
 )
-def test_errors_are_one_clear_line(args, message, gemma_path, tmp_path):
+def test_errors_are_one_clear_line(args, message, status, gemma_path, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
     args = [a.format(model=gemma_path, bad=bad) for a in args]
     result = hearth(*args, check=False)
-    assert result.returncode == 1
+    assert result.returncode == status
     err = result.stderr.decode().strip()
     assert err.startswith("hearth: error:") and message in err and "Traceback" not in err
+
+
+def test_chat_takes_the_message_from_standard_input_or_a_file(gemma_path, tmp_path):
+    greedy = ["--temperature", "0", "--max-tokens", "4"]
+    direct = hearth("chat", gemma_path, "The capital of France is", *greedy).stdout
+    piped = subprocess.run([sys.executable, "-m", "app", "chat", str(gemma_path), "-", *greedy],
+                           input=b"The capital of France is", capture_output=True, cwd=ROOT, timeout=300)
+    long_message = tmp_path / "message.txt"
+    long_message.write_text("The capital of France is", encoding="utf-8")
+    from_file = hearth("chat", gemma_path, "--message-file", long_message, *greedy).stdout
+    assert piped.returncode == 0 and piped.stdout == direct == from_file
+
+
+def test_a_reader_that_goes_away_ends_it_quietly_as_a_unix_tool(gemma_path):
+    process = subprocess.Popen([sys.executable, "-m", "app", "inspect", str(gemma_path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    process.stdout.close()  # like `| head` having read its fill before hearth writes
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 141 and err == b""
