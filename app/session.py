@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 
 from .bridge import EngineBridge
 from .engine.types import ReplyStats, ReplyStatus
@@ -21,6 +21,7 @@ from .model_session import ModelSession
 from .store import Conversation, ConversationStore, StoredMessage
 
 PARTIAL_SAVE_MS = 500
+QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
 NO_MODEL_MESSAGE = "No model is loaded yet. Pick one in the model panel."
 
 
@@ -138,6 +139,21 @@ class ChatSession(QObject):
 
     def stop(self) -> None:
         self._bridge.stop()
+
+    def close(self, timeout_ms: int = QUIT_WAIT_MS) -> None:
+        """Before Hearth quits: stop the reply and wait, bounded, for the engine to hand it back,
+        so it is stored as stopped with its statistics instead of being found 'interrupted' (as
+        after a crash) at the next start. Runs an event loop of its own: the application's has
+        ended by then."""
+        if not self.busy:
+            return
+        self.stop()
+        ended = QEventLoop()
+        self.busyChanged.connect(ended.quit)
+        QTimer.singleShot(timeout_ms, ended.quit)
+        if self.busy:
+            ended.exec()
+        self.busyChanged.disconnect(ended.quit)
 
     def regenerate(self) -> bool:
         """Replace the last reply with a new one to the same message."""

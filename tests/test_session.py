@@ -124,3 +124,14 @@ def test_deleting_the_open_conversation_stops_its_reply_and_closes_it(qtbot, ses
     assert finished.args[0].status is ReplyStatus.CANCELLED and session.messages() == []
     store.restore(conversation_id)
     assert [m.status for m in store.messages(conversation_id)] == ["complete", "cancelled"]
+
+
+def test_quitting_mid_reply_keeps_it_as_stopped_with_its_statistics(qtbot, session, script, store):
+    script.hold = True
+    script.replies = ["one two three"]
+    assert session.send("Go")
+    qtbot.waitUntil(lambda: bool(script.requests), timeout=WAIT_MS)
+    session.close()  # what Hearth does after its event loop ends
+    (reply,) = [m for m in store.messages(session.conversation_id) if m.role == "assistant"]
+    assert not session.busy and (reply.status, reply.content) == ("cancelled", "one")
+    assert reply.stats.stop_reason is StopReason.CANCELLED and reply.stats.completion_tokens == 1

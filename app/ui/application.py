@@ -112,6 +112,7 @@ def run_gui(args) -> int:
     else:
         QTimer.singleShot(0, lambda: offer_crash_reports(window))
         code = app.exec()
+    window.session.close()  # a reply stopped by quitting is kept as stopped, with its statistics
     downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
     store.close()
