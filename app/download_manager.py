@@ -14,7 +14,9 @@ Why it is built the way it is:
 * The token itself is kept by `app.library.credentials`, in the system keyring (or for this
   session only), never in Hearth's settings.
 
-Only QtCore: the views that show these downloads are widgets; this is not one.
+Only QtCore: the views that show these downloads are widgets; this is not one. And nothing of
+the Hub's client library is imported until the first search or download: the manager exists
+from start-up, and huggingface_hub costs a fifth of a second and 20 MB the user may never need.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, Signal
 
 from . import paths
 from .library import credentials
-from .library.downloads import DownloadProgress, DownloadQueue, QueuedDownload
-from .library.hub import HubClient
 from .library.quants import RemoteModel
+
+if TYPE_CHECKING:
+    from .library.downloads import DownloadProgress, DownloadQueue, QueuedDownload
+    from .library.hub import HubClient
 
 SHUTDOWN_WAIT_S = 2  # how long quitting waits for the running download to stop and flush
 
@@ -48,17 +53,24 @@ class _HubClients:
     reference cycle is freed by Python's cycle collector, which may run on any thread.
     """
 
-    def __init__(self, factory: Callable[..., HubClient]):
+    def __init__(self, factory: Callable[..., HubClient] | None):
         self._factory = factory
         self._client: HubClient | None = None
 
     def current(self) -> HubClient:
         if self._client is None:
-            self._client = self._factory(token=credentials.load_token())
+            self._client = self._make(token=credentials.load_token())
         return self._client
 
     def use_token(self, token: str) -> None:
-        self._client = self._factory(token=token)
+        self._client = self._make(token=token)
+
+    def _make(self, token: str | None) -> HubClient:
+        if self._factory is None:
+            from .library.hub import HubClient
+
+            self._factory = HubClient
+        return self._factory(token=token)
 
 
 class _QueueRelay(QObject):
@@ -96,7 +108,7 @@ class DownloadManager(QObject):
     jobRemoved = Signal(object)
     modelDownloaded = Signal(object)
 
-    def __init__(self, client_factory: Callable[..., HubClient] = HubClient,
+    def __init__(self, client_factory: Callable[..., HubClient] | None = None,
                  dest: str | os.PathLike | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self._clients = _HubClients(client_factory)
@@ -107,12 +119,7 @@ class DownloadManager(QObject):
         self._relay.progress.connect(self._on_progress, Qt.QueuedConnection)
         self._relay.finished.connect(self._on_finished, Qt.QueuedConnection)
         self._relay.failed.connect(self._on_failed, Qt.QueuedConnection)
-        self._queue = DownloadQueue(
-            self._clients.current, self._dest,
-            on_progress=self._relay.progress.emit,
-            on_finished=self._relay.finished.emit,
-            on_failed=self._relay.failed.emit,
-        )
+        self._queue: DownloadQueue | None = None  # made with the first download
 
     @property
     def dest(self) -> Path:
@@ -143,7 +150,7 @@ class DownloadManager(QObject):
         """Queue `model`; None if it is already waiting or downloading."""
         if any(job.model == model and not _is_over(job) for job in self._jobs):
             return None
-        job = self._queue.add(model)
+        job = self._download_queue().add(model)
         self._jobs[job] = None
         self.jobAdded.emit(job)
         return job
@@ -160,8 +167,21 @@ class DownloadManager(QObject):
 
     def shutdown(self) -> None:
         """Stop every download, keeping partial files so the next download continues them."""
-        self._queue.cancel_all(keep_partial=True)
-        self._queue.wait_idle(timeout=SHUTDOWN_WAIT_S)
+        if self._queue is not None:
+            self._queue.cancel_all(keep_partial=True)
+            self._queue.wait_idle(timeout=SHUTDOWN_WAIT_S)
+
+    def _download_queue(self) -> DownloadQueue:
+        if self._queue is None:
+            from .library.downloads import DownloadQueue
+
+            self._queue = DownloadQueue(
+                self._clients.current, self._dest,
+                on_progress=self._relay.progress.emit,
+                on_finished=self._relay.finished.emit,
+                on_failed=self._relay.failed.emit,
+            )
+        return self._queue
 
     def _remove(self, job: QueuedDownload) -> None:
         if job in self._jobs:

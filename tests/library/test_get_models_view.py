@@ -15,10 +15,9 @@ import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog
 
-from app import download_manager
 from app.download_manager import DownloadManager
 from app.engine.modelfile import inspect_model
-from app.library import credentials
+from app.library import credentials, downloads
 from app.library.downloads import PARTIAL_SUFFIX, DownloadQueue
 from app.library.hub import HubClient, Timeouts
 from app.ui import get_models
@@ -48,7 +47,7 @@ def memory_keyring():
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
     """4 KiB reads, so a 66 KB test model reports progress and can be paused midway."""
-    monkeypatch.setattr(download_manager, "DownloadQueue", partial(DownloadQueue, chunk_size=4096))
+    monkeypatch.setattr(downloads, "DownloadQueue", partial(DownloadQueue, chunk_size=4096))
 
 
 def client_factory(url: str, read: float = 2.0):
