@@ -15,8 +15,9 @@ Why it is built the way it is:
   session only), never in Hearth's settings.
 
 Only QtCore: the views that show these downloads are widgets; this is not one. And nothing of
-the Hub's client library is imported until the first search or download: the manager exists
-from start-up, and huggingface_hub costs a fifth of a second and 20 MB the user may never need.
+the Hub's client library or the keyring is imported until the first search or download: the
+manager exists from start-up, and huggingface_hub alone costs a fifth of a second and 20 MB the
+user may never need.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, Signal
 
 from . import paths
-from .library import credentials
 from .library.quants import RemoteModel
 
 if TYPE_CHECKING:
+    from .library.credentials import TokenSaved
     from .library.downloads import DownloadProgress, DownloadQueue, QueuedDownload
     from .library.hub import HubClient
 
@@ -59,6 +60,8 @@ class _HubClients:
 
     def current(self) -> HubClient:
         if self._client is None:
+            from .library import credentials  # the keyring: only when the Hub is needed
+
             self._client = self._make(token=credentials.load_token())
         return self._client
 
@@ -139,9 +142,11 @@ class DownloadManager(QObject):
         """The current client, made on first use with the saved token."""
         return self._clients.current()
 
-    def set_token(self, token: str) -> credentials.TokenSaved:
+    def set_token(self, token: str) -> TokenSaved:
         """Keep the access token (in the keyring, or for this session) and use it from now on,
         for downloads already waiting too. The answer says where it was kept."""
+        from .library import credentials
+
         saved = credentials.save_token(token)
         self._clients.use_token(token.strip())
         return saved
