@@ -191,14 +191,19 @@ def test_downloads_queue_one_after_another_and_announce_a_loadable_model(qtbot, 
     assert view.downloads.no_downloads_label.isVisible()
 
 
-def test_pause_holds_a_download_and_resume_continues_it(qtbot, make_manager, make_view, hub, qwen, tmp_path,
-                                                         tiny_gguf):
+def start_slow_download(qtbot, view, qwen) -> DownloadRow:
+    """Q4 downloading at 100 kB/s: slow enough to pause midway."""
     qwen.files[Q4].bytes_per_second = 100_000
-    manager = make_manager()
-    view = make_view(manager)
     search(qtbot, view, QWEN_REPO)
     qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
-    row = start_download(qtbot, view, Q4)
+    return start_download(qtbot, view, Q4)
+
+
+def test_pause_holds_a_download_and_resume_continues_it(qtbot, make_manager, make_view, hub, qwen, tmp_path,
+                                                         tiny_gguf):
+    manager = make_manager()
+    view = make_view(manager)
+    row = start_slow_download(qtbot, view, qwen)
     partial_file = tmp_path / "models" / (Q4 + PARTIAL_SUFFIX)
     qtbot.waitUntil(lambda: partial_file.exists() and partial_file.stat().st_size > 8_000, timeout=WAIT_MS)
 
@@ -306,12 +311,9 @@ def test_a_download_keeps_running_when_its_view_is_deleted_and_a_new_view_shows_
 
 def test_a_new_view_shows_a_paused_download_and_resumes_it(qtbot, make_manager, make_view, qwen, tmp_path,
                                                             tiny_gguf):
-    qwen.files[Q4].bytes_per_second = 100_000
     manager = make_manager()
     view = make_view(manager)
-    search(qtbot, view, QWEN_REPO)
-    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
-    row = start_download(qtbot, view, Q4)
+    row = start_slow_download(qtbot, view, qwen)
     qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=WAIT_MS)
     row.pause_button.click()
     qtbot.waitUntil(lambda: row.status_label.text().startswith("Paused · "), timeout=WAIT_MS)
