@@ -418,20 +418,20 @@ class ParametersPanel(QWidget):
 
 
 def _sampling_spin(name: str) -> QSpinBox | QDoubleSpinBox:
-    """A control for one sampling parameter, with exactly the range SamplingParams accepts."""
+    """A control for one sampling parameter, with exactly the range SamplingParams accepts.
+
+    A bound the parameter may not reach (top-p of 0 keeps no words at all) is replaced by the
+    nearest value the control can show."""
     bounds = BOUNDS[name]
     if bounds.whole:
-        spin = QSpinBox()
-        spin.setGroupSeparatorShown(True)
+        low = int(bounds.low) + 1 if bounds.low_open else int(bounds.low)
+        spin = _int(low, int(bounds.high), int(bounds.step))
     else:
         spin = QDoubleSpinBox()
         spin.setDecimals(2)
-    # A bound the parameter may not reach (top-p of 0 keeps no words at all) starts one
-    # displayed step above it.
-    low = bounds.low + (10 ** -spin.decimals() if bounds.low_open and not bounds.whole else int(bounds.low_open))
-    spin.setRange(low, bounds.high)
-    spin.setSingleStep(bounds.step)
-    spin.setKeyboardTracking(False)  # one change when the typed number is complete, not per digit
+        spin.setRange(bounds.low + 0.01 if bounds.low_open else bounds.low, bounds.high)
+        spin.setSingleStep(bounds.step)
+        spin.setKeyboardTracking(False)
     if bounds.off_at_zero:
         spin.setSpecialValueText("Off")
     return spin
@@ -441,7 +441,7 @@ def _int(low: int, high: int, step: int) -> QSpinBox:
     spin = QSpinBox()
     spin.setRange(low, high)
     spin.setSingleStep(step)
-    spin.setKeyboardTracking(False)
+    spin.setKeyboardTracking(False)  # one change when the typed number is complete, not per digit
     spin.setGroupSeparatorShown(True)
     return spin
 
