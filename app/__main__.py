@@ -8,6 +8,7 @@ import sys
 import tempfile
 
 from . import cli
+from .engine.probe import PROBE_FLAG
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true", help="run the GUI end to end headless and exit 0/1")
     parser.add_argument("--screenshot", metavar="FILE.png", help="with --self-test: save a screenshot")
     parser.add_argument("--model", help="open the GUI on this GGUF file")
+    parser.add_argument(PROBE_FLAG, dest="probe_model", action="store_true", help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command")
     cli.add_subcommands(subparsers)
     return parser
@@ -36,6 +38,10 @@ def _fill_closed_std_fds() -> None:
 def main(argv: list[str] | None = None) -> int:
     _fill_closed_std_fds()
     args = build_parser().parse_args(argv)
+    if args.probe_model:  # Hearth as its own throwaway model loader: see engine/probe.py
+        from .engine.probe import run_child
+
+        return run_child()
     if args.self_test:  # before logging starts, so its log goes to the throwaway profile too
         os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
     from .logs import setup_logging

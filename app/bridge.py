@@ -11,7 +11,8 @@ stop flag). The worker hands the ticket back with each result, so an answer that
 in flight for a stopped reply or a superseded load is recognised and dropped.
 
 Importing this module does not load llama.cpp: the worker opens backends through
-`engine.backend.open_backend`, on its own thread, when the first model loads.
+`engine.backend.open_backend` (behind `engine.probe`), on its own thread, when the first
+model loads.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import time
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from .engine.backend import Backend, BackendOpener, LoadCancelled, open_backend
+from . import paths
+from .engine.backend import Backend, BackendOpener, LoadCancelled
 from .engine.context import ContextFullError
 from .engine.modelfile import ModelFileError
+from .engine.probe import ProbingOpener
 from .engine.sampling import SamplingParams
 from .engine.templates import TemplateError
 from .engine.types import LoadOptions, LocalModel, ModelDescription, ReplyStats
@@ -31,6 +34,7 @@ from .newest import NewestWins, Ticket
 
 log = logging.getLogger(__name__)
 
+PROBED_MODELS_FILE = "probed-models.json"
 CHUNK_INTERVAL_S = 0.025  # coalesce tokens into at most ~40 chunk signals a second
 
 
@@ -180,10 +184,13 @@ class EngineBridge(QObject):
     _requestUnload = Signal()
     _requestTemplate = Signal(object)
 
-    def __init__(self, opener: BackendOpener = open_backend, parent: QObject | None = None):
-        """`opener` loads a model into a Backend on the engine thread: llama.cpp's by default;
-        tests give one that opens a scripted backend."""
+    def __init__(self, opener: BackendOpener | None = None, parent: QObject | None = None):
+        """`opener` loads a model into a Backend on the engine thread. By default llama.cpp's,
+        behind a probe process so that a file llama.cpp aborts on cannot end Hearth; tests
+        give one that opens a scripted backend."""
         super().__init__(parent)
+        if opener is None:
+            opener = ProbingOpener(paths.cache_dir() / PROBED_MODELS_FILE)
         self._thread = QThread()
         self._thread.setObjectName("engine")
         self._worker = EngineWorker(opener)

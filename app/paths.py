@@ -47,6 +47,12 @@ def log_dir() -> Path:
     return _ensure(home / "logs" if home else _standard(QStandardPaths.StateLocation) / "logs")
 
 
+def cache_dir() -> Path:
+    """Things Hearth can rebuild, and that the system may clear."""
+    home = _home_override()
+    return _ensure(home / "cache" if home else _standard(QStandardPaths.CacheLocation))
+
+
 def user_models_dir() -> Path:
     return _ensure(data_dir() / "models")
 
