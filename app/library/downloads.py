@@ -11,12 +11,19 @@ auth, and `hf_raise_for_status` turns error answers into its typed exceptions, w
 `hub_errors` words for the user. The file list, sizes and sha256 come from the listing
 (`HubClient.list_models`), pinned to one commit so every part of a split model matches.
 
-On disk: a file is written as `NAME.gguf.part` in the target folder and continued with an
-HTTP Range request after a pause, a dropped connection or a restart of Hearth. It is hashed
-as it arrives; only when the hash matches what the Hub publishes is it renamed to its final
+On disk: a file keeps its folder in the repository (`BF16/NAME.gguf`), made safe by
+`quants.local_path`, so two files of one name in different folders stay two files. It is
+written as `NAME.gguf.part` and continued with an HTTP Range request after a pause, a
+dropped connection or a restart of Hearth, from the last byte that arrived. It is hashed as
+it arrives; only when the hash matches what the Hub publishes is it renamed to its final
 name, so the model picker never sees a partial or corrupt file. A mismatch is moved to
 `quarantine/NAME.gguf.corrupt`. The parts of a split model are renamed together, first part
 last, once all of them are verified.
+
+A hostile or broken network is expected: the body is read on a thread of its own so Pause,
+Cancel and progress never wait on the server (`_BodyReader`); a server that trickles bytes
+is given up on (`_Pace`); a body that is not a GGUF (a web page served with status 200) is
+refused at its first bytes.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import shutil
 import threading
 import time
@@ -41,8 +49,10 @@ from app.library.errors import (
     DownloadCancelled,
     HubError,
     HubUnavailable,
+    HubTimeout,
     IntegrityError,
     NotEnoughSpace,
+    WrongContent,
     hub_errors,
 )
 from app.library.hub import HubClient
@@ -50,8 +60,14 @@ from app.library.quants import QUARANTINE_DIR, RemoteFile, RemoteModel
 
 _log = logging.getLogger(__name__)
 
-CHUNK_SIZE = 1024 * 1024
+CHUNK_SIZE = 1024 * 1024  # blocks read when hashing a file already on disk
 PARTIAL_SUFFIX = ".part"
+GGUF_MAGIC = b"GGUF"  # the first bytes of every GGUF file, each part of a split model included
+_WEB_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# The longest the download loop waits for bytes before it looks at Pause and Cancel again,
+# reports progress and checks the pace.
+_TICK_S = 0.25
+_READ_AHEAD = 32  # chunks the reading thread may get ahead of the writing one
 # Dropped connections in a row, without a byte received between them, before giving up.
 MAX_RECONNECTS = 3
 _PROGRESS_INTERVAL_S = 0.1  # at most ten progress callbacks a second
@@ -80,13 +96,12 @@ ProgressCallback = Callable[[DownloadProgress], None]
 
 
 class DownloadControl:
-    """Pause, resume and cancel, set from any thread and obeyed between chunks.
+    """Pause, resume and cancel, set from any thread and obeyed within a quarter second.
 
     A paused download closes its connection (so no server times it out) and blocks its
     thread until resumed; resuming continues with a Range request. Cancelling deletes the
     partial files unless `keep_partial` is set (for quitting Hearth mid-download: the next
-    download of the same model continues where this one stopped). A read that is waiting
-    on a silent server notices the flags only when the read timeout ends it.
+    download of the same model continues where this one stopped).
     """
 
     def __init__(self):
@@ -209,8 +224,14 @@ class _Checksum:
         return self._hash.hexdigest() == self.expected
 
 
+def final_path(dest: Path, file: RemoteFile) -> Path:
+    """Where a verified file lives: its repository path under `dest`, made safe, never outside it."""
+    return dest / file.local_path
+
+
 def partial_path(dest: Path, file: RemoteFile) -> Path:
-    return dest / (file.name + PARTIAL_SUFFIX)
+    final = final_path(dest, file)
+    return final.with_name(final.name + PARTIAL_SUFFIX)
 
 
 def download_model(
@@ -220,35 +241,30 @@ def download_model(
     *,
     on_progress: ProgressCallback | None = None,
     control: DownloadControl | None = None,
-    chunk_size: int = CHUNK_SIZE,
 ) -> Path:
     """Download every part of `model` into `dest`, verified; return the path to load.
 
     Blocks; run it on a worker thread. Raises a HubError subclass: HubUnavailable (offline,
-    unreachable, timed out, connection lost), GatedRepo, IntegrityError, NotEnoughSpace,
-    DownloadCancelled. A file already in `dest` under its final name with the expected
-    size counts as downloaded (it was verified when it was written).
+    unreachable, timed out, too slow, connection lost), GatedRepo, WrongContent,
+    IntegrityError, NotEnoughSpace, DownloadCancelled. A file already in `dest` under its
+    final name counts as downloaded only if its checksum matches: one of the same name and
+    size may be another repository's model, or an older version of this one.
     """
     dest = Path(dest)
     control = control or DownloadControl()
-    _refuse_foreign_files(model, dest)
-    if all((dest / part.name).exists() for part in model.parts):
-        return dest / model.name
-    client.check_online()
+    reporter = _Reporter(model, on_progress)
     try:
-        dest.mkdir(parents=True, exist_ok=True)
-        _check_space(model, dest)
-        reporter = _Reporter(model, on_progress)
-        for part in model.parts:
-            if (dest / part.name).exists():
-                reporter.add(part.size, counts_for_speed=False)
-                continue
-            reporter.file_name = part.name
-            with hub_errors(f"download {part.name}", model.repo_id):
-                _fetch_part(client, model, part, dest, control, reporter, chunk_size)
-        for part in reversed(model.parts):  # the first part, the one the picker lists, last
-            if not (dest / part.name).exists():
-                os.replace(partial_path(dest, part), dest / part.name)
+        missing = _parts_to_fetch(model, dest, control, reporter)
+        if missing:
+            client.check_online()
+            dest.mkdir(parents=True, exist_ok=True)
+            _check_space(model, missing, dest)
+            for part in missing:
+                reporter.file_name = part.name
+                with hub_errors(f"download {part.name}", model.repo_id):
+                    _fetch_part(client, model, part, dest, control, reporter)
+            for part in reversed(missing):  # the first part, the one the picker lists, last
+                os.replace(partial_path(dest, part), final_path(dest, part))
         reporter.emit()
     except DownloadCancelled:
         if not control.keep_partial:
@@ -257,25 +273,48 @@ def download_model(
         raise
     except OSError as exc:
         raise HubError(f"Could not save {model.name} in {dest}: {exc.strerror or exc}") from None
-    return dest / model.name
+    return final_path(dest, model.parts[0])
 
 
-def _refuse_foreign_files(model: RemoteModel, dest: Path) -> None:
+def _parts_to_fetch(model: RemoteModel, dest: Path, control: DownloadControl,
+                    reporter: _Reporter) -> list[RemoteFile]:
+    """The parts not yet in `dest`; a part already there is hashed, and refused if it differs."""
+    missing = []
     for part in model.parts:
-        final = dest / part.name
-        if final.exists() and final.stat().st_size != part.size:
+        final = final_path(dest, part)
+        if not final.exists():
+            missing.append(part)
+            continue
+        reporter.file_name = part.name
+        checksum = _Checksum(part)
+        if final.stat().st_size == part.size:
+            _hash_file(final, checksum, control, reporter)
+        if control.cancelled:
+            raise _cancelled(model, control)
+        if final.stat().st_size != part.size or not checksum.matches():
             raise HubError(
-                f"A different file named {part.name} is already in {dest}. "
+                f"A different file named {part.local_path} is already in {dest}. "
                 "Move or delete it, then download again."
             )
+    return missing
 
 
-def _check_space(model: RemoteModel, dest: Path) -> None:
+def _hash_file(path: Path, checksum: _Checksum, control: DownloadControl, reporter: _Reporter) -> int:
+    """Feed a file on disk into `checksum`, reporting progress; stops early when cancelled."""
+    hashed = 0
+    with open(path, "rb") as existing:
+        while not control.cancelled and (block := existing.read(CHUNK_SIZE)):
+            checksum.update(block)
+            hashed += len(block)
+            reporter.add(len(block), counts_for_speed=False)
+    return hashed
+
+
+def _check_space(model: RemoteModel, missing: list[RemoteFile], dest: Path) -> None:
     needed = 0
-    for part in model.parts:
-        if not (dest / part.name).exists():
-            partial = partial_path(dest, part)
-            needed += part.size - (partial.stat().st_size if partial.exists() else 0)
+    for part in missing:
+        partial = partial_path(dest, part)
+        needed += part.size - (partial.stat().st_size if partial.exists() else 0)
     free = shutil.disk_usage(dest).free
     if needed > free:
         raise NotEnoughSpace(
@@ -291,46 +330,151 @@ def _fetch_part(
     dest: Path,
     control: DownloadControl,
     reporter: _Reporter,
-    chunk_size: int,
 ) -> None:
     """Bring `NAME.part` to the full, verified file, continuing whatever is there already."""
     partial = partial_path(dest, part)
+    partial.parent.mkdir(parents=True, exist_ok=True)
     if partial.exists() and partial.stat().st_size > part.size:
         partial.unlink()
     try:
         with open(partial, "ab") as out:
-            transfer = _PartTransfer(client, model, part, out, reporter, chunk_size)
-            transfer.hash_existing(partial, control)
+            transfer = _PartTransfer(client, model, part, out, reporter)
+            transfer.take_existing(partial, control)
             transfer.complete(control)
     finally:
         if partial.exists() and partial.stat().st_size == 0:
-            partial.unlink()  # refused at once (gated, offline...): leave no trace
+            partial.unlink()  # refused at once (gated, offline, a web page...): leave no trace
     if not transfer.checksum.matches():
         raise _quarantine(partial, part, dest)
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What a GET's answer says before its body."""
+
+    status: int
+    content_type: str
+
+
+_END = object()  # the body is complete
+
+
+class _BodyReader:
+    """One GET, read on a thread of its own and handed over a chunk at a time.
+
+    Why a thread: a read blocks until bytes come or the read timeout ends it, and a server
+    that trickles a byte every few seconds never lets the timeout end it. The download loop
+    instead waits for the next chunk at most _TICK_S, so it obeys Pause and Cancel, reports
+    progress and measures the pace every tick, whatever the server does. The response
+    belongs to this thread alone; once the loop stops listening (`stop`), the thread closes
+    it at its next chunk, or when the read timeout ends its wait.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: httpx2.Timeout):
+        self._items: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
+        self._stopped = threading.Event()
+        threading.Thread(target=self._read, args=(url, headers, timeout), name="hearth-download-read",
+                         daemon=True).start()
+
+    def next(self, wait: float):
+        """A _Head, then bytes, then _END; None if nothing came within `wait` seconds.
+        Raises what the request raised."""
+        try:
+            item = self._items.get(timeout=wait)
+        except queue.Empty:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _read(self, url: str, headers: dict[str, str], timeout: httpx2.Timeout) -> None:
+        try:
+            with get_session().stream("GET", url, headers=headers, timeout=timeout,
+                                      follow_redirects=True) as response:
+                hf_raise_for_status(response)
+                if not self._hand_over(_Head(response.status_code, response.headers.get("content-type", ""))):
+                    return
+                for chunk in response.iter_bytes():  # whatever each read brought, however little
+                    if not self._hand_over(chunk):
+                        return
+            self._hand_over(_END)
+        except Exception as exc:  # raised again on the download loop's thread
+            self._hand_over(exc)
+
+    def _hand_over(self, item) -> bool:
+        """Queue `item` for the download loop; False once it stopped listening."""
+        while not self._stopped.is_set():
+            try:
+                self._items.put(item, timeout=_TICK_S)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+
+class _Pace:
+    """Ends a download that receives too little for too long (Timeouts.slow_window).
+
+    Counted in whole windows across reconnections, so a server that sends a byte and drops
+    the connection, again and again, is caught too; time spent paused does not count.
+    """
+
+    def __init__(self, part: RemoteFile, window: float, least_bytes: int):
+        self._part = part
+        self._window = window
+        self._least_bytes = least_bytes
+        self.restart()
+
+    def restart(self) -> None:
+        self._since = time.monotonic()
+        self._received = 0
+
+    def add(self, nbytes: int) -> None:
+        self._received += nbytes
+
+    def check(self) -> None:
+        elapsed = time.monotonic() - self._since
+        if elapsed < self._window:
+            return
+        if self._received < self._least_bytes:
+            seconds = f"{elapsed:.0f}" if elapsed >= 10 else f"{elapsed:.1f}"
+            raise HubTimeout(
+                f"Could not download {self._part.name}: the server sent only {format_bytes(self._received)} "
+                f"in the last {seconds} seconds, too slow to finish. What was downloaded is kept; "
+                "try again later."
+            )
+        self.restart()
 
 
 class _PartTransfer:
     """The open `.part` file of one part, how much of it there is, and its running hash."""
 
     def __init__(self, client: HubClient, model: RemoteModel, part: RemoteFile, out: BinaryIO,
-                 reporter: _Reporter, chunk_size: int):
+                 reporter: _Reporter):
         self._client = client
         self._model = model
         self._url = hf_hub_url(model.repo_id, part.path, revision=model.revision, endpoint=client.endpoint)
         self._part = part
         self._out = out
         self._reporter = reporter
-        self._chunk_size = chunk_size
+        self._pace = _Pace(part, client.timeouts.slow_window, client.timeouts.slow_bytes)
+        self._expects_gguf = part.name.lower().endswith(".gguf")
+        self._start = b""  # the file's first bytes, until there are enough to check the GGUF magic
         self.done = 0
         self.checksum = _Checksum(part)
 
-    def hash_existing(self, partial: Path, control: DownloadControl) -> None:
-        """Feed the bytes an earlier attempt left into the checksum."""
+    def take_existing(self, partial: Path, control: DownloadControl) -> None:
+        """Continue from the bytes an earlier attempt left, unless they are not the start of a GGUF
+        (a web page an older Hearth saved): those are dropped and the file starts over."""
         with open(partial, "rb") as existing:
-            while not control.cancelled and (block := existing.read(CHUNK_SIZE)):
-                self.checksum.update(block)
-                self.done += len(block)
-        self._reporter.add(self.done, counts_for_speed=False)
+            self._start = existing.read(len(GGUF_MAGIC))
+        if self._expects_gguf and len(self._start) == len(GGUF_MAGIC) and self._start != GGUF_MAGIC:
+            self._start_over()
+            return
+        self.done = _hash_file(partial, self.checksum, control, self._reporter)
 
     def complete(self, control: DownloadControl) -> None:
         """GET the rest of the part, obeying pause and cancel, reconnecting when dropped."""
@@ -342,6 +486,7 @@ class _PartTransfer:
                 self._reporter.emit(paused=True)
                 control.wait_while_paused()
                 self._reporter.resumed()
+                self._pace.restart()
                 continue
             before = self.done
             try:
@@ -357,28 +502,72 @@ class _PartTransfer:
                     )
 
     def get(self, control: DownloadControl) -> None:
-        """One GET from byte `done` on, until it ends or the download is paused or cancelled."""
+        """One GET from byte `done` on, until it ends or the download is paused or cancelled.
+
+        Every tick without bytes still reports progress (the speed falls) and checks the pace.
+        """
         headers = self._client.headers()
         if self.done:
             headers["Range"] = f"bytes={self.done}-"
-        with get_session().stream("GET", self._url, headers=headers, timeout=self._client.timeouts.for_httpx(),
-                                  follow_redirects=True) as response:
-            hf_raise_for_status(response)
-            if self.done and response.status_code != 206:
-                self._start_over()  # the server ignored the Range and sends the whole file
-            for chunk in response.iter_bytes(self._chunk_size):
-                self._out.write(chunk)
-                self.checksum.update(chunk)
-                self.done += len(chunk)
-                self._reporter.add(len(chunk))
-                if self.done >= self._part.size or control.paused or control.cancelled:
-                    break
-        self._out.flush()
+        body = _BodyReader(self._url, headers, self._client.timeouts.for_httpx())
+        try:
+            while self.done < self._part.size and not (control.paused or control.cancelled):
+                item = body.next(_TICK_S)
+                if item is _END:
+                    return
+                if isinstance(item, _Head):
+                    self._accept(item)
+                written = self._write(item) if isinstance(item, bytes) else 0
+                self._reporter.add(written)
+                self._pace.add(written)
+                self._pace.check()
+        finally:
+            body.stop()
+            self._out.flush()
+
+    def _accept(self, head: _Head) -> None:
+        if head.content_type.split(";")[0].strip().lower() in _WEB_PAGE_TYPES:
+            raise self._wrong_content(web_page=True)
+        if self.done and head.status != 206:
+            self._start_over()  # the server ignored the Range and sends the whole file
+
+    def _write(self, chunk: bytes) -> int:
+        """Write what arrived (never past the file's size), at once: a dropped connection
+        then loses nothing already received."""
+        chunk = chunk[: self._part.size - self.done]
+        if self._expects_gguf and self.done < len(GGUF_MAGIC):
+            self._check_start(chunk)
+        self._out.write(chunk)
+        self.checksum.update(chunk)
+        self.done += len(chunk)
+        return len(chunk)
+
+    def _check_start(self, chunk: bytes) -> None:
+        """Refuse a body that does not begin as a GGUF does, at its first bytes: a web page
+        served with status 200 (an error or login page) would otherwise arrive in full, fail
+        its checksum, and look like a damaged download or a dropping connection."""
+        sniffed = self._start + chunk
+        self._start = sniffed[: len(GGUF_MAGIC)]
+        if len(self._start) == len(GGUF_MAGIC) and self._start != GGUF_MAGIC:
+            raise self._wrong_content(web_page=sniffed.lstrip()[:1] == b"<")
+
+    def _wrong_content(self, web_page: bool) -> WrongContent:
+        if web_page:
+            return WrongContent(
+                f"Could not download {self._part.name}: the server sent a web page instead of the model "
+                "file (an error page, or a network's login page). Check that huggingface.co opens in a "
+                "browser, then try again."
+            )
+        return WrongContent(
+            f"Could not download {self._part.name}: what the server sent is not a GGUF model file. "
+            "Try again later, or choose another file."
+        )
 
     def _start_over(self) -> None:
         self._out.truncate(0)
         self._reporter.add(-self.done, counts_for_speed=False)
         self.done = 0
+        self._start = b""
         self.checksum = _Checksum(self._part)
 
 
@@ -436,14 +625,12 @@ class DownloadQueue:
         on_progress: Callable[[QueuedDownload, DownloadProgress], None] | None = None,
         on_finished: Callable[[QueuedDownload], None] | None = None,
         on_failed: Callable[[QueuedDownload], None] | None = None,
-        chunk_size: int = CHUNK_SIZE,
     ):
         self._current_client = current_client
         self._dest = Path(dest)
         self._on_progress = on_progress
         self._on_finished = on_finished
         self._on_failed = on_failed
-        self._chunk_size = chunk_size
         self._jobs: deque[QueuedDownload] = deque()
         self._lock = threading.Lock()
         self._idle = threading.Event()
@@ -491,7 +678,7 @@ class DownloadQueue:
             if job.control.cancelled:
                 raise _cancelled(job.model, job.control)
             job.path = download_model(self._current_client(), job.model, self._dest, on_progress=progress,
-                                      control=job.control, chunk_size=self._chunk_size)
+                                      control=job.control)
         except HubError as exc:
             job.error = exc
         except Exception as exc:  # a bug must fail one job, not stop the queue for good

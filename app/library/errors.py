@@ -4,12 +4,14 @@ huggingface_hub and httpx2 raise a dozen exception types whose messages are writ
 developers (URLs, request ids, "make sure you specified the correct repo_type"). Everything
 in `app.library` raises a `HubError` subclass instead, whose `str()` is one or two plain
 sentences the GUI can show as is and the CLI prints on one line. `hub_errors()` is the one
-place that translates.
+place that translates: every exception the HTTP client or huggingface_hub can raise (a
+redirect loop, a body that does not decode, a URL it refuses), and, where an answer is being
+read, every sign that the answer is not what Hugging Face sends.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -24,6 +26,9 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+
+_log = logging.getLogger(__name__)
+_DETAIL_CHARS = 160  # of an exception's own text quoted in a message
 
 OFFLINE_MESSAGE = (
     "Hearth is in offline mode (HF_HUB_OFFLINE is set), so it cannot reach Hugging Face. "
@@ -71,15 +76,27 @@ class DownloadCancelled(HubError):
         self.kept_partial = kept_partial
 
 
+class WrongContent(HubError):
+    """The server answered a download with something else than the file (a web page, say)."""
+
+
 class NotEnoughSpace(HubError):
     """The target folder's disk cannot hold the model."""
 
 
+# What reading an answer of the wrong shape raises: bad JSON or text encoding, a list where
+# an object belongs, a missing or mistyped field, a date that is not one.
+_MALFORMED_ANSWER = (ValueError, TypeError, KeyError, AttributeError)
+
+
 @contextmanager
-def hub_errors(action: str, repo_id: str | None = None) -> Iterator[None]:
+def hub_errors(action: str, repo_id: str | None = None, *, reading_answer: bool = False) -> Iterator[None]:
     """Turn huggingface_hub and httpx2 exceptions raised inside into HubErrors.
 
     `action` completes "Could not ...", e.g. "search Hugging Face" or "download X".
+    `reading_answer` is for blocks that parse what the server sent (search results, a
+    repository's listing): there a malformed answer is the server's fault, not a bug, so the
+    exceptions parsing raises are translated too (and logged, in case they were a bug).
     """
     try:
         yield
@@ -93,15 +110,31 @@ def hub_errors(action: str, repo_id: str | None = None) -> Iterator[None]:
         raise _http_error(exc, action, repo_id) from None
     except httpx2.TimeoutException as exc:
         raise HubTimeout(f"Could not {action}: {_timeout_reason(exc)}") from None
+    except httpx2.TooManyRedirects:
+        raise HubUnavailable(
+            f"Could not {action}: the server kept redirecting the request in a loop. "
+            "Check HF_ENDPOINT and any proxy, or try again later."
+        ) from None
     except httpx2.TransportError as exc:
         raise HubUnavailable(
-            f"Could not {action}: Hugging Face cannot be reached ({exc or type(exc).__name__}). "
+            f"Could not {action}: Hugging Face cannot be reached ({one_line(exc)}). "
             "Check the network connection."
         ) from None
-    except json.JSONDecodeError:
+    except (httpx2.HTTPError, httpx2.InvalidURL, httpx2.StreamError) as exc:
+        raise HubUnavailable(f"Could not {action}: the answer could not be read ({one_line(exc)}).") from None
+    except _MALFORMED_ANSWER as exc:
+        if not reading_answer:
+            raise
+        _log.info("unexpected answer while trying to %s", action, exc_info=exc)
         raise HubUnavailable(
             f"Could not {action}: the answer did not come from Hugging Face (a network login page?)."
         ) from None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's text for a message: its first line, shortened, or else its type."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS - 1] + "…"
 
 
 def _timeout_reason(exc: httpx2.TimeoutException) -> str:

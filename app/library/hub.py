@@ -17,6 +17,7 @@ switch), its auth headers (an explicit token, else HF_TOKEN or the token saved b
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,14 +35,26 @@ from app.library.quants import RemoteFile, RemoteModel, group_models
 MEMORY_OVERHEAD_FACTOR = 1.2
 MEMORY_OVERHEAD_MIN = 512 * 1024**2
 _SEARCH_FIELDS = ["downloads", "likes", "lastModified", "gated", "private"]
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_GIT_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+_MODELS_NAMED = 8  # in "It has: ...", before "and N more"
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """Seconds to wait for a connection, and for the next bytes of an answer."""
+    """Seconds to wait for a connection and for the next bytes of an answer, and the least a
+    download must receive in a while to go on.
+
+    The read timeout alone cannot end a download from a server that trickles a byte every
+    few seconds: each byte starts the wait again. So a download also gives up when fewer
+    than `slow_bytes` arrive in `slow_window` seconds (paused time not counted): about
+    1 KB/s by default, a rate at which no model would arrive in a useful time.
+    """
 
     connect: float = 5.0
     read: float = 10.0
+    slow_window: float = 60.0
+    slow_bytes: int = 64_000
 
     def for_httpx(self) -> httpx2.Timeout:
         return httpx2.Timeout(self.read, connect=self.connect)
@@ -107,33 +120,25 @@ class HubClient:
         self.check_online()
         params = {"search": query.strip(), "filter": "gguf", "sort": "downloads", "limit": limit,
                   "expand": _SEARCH_FIELDS}
-        with hub_errors("search Hugging Face"):
+        with hub_errors("search Hugging Face", reading_answer=True):
             response = get_session().get(
                 f"{self.endpoint}/api/models", params=params, headers=self.headers(),
                 timeout=self.timeouts.for_httpx(),
             )
             hf_raise_for_status(response)
             items = response.json()
-        return [_summary(ModelInfo(**item)) for item in items[:limit]]
+            return [_summary(ModelInfo(**item)) for item in items[:limit]]
 
     def list_models(self, repo_id: str, revision: str | None = None) -> RepoListing:
         """The GGUF models in a repository, with sizes and checksums, split models as one."""
         self.check_online()
         api = HfApi(endpoint=self.endpoint, token=self.token)
-        with hub_errors(f"list the files of {repo_id}", repo_id):
+        with hub_errors(f"list the files of {repo_id}", repo_id, reading_answer=True):
             info = api.model_info(
                 repo_id, revision=revision, files_metadata=True, timeout=self.timeouts.for_httpx()
             )
-        commit = info.sha or revision or constants.DEFAULT_REVISION
-        files = [
-            RemoteFile(
-                path=sibling.rfilename,
-                size=sibling.lfs.size if sibling.lfs else (sibling.size or 0),
-                sha256=sibling.lfs.sha256 if sibling.lfs else None,
-                git_sha1=sibling.blob_id,
-            )
-            for sibling in info.siblings or []
-        ]
+            commit = info.sha if isinstance(info.sha, str) else revision or constants.DEFAULT_REVISION
+            files = [file for sibling in info.siblings or [] if (file := _remote_file(sibling)) is not None]
         return RepoListing(repo_id, commit, bool(info.gated), tuple(group_models(repo_id, commit, files)))
 
     def find_model(self, repo_id: str, *, file: str | None = None, quant: str | None = None) -> RemoteModel:
@@ -155,8 +160,7 @@ class HubClient:
             chosen = list(models) if len(models) == 1 else []
             problem = f"{repo_id} holds several models; choose one by file name or quantization."
         if not chosen:
-            available = ", ".join(f"{m.name} ({m.quant})" for m in models)
-            raise RepoNotFound(f"{problem} It has: {available}.")
+            raise RepoNotFound(f"{problem} It has: {_some_models(models)}.")
         return chosen[0]
 
 
@@ -174,12 +178,45 @@ def memory_fit(file_size: int, vram_bytes: int | None = None) -> MemoryFit:
     )
 
 
+def _remote_file(sibling) -> RemoteFile | None:
+    """One entry of a listing as a RemoteFile; None for an entry no download could use.
+
+    A listing is the server's word: a name that is not text or a size that is not a whole
+    number of bytes leaves that entry out, and a checksum that is not one counts as none.
+    """
+    lfs = sibling.lfs
+    size = lfs.size if lfs else sibling.size if sibling.size is not None else 0
+    if not isinstance(sibling.rfilename, str) or type(size) is not int or size < 0:
+        return None
+    sha256 = lfs.sha256 if lfs else None
+    return RemoteFile(
+        path=sibling.rfilename,
+        size=size,
+        sha256=sha256.lower() if isinstance(sha256, str) and _SHA256.match(sha256.lower()) else None,
+        git_sha1=sibling.blob_id if isinstance(sibling.blob_id, str) and _GIT_SHA1.match(sibling.blob_id) else None,
+    )
+
+
+def _some_models(models: tuple[RemoteModel, ...]) -> str:
+    """The first few models as "NAME (QUANT)", and how many more: a listing can be huge."""
+    named = ", ".join(f"{m.name} ({m.quant})" for m in models[:_MODELS_NAMED])
+    more = len(models) - _MODELS_NAMED
+    return f"{named} and {more} more" if more > 0 else named
+
+
 def _summary(info: ModelInfo) -> RepoSummary:
+    """A search result; counts that are not whole numbers count as 0 (the table formats them)."""
+    if not isinstance(info.id, str):
+        raise TypeError(f"a search result's id is {type(info.id).__name__}, not text")
     return RepoSummary(
         repo_id=info.id,
-        downloads=info.downloads or 0,
-        likes=info.likes or 0,
-        last_modified=info.last_modified,
+        downloads=_count(info.downloads),
+        likes=_count(info.likes),
+        last_modified=info.last_modified if isinstance(info.last_modified, datetime) else None,
         gated=bool(info.gated),
         private=bool(info.private),
     )
+
+
+def _count(value) -> int:
+    return value if type(value) is int and value >= 0 else 0

@@ -9,7 +9,9 @@ repository needs no download.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -30,20 +32,38 @@ QUARANTINE_DIR = "quarantine"
 # GGUFs that are not chat models: vision projectors and importance matrices.
 _NOT_A_MODEL = re.compile(r"mmproj|imatrix", re.IGNORECASE)
 UNKNOWN_QUANT = "unknown"
+# A downloaded file keeps its repository folders, at most this many deep: the model picker
+# looks no deeper (scan.MAX_DEPTH); deeper folders are joined into the last one kept.
+MAX_LOCAL_FOLDERS = 3
+# Bytes in one local file name: below the usual limit of 255, leaving room for the `.part`
+# and `.corrupt` endings a name gets while it downloads or after it failed its checksum.
+MAX_NAME_BYTES = 240
+# Never part of a file name: path separators, the characters Windows refuses, and (checked by
+# Unicode category) control, format, surrogate and line-separator characters.
+_SEPARATORS_AND_RESERVED = frozenset('/\\:*?"<>|')
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_WINDOWS_DEVICE = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
+_EDGE_DOTS_AND_SPACES = re.compile(r"^[\s.]+|[\s.]+$")
 
 
 @dataclass(frozen=True)
 class RemoteFile:
     """One file of a repository, with what the Hub says about its content."""
 
-    path: str  # inside the repository, possibly in a folder
+    path: str  # inside the repository, possibly in a folder, as the server wrote it
     size: int
     sha256: str | None  # LFS files: the sha256 of the content
     git_sha1: str | None  # every file: the git blob id, the only checksum of non-LFS files
 
     @property
+    def local_path(self) -> PurePosixPath:
+        """Where the file goes under the models folder: its repository path, made safe."""
+        return local_path(self.path)
+
+    @property
     def name(self) -> str:
-        return PurePosixPath(self.path).name
+        """The local file name, safe to show and to use as a path."""
+        return self.local_path.name
 
 
 @dataclass(frozen=True)
@@ -61,8 +81,64 @@ class RemoteModel:
         return self.parts[0].name
 
     @property
+    def local_path(self) -> PurePosixPath:
+        """The file llama.cpp is given, relative to the models folder."""
+        return self.parts[0].local_path
+
+    @property
     def size(self) -> int:
         return sum(part.size for part in self.parts)
+
+
+def safe_file_name(name: str) -> str:
+    """`name`, from a listing or a server, made into one file name safe on any system.
+
+    Every name a server sends that becomes part of a path goes through here: separators,
+    control characters (newlines, NUL, bidi overrides) and the characters Windows refuses
+    become "_"; edge dots and spaces go (no hidden files, no "..", nothing Windows trims);
+    device names (CON, NUL) get a "_" before them; a name too long for the file system is
+    shortened with a hash of what was cut, keeping the ending (".gguf", and the
+    "-00001-of-00003.gguf" of a split part, so llama.cpp still finds the other parts).
+    """
+    name = unicodedata.normalize("NFC", name)
+    name = "".join("_" if _unsafe_char(char) else char for char in name)
+    name = _EDGE_DOTS_AND_SPACES.sub("", name)
+    if not name or _WINDOWS_DEVICE.match(name):
+        name = "_" + name
+    return _shortened(name)
+
+
+def local_path(repo_path: str) -> PurePosixPath:
+    """A repository path as a relative local path: each folder and the name made safe,
+    nothing that climbs out ("..", a leading "/"), at most MAX_LOCAL_FOLDERS folders, and no
+    folder the model picker skips (the quarantine)."""
+    components = [safe_file_name(part) for part in repo_path.split("/") if part]
+    *folders, name = components or ["_"]
+    if len(folders) > MAX_LOCAL_FOLDERS:
+        kept = MAX_LOCAL_FOLDERS - 1
+        folders = folders[:kept] + [safe_file_name("_".join(folders[kept:]))]
+    folders = [folder + "_" if folder.lower() == QUARANTINE_DIR else folder for folder in folders]
+    return PurePosixPath(*folders, name)
+
+
+def _unsafe_char(char: str) -> bool:
+    return char in _SEPARATORS_AND_RESERVED or unicodedata.category(char) in _UNSAFE_CATEGORIES
+
+
+def _shortened(name: str) -> str:
+    if len(name.encode()) <= MAX_NAME_BYTES:
+        return name
+    split = SPLIT_NAME.match(name)
+    if split:
+        stem = split["base"]
+    else:
+        stem, dot, extension = name.rpartition(".")
+        stem = stem if dot and len(extension) <= 16 else name
+    ending = name[len(stem):]
+    digest = hashlib.sha1(stem.encode()).hexdigest()[:8]
+    room = MAX_NAME_BYTES - len(ending.encode()) - len(digest) - 1
+    kept = stem.encode()[:room].decode("utf-8", "ignore")
+    return f"{kept}~{digest}{ending}"
 
 
 def quant_of(path: str) -> str:

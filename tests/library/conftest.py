@@ -56,17 +56,24 @@ def hub():
         yield server
 
 
+@pytest.fixture(scope="session")
+def split_parts(tiny_gguf) -> list[bytes]:
+    """Three parts of a split model, together the size of `tiny_gguf`; each begins with the
+    GGUF magic, as real parts do."""
+    return [tiny_gguf[:30_000], b"GGUF" + tiny_gguf[30_004:50_000], b"GGUF" + tiny_gguf[50_004:]]
+
+
 @pytest.fixture
-def qwen(hub, tiny_gguf):
+def qwen(hub, tiny_gguf, split_parts):
     """A repo shaped like a real one: three quants, one of them split, and a projector."""
     return hub.add_repo(QWEN_REPO, {
         "README.md": b"# Qwen3 0.6B GGUF\n",
         "Qwen3-0.6B-Q4_K_M.gguf": tiny_gguf,
         "Qwen3-0.6B-IQ2_XS.gguf": tiny_gguf[:40_000],
-        "BF16/Qwen3-0.6B-BF16-00001-of-00003.gguf": tiny_gguf[:30_000],
-        "BF16/Qwen3-0.6B-BF16-00002-of-00003.gguf": tiny_gguf[30_000:50_000],
-        "BF16/Qwen3-0.6B-BF16-00003-of-00003.gguf": tiny_gguf[50_000:],
-        "mmproj-Qwen3-0.6B-f16.gguf": b"projector" * 100,
+        "BF16/Qwen3-0.6B-BF16-00001-of-00003.gguf": split_parts[0],
+        "BF16/Qwen3-0.6B-BF16-00002-of-00003.gguf": split_parts[1],
+        "BF16/Qwen3-0.6B-BF16-00003-of-00003.gguf": split_parts[2],
+        "mmproj-Qwen3-0.6B-f16.gguf": b"GGUF" + b"projector" * 100,
     }, downloads=5000, likes=42)
 
 

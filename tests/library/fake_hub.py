@@ -60,7 +60,8 @@ class FakeFile:
     def served_bytes(self) -> bytes:
         if not self.corrupt:
             return self.data
-        return bytes([self.data[0] ^ 0xFF]) + self.data[1:]
+        middle = len(self.data) // 2  # past the header, which a download checks as it arrives
+        return self.data[:middle] + bytes([self.data[middle] ^ 0xFF]) + self.data[middle + 1:]
 
 
 @dataclass

@@ -44,12 +44,6 @@ def memory_keyring():
     keyring.set_keyring(previous)
 
 
-@pytest.fixture(autouse=True)
-def small_chunks(monkeypatch):
-    """4 KiB reads, so a 66 KB test model reports progress and can be paused midway."""
-    monkeypatch.setattr(downloads, "DownloadQueue", partial(DownloadQueue, chunk_size=4096))
-
-
 def client_factory(url: str, read: float = 2.0):
     return lambda token=None: HubClient(endpoint=url, token=token, timeouts=Timeouts(connect=2.0, read=read))
 

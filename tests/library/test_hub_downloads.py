@@ -20,7 +20,6 @@ from app.library.quants import RemoteFile, RemoteModel
 from fake_hub import QWEN_REPO, FakeFile, wait_until
 
 Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
-CHUNK = 4096
 
 
 def q4_model(client):
@@ -35,7 +34,7 @@ def test_fake_hub_speaks_what_huggingface_hub_expects(qwen, hub, tmp_path, tiny_
 
 def test_download_is_verified_and_gives_a_loadable_gguf(qwen, hub, client, tmp_path, tiny_gguf):
     progress = []
-    path = download_model(client, q4_model(client), tmp_path, on_progress=progress.append, chunk_size=CHUNK)
+    path = download_model(client, q4_model(client), tmp_path, on_progress=progress.append)
 
     assert path == tmp_path / Q4
     assert path.read_bytes() == tiny_gguf
@@ -56,18 +55,18 @@ def test_a_second_download_of_a_present_model_fetches_nothing(qwen, hub, client,
 def test_a_dropped_connection_is_resumed_with_a_range_request(qwen, hub, client, tmp_path, tiny_gguf):
     qwen.files[Q4].interrupt_after = 20_000
 
-    path = download_model(client, q4_model(client), tmp_path, chunk_size=CHUNK)
+    path = download_model(client, q4_model(client), tmp_path)
 
     assert path.read_bytes() == tiny_gguf
     first, second = hub.body_requests(Q4)
-    # It continues from the last whole chunk it had written before the connection closed.
-    assert first is None and second == f"bytes={20_000 // CHUNK * CHUNK}-"
+    # It continues from the last byte that arrived before the connection closed.
+    assert first is None and second == "bytes=20000-"
 
 
 def test_a_partial_file_left_by_an_earlier_run_is_continued(qwen, hub, client, tmp_path, tiny_gguf):
     (tmp_path / (Q4 + PARTIAL_SUFFIX)).write_bytes(tiny_gguf[:12_345])
 
-    path = download_model(client, q4_model(client), tmp_path, chunk_size=CHUNK)
+    path = download_model(client, q4_model(client), tmp_path)
 
     assert path.read_bytes() == tiny_gguf
     assert hub.body_requests(Q4) == ["bytes=12345-"]
@@ -78,7 +77,7 @@ def test_a_server_that_ignores_the_range_gets_the_file_from_the_start(qwen, hub,
     qwen.files[Q4].ignore_range = True
     progress = []
 
-    path = download_model(client, q4_model(client), tmp_path, on_progress=progress.append, chunk_size=CHUNK)
+    path = download_model(client, q4_model(client), tmp_path, on_progress=progress.append)
 
     assert path.read_bytes() == tiny_gguf
     assert hub.body_requests(Q4) == ["bytes=12345-"]
@@ -108,22 +107,21 @@ def test_a_file_kept_in_git_is_verified_by_its_blob_id(hub, client, tmp_path, ti
 
 
 def test_a_split_model_arrives_whole_and_is_named_only_when_all_parts_are_verified(
-        qwen, hub, client, tmp_path, tiny_gguf):
+        qwen, hub, client, tmp_path, split_parts):
     model = client.find_model(QWEN_REPO, quant="BF16")
     qwen.files["BF16/Qwen3-0.6B-BF16-00003-of-00003.gguf"].corrupt = True
 
     with pytest.raises(IntegrityError, match="00003-of-00003"):
         download_model(client, model, tmp_path)
-    assert not list(tmp_path.glob("*.gguf"))  # parts 1 and 2 stay .part, so unlisted
+    assert not list(tmp_path.rglob("*.gguf"))  # parts 1 and 2 stay .part, so unlisted
 
     qwen.files["BF16/Qwen3-0.6B-BF16-00003-of-00003.gguf"].corrupt = False
     progress = []
     path = download_model(client, model, tmp_path, on_progress=progress.append)
 
-    assert path.name == "Qwen3-0.6B-BF16-00001-of-00003.gguf"
-    joined = b"".join((tmp_path / part.name).read_bytes() for part in model.parts)
-    assert joined == tiny_gguf
-    assert progress[-1].bytes_done == progress[-1].bytes_total == len(tiny_gguf)
+    assert path == tmp_path / "BF16" / "Qwen3-0.6B-BF16-00001-of-00003.gguf"  # its folder in the repository
+    assert [(path.parent / part.name).read_bytes() for part in model.parts] == split_parts
+    assert progress[-1].bytes_done == progress[-1].bytes_total == sum(map(len, split_parts))
 
 
 def test_pause_holds_the_download_and_resume_continues_it(qwen, hub, client, tmp_path, tiny_gguf):
@@ -132,7 +130,7 @@ def test_pause_holds_the_download_and_resume_continues_it(qwen, hub, client, tmp
     progress = []
     result = {}
     worker = threading.Thread(target=lambda: result.update(path=download_model(
-        client, q4_model(client), tmp_path, on_progress=progress.append, control=control, chunk_size=CHUNK)))
+        client, q4_model(client), tmp_path, on_progress=progress.append, control=control)))
     partial = tmp_path / (Q4 + PARTIAL_SUFFIX)
 
     worker.start()
@@ -161,8 +159,7 @@ def test_cancel_stops_the_download_and_removes_the_partial_file(qwen, hub, clien
             control.cancel()
 
     with pytest.raises(DownloadCancelled, match="cancelled") as caught:
-        download_model(client, q4_model(client), tmp_path, on_progress=cancel_soon, control=control,
-                       chunk_size=CHUNK)
+        download_model(client, q4_model(client), tmp_path, on_progress=cancel_soon, control=control)
     assert not caught.value.kept_partial
     assert list(tmp_path.iterdir()) == []
 
@@ -176,8 +173,7 @@ def test_cancel_keeping_the_partial_file_lets_the_next_run_continue(qwen, hub, c
             control.cancel(keep_partial=True)
 
     with pytest.raises(DownloadCancelled, match="kept"):
-        download_model(client, q4_model(client), tmp_path, on_progress=quit_soon, control=control,
-                       chunk_size=CHUNK)
+        download_model(client, q4_model(client), tmp_path, on_progress=quit_soon, control=control)
     kept = (tmp_path / (Q4 + PARTIAL_SUFFIX)).stat().st_size
     qwen.files[Q4].bytes_per_second = None
 
