@@ -3,7 +3,10 @@
 Pure Python and sqlite3, no Qt, so it can be tested and used without a GUI.
 """
 
-from app.store.conversations import ConversationStore, auto_title
-from app.store.records import ROLES, STATUSES, Conversation, StoredMessage, StoreError
+from app.store.conversations import ConversationStore, MessagePage, auto_title, import_file
+from app.store.records import ROLES, STATUSES, Conversation, DatabaseDamaged, StoredMessage, StoreError, shorten
 
-__all__ = ["ROLES", "STATUSES", "Conversation", "ConversationStore", "StoreError", "StoredMessage", "auto_title"]
+__all__ = [
+    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "MessagePage", "StoreError",
+    "StoredMessage", "auto_title", "import_file", "shorten",
+]

@@ -16,15 +16,18 @@ one's streaming reply for a crashed one.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import exchange, search
 from app.store.records import ROLES, STATUSES, Conversation, StoredMessage, StoreError, require_choice, utc_now
-from app.store.schema import connect, transaction
+from app.store.schema import connect, database_error, transaction
 
 TITLE_LENGTH = 40
 
@@ -41,10 +44,42 @@ def auto_title(text: str, limit: int = TITLE_LENGTH) -> str:
     return re.sub(r"[\s.,;:!?-]+$", "", cut) + "…"
 
 
+@dataclass(frozen=True)
+class MessagePage:
+    """The newest messages of a conversation (or those before a position), oldest first, and
+    how many older ones there are: a conversation may hold a hundred thousand."""
+
+    messages: list[StoredMessage]
+    earlier: int
+
+
+def _reports_database_errors(cls):
+    """Every public method of cls turns an SQLite error into a StoreError (DatabaseDamaged for
+    damaged pages), so a damaged or full database is a message the window can show, whatever
+    call meets it first, and never a traceback in a slot."""
+
+    def guarded(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as exc:
+                raise database_error(self.path, exc) from exc
+
+        return call
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_"):
+            setattr(cls, name, guarded(value))
+    return cls
+
+
+@_reports_database_errors
 class ConversationStore:
     """All reads and writes of conversations; one per database file, closed with close().
 
-    Errors the user should see (unknown ids, newer databases, bad imports) are StoreError.
+    Errors the user should see (unknown ids, newer databases, bad imports, damaged pages) are
+    StoreError.
     """
 
     def __init__(self, path: str | os.PathLike, *, full_text_search: bool = True):
@@ -53,13 +88,14 @@ class ConversationStore:
         full_text_search=False searches with LIKE, as on an SQLite built without FTS5; the
         tests use it to cover that path.
         """
+        self.path = Path(path)
         self._conn = connect(path)
         try:
             self.full_text_search = search.install(self._conn, full_text_search)
             self._recover_interrupted()
         except sqlite3.Error as exc:
             self._conn.close()
-            raise StoreError(f"Can't open the conversation database {os.fspath(path)}: {exc}") from exc
+            raise database_error(path, exc) from exc
 
     def close(self) -> None:
         self._conn.close()
@@ -136,6 +172,38 @@ class ConversationStore:
             "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position", (conversation_id,)
         )
         return [StoredMessage.from_row(row) for row in rows]
+
+    def recent_messages(self, conversation_id: int, limit: int, before: int | None = None) -> MessagePage:
+        """The last `limit` messages, or the last `limit` before position `before`, in order;
+        what a window shows first and then page by page."""
+        self.get_conversation(conversation_id)
+        end = before if before is not None else self._conn.execute(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
+        ).fetchone()[0]
+        rows = self._conn.execute(
+            "SELECT * FROM messages WHERE conversation_id = ? AND position < ? ORDER BY position DESC LIMIT ?",
+            (conversation_id, end, limit),
+        ).fetchall()
+        messages = [StoredMessage.from_row(row) for row in reversed(rows)]
+        first = messages[0].position if messages else end
+        earlier = self._conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND position < ?", (conversation_id, first)
+        ).fetchone()[0]
+        return MessagePage(messages, earlier)
+
+    def message(self, message_id: int) -> StoredMessage:
+        row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"There is no message {message_id}.")
+        return StoredMessage.from_row(row)
+
+    def last_message(self, conversation_id: int, role: str) -> StoredMessage | None:
+        """The conversation's last message with this role (the one Regenerate answers again)."""
+        row = self._conn.execute(
+            "SELECT * FROM messages WHERE conversation_id = ? AND role = ? ORDER BY position DESC LIMIT 1",
+            (conversation_id, role),
+        ).fetchone()
+        return StoredMessage.from_row(row) if row is not None else None
 
     def add_message(
         self,
@@ -249,23 +317,7 @@ class ConversationStore:
         Titles, messages, params, stats and timestamps are kept as they were. Bad input raises
         StoreError and adds nothing.
         """
-        conversation, messages = exchange.parse(data)
-        with transaction(self._conn):
-            conversation_id = self._conn.execute(
-                "INSERT INTO conversations (title, model, system_prompt, created_at, updated_at)"
-                " VALUES (:title, :model, :system_prompt, :created_at, :updated_at)",
-                conversation,
-            ).lastrowid
-            self._conn.executemany(
-                "INSERT INTO messages (conversation_id, position, role, content, model, params_json, stats_json,"
-                " status, created_at, updated_at) VALUES (:conversation_id, :position, :role, :content, :model,"
-                " :params_json, :stats_json, :status, :created_at, :updated_at)",
-                [
-                    {**message, "conversation_id": conversation_id, "position": position}
-                    for position, message in enumerate(messages)
-                ],
-            )
-        return conversation_id
+        return _insert_import(self._conn, *exchange.parse(data))
 
     # Internals
 
@@ -292,3 +344,41 @@ class ConversationStore:
                     "UPDATE messages SET status = 'cancelled', stats_json = ? WHERE id = ?",
                     (json.dumps(stats), row["id"]),
                 )
+
+
+def import_file(database: str | os.PathLike, file: Path) -> int:
+    """Import an export file into the database at `database`; returns the new conversation's id.
+
+    For a worker thread, so that reading, checking and storing a large file never freezes the
+    window: the connection is its own (ConversationStore's belongs to the GUI thread), and WAL
+    lets the window keep reading meanwhile. All or nothing: every failure is a StoreError and
+    adds nothing.
+    """
+    conversation, messages = exchange.parse(exchange.read_export(Path(file)))
+    conn = connect(database)
+    try:
+        return _insert_import(conn, conversation, messages)
+    except sqlite3.DatabaseError as exc:
+        raise database_error(database, exc) from exc
+    finally:
+        conn.close()
+
+
+def _insert_import(conn: sqlite3.Connection, conversation: dict, messages: list[dict]) -> int:
+    """One transaction: the conversation and all its messages, or nothing."""
+    with transaction(conn):
+        conversation_id = conn.execute(
+            "INSERT INTO conversations (title, model, system_prompt, created_at, updated_at)"
+            " VALUES (:title, :model, :system_prompt, :created_at, :updated_at)",
+            conversation,
+        ).lastrowid
+        conn.executemany(
+            "INSERT INTO messages (conversation_id, position, role, content, model, params_json, stats_json,"
+            " status, created_at, updated_at) VALUES (:conversation_id, :position, :role, :content, :model,"
+            " :params_json, :stats_json, :status, :created_at, :updated_at)",
+            [
+                {**message, "conversation_id": conversation_id, "position": position}
+                for position, message in enumerate(messages)
+            ],
+        )
+    return conversation_id

@@ -9,9 +9,11 @@ anything is written, with messages that say where the file is wrong.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
+from pathlib import Path
 
-from app.engine.types import ReplyStatus, StopReason
+from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store.records import (
     ROLES,
     STATUSES,
@@ -20,10 +22,15 @@ from app.store.records import (
     StoreError,
     format_timestamp,
     require_choice,
+    shorten,
 )
 
 FORMAT = "hearth.conversation"
 VERSION = 1
+# Far above any real conversation (32 MB is some eight million tokens of text), low enough that
+# reading, checking and storing one takes seconds and a few hundred MB at most.
+MAX_IMPORT_BYTES = 32 * 2**20
+MAX_IMPORT_MESSAGES = 100_000
 
 _REQUIRED = object()
 
@@ -93,17 +100,33 @@ def _message_details(message: StoredMessage) -> str:
     return " · ".join(details)
 
 
+def read_export(path: Path) -> bytes:
+    """The bytes of an export file, refused (naming the file) when it cannot be read or is larger
+    than any conversation export: only MAX_IMPORT_BYTES + 1 bytes are ever read, so a huge file
+    or an endless device cannot fill the memory."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_IMPORT_BYTES + 1)
+    except OSError as exc:
+        raise StoreError(f"Can't read {shorten(path.name)}: {exc.strerror or exc}.") from exc
+    if len(data) > MAX_IMPORT_BYTES:
+        raise StoreError(
+            f"{shorten(path.name)} is larger than {MAX_IMPORT_BYTES // 2**20} MB, more than a conversation "
+            "export holds; it was not imported.")
+    return data
+
+
 def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
     """Validate an export (parsed or as JSON text) into (conversation, messages) column values.
 
     Timestamps are normalised to the database's UTC format (a file may say "...Z" or carry an
     offset). A message saved mid-stream comes in as 'cancelled': nothing will ever finish it.
+    Statistics are read the way the store reads its own, and stored as this version writes
+    them, so what is imported can always be read back. Every problem is a StoreError that says
+    where the file is wrong, in a line or two.
     """
     if isinstance(data, (str, bytes)):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise StoreError(f"This is not a conversation export: the JSON is malformed ({exc}).") from exc
+        data = _decode(data)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise StoreError(f"This is not a Hearth conversation export (no \"format\": \"{FORMAT}\").")
     version = data.get("version")
@@ -111,39 +134,52 @@ def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
         raise StoreError("The export has no valid \"version\".")
     if version > VERSION:
         raise StoreError(
-            f"The export is format version {version}, from a newer Hearth; this one reads version {VERSION}."
+            f"The export is format version {shorten(str(version))}, from a newer Hearth; this one reads "
+            f"version {VERSION}."
         )
 
     source = _field(data, "conversation", dict, "the file")
     conversation = {
-        "title": _field(source, "title", str, "conversation"),
-        "model": _field(source, "model", (str, type(None)), "conversation", None),
-        "system_prompt": _field(source, "system_prompt", str, "conversation", ""),
+        "title": _text(source, "title", "conversation"),
+        "model": _text(source, "model", "conversation", None, nullable=True),
+        "system_prompt": _text(source, "system_prompt", "conversation", ""),
         "created_at": _timestamp(source, "created_at", "conversation"),
         "updated_at": _timestamp(source, "updated_at", "conversation"),
     }
-    messages = []
-    for index, item in enumerate(_field(data, "messages", list, "the file")):
-        where = f"messages[{index}]"
-        if not isinstance(item, dict):
-            raise StoreError(f"{where} must be an object.")
-        role = _field(item, "role", str, where)
-        status = _field(item, "status", str, where, "complete")
-        require_choice(f"{where}.role", role, ROLES)
-        require_choice(f"{where}.status", status, STATUSES)
-        messages.append(
-            {
-                "role": role,
-                "content": _field(item, "content", str, where),
-                "model": _field(item, "model", (str, type(None)), where, None),
-                "params_json": json.dumps(_field(item, "params", dict, where, {})),
-                "stats_json": json.dumps(_field(item, "stats", dict, where, {})),
-                "status": "cancelled" if status == "streaming" else status,
-                "created_at": _timestamp(item, "created_at", where),
-                "updated_at": _timestamp(item, "updated_at", where),
-            }
-        )
-    return conversation, messages
+    items = _field(data, "messages", list, "the file")
+    if len(items) > MAX_IMPORT_MESSAGES:
+        raise StoreError(
+            f"The export holds {len(items):,} messages; Hearth imports conversations of up to "
+            f"{MAX_IMPORT_MESSAGES:,} messages.")
+    return conversation, [_message(item, f"messages[{index}]") for index, item in enumerate(items)]
+
+
+def _decode(text: str | bytes) -> object:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise StoreError("This is not a conversation export: its JSON is nested too deeply.") from None
+    except ValueError as exc:  # bad JSON, bad UTF-8, a number too long to read
+        raise StoreError(f"This is not a conversation export: the JSON is malformed ({shorten(str(exc))}).") from None
+
+
+def _message(item: object, where: str) -> dict:
+    if not isinstance(item, dict):
+        raise StoreError(f"{where} must be an object.")
+    role = _text(item, "role", where)
+    status = _text(item, "status", where, "complete")
+    require_choice(f"{where}.role", role, ROLES)
+    require_choice(f"{where}.status", status, STATUSES)
+    return {
+        "role": role,
+        "content": _text(item, "content", where),
+        "model": _text(item, "model", where, None, nullable=True),
+        "params_json": json.dumps(_params(item, where)),
+        "stats_json": json.dumps(_stats(item, where)),
+        "status": "cancelled" if status == "streaming" else status,
+        "created_at": _timestamp(item, "created_at", where),
+        "updated_at": _timestamp(item, "updated_at", where),
+    }
 
 
 def _field(source: dict, name: str, types, where: str, default=_REQUIRED):
@@ -157,12 +193,64 @@ def _field(source: dict, name: str, types, where: str, default=_REQUIRED):
     return value
 
 
+def _text(source: dict, name: str, where: str, default=_REQUIRED, nullable: bool = False) -> str | None:
+    """A text field; null only where nullable (a model name)."""
+    value = _field(source, name, (str, type(None)) if nullable else str, where, default)
+    if value is not None:
+        _require_unicode(value, f"{where}.{name}")
+    return value
+
+
+def _require_unicode(text: str, where: str) -> None:
+    """JSON can spell a lone surrogate (\ud800), which Python decodes but no UTF-8 file or
+    database can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreError(f"{where} holds text that is not valid Unicode (a lone surrogate).") from None
+
+
+def _params(item: dict, where: str) -> dict:
+    """Sampling parameters: names with a number, text, true/false, null, or a list of those
+    (stop strings). Nothing nested deeper, so reading them back is always cheap."""
+    params = _field(item, "params", dict, where, {})
+    for name, value in params.items():
+        _require_unicode(name, f"{where}.params")
+        for element in value if isinstance(value, list) else [value]:
+            if isinstance(element, str):
+                _require_unicode(element, f"{where}.params.{shorten(name)}")
+            elif isinstance(element, float) and not math.isfinite(element):
+                raise StoreError(f"{where}.params.{shorten(name)} is not a finite number.")
+            elif not isinstance(element, (int, float, bool, type(None))):
+                raise StoreError(f"{where}.params.{shorten(name)} must be a number, text or a list of them.")
+    return params
+
+
+def _stats(item: dict, where: str) -> dict:
+    """The statistics as ReplyStats reads them (unknown keys and wrong types dropped), or {}."""
+    stats = _field(item, "stats", dict, where, {})
+    if not stats:
+        return {}
+    try:
+        values = ReplyStats.from_dict(stats).to_dict()
+    except (TypeError, ValueError, OverflowError):  # an unhashable stop reason, a float out of range
+        raise StoreError(f"{where}.stats are not valid reply statistics.") from None
+    for name, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise StoreError(f"{where}.stats.{name} is not a finite number.")
+        if isinstance(value, str):
+            _require_unicode(value, f"{where}.stats.{name}")
+    return values
+
+
 def _timestamp(source: dict, name: str, where: str) -> str:
-    text = _field(source, name, str, where)
+    text = _text(source, name, where)
     try:
         moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return format_timestamp(moment)
     except ValueError:
-        raise StoreError(f"{where}.{name} is not an ISO-8601 timestamp: {text!r}.") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return format_timestamp(moment)
+        raise StoreError(f"{where}.{name} is not an ISO-8601 timestamp: {shorten(repr(text))}.") from None
+    except OverflowError:  # year 9999 with a negative offset is past the end of time in UTC
+        raise StoreError(f"{where}.{name} is out of range: {shorten(repr(text))}.") from None

@@ -22,6 +22,13 @@ class StoreError(Exception):
     conversation. The message is written to be shown as it is."""
 
 
+class DatabaseDamaged(StoreError):
+    """Part of the database file cannot be read (damaged pages, a record that makes no sense).
+
+    The rest may still be readable: the window offers to export what it can and to move the
+    file aside, so it is told apart from the other errors."""
+
+
 @dataclass(frozen=True)
 class Conversation:
     """One conversation. Timestamps are ISO-8601 UTC strings (they sort as text).
@@ -65,12 +72,17 @@ class StoredMessage:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
+        """The message in row; a row whose JSON or status makes no sense (a damaged page that
+        still reads) is DatabaseDamaged, like a page SQLite itself cannot read."""
         values = {name: row[name] for name in row.keys() if not name.endswith("_json") and name != "status"}
-        stats = json.loads(row["stats_json"])
-        return cls(
-            **values, params=json.loads(row["params_json"]), status=ReplyStatus(row["status"]),
-            stats=ReplyStats.from_dict(stats) if stats else None,
-        )
+        try:
+            stats = json.loads(row["stats_json"])
+            return cls(
+                **values, params=json.loads(row["params_json"]), status=ReplyStatus(row["status"]),
+                stats=ReplyStats.from_dict(stats) if stats else None,
+            )
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise DatabaseDamaged(f"Message {row['id']} in the conversation database cannot be read ({shorten(str(exc))}).") from exc
 
 
 def utc_now() -> str:
@@ -84,4 +96,14 @@ def format_timestamp(moment: datetime) -> str:
 
 def require_choice(what: str, value: object, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise StoreError(f"{what} must be one of {', '.join(choices)}, not {value!r}")
+        raise StoreError(f"{what} must be one of {', '.join(choices)}, not {shorten(repr(value))}.")
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """text on one line and at most limit characters, for a message or a list row: a title, a
+    value from an import file or a model name may be a megabyte long or hold newlines."""
+    head = text[: limit * 8]  # collapsing a megabyte's whitespace to show 80 characters is waste
+    line = " ".join(head.split())
+    if len(line) <= limit and len(head) == len(text):
+        return line
+    return line[: limit - 1].rstrip() + "…"

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from app.store.records import StoreError
+from app.store.records import DatabaseDamaged, StoreError, shorten
 
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: conversations and their messages.
@@ -66,7 +68,7 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as exc:
-        raise StoreError(f"Can't open the conversation database {os.fspath(path)}: {exc}") from exc
+        raise database_error(path, exc) from exc
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn)
@@ -74,7 +76,7 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(f"Can't open the conversation database {os.fspath(path)}: {exc}") from exc
+        raise database_error(path, exc) from exc
     except BaseException:
         conn.close()
         raise
@@ -115,3 +117,56 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def database_error(path: str | os.PathLike, exc: sqlite3.Error) -> StoreError:
+    """What to tell the user about an SQLite error: DatabaseDamaged when the file's pages are
+    corrupt or it is not a database at all, a plain StoreError for the rest (a full disk, a
+    file that cannot be written)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # extended codes keep the primary in the low byte
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return DatabaseDamaged(f"The conversation database {os.fspath(path)} is damaged ({shorten(str(exc))}).")
+    return StoreError(f"The conversation database {os.fspath(path)} could not be read or written ({shorten(str(exc))}).")
+
+
+# quick_check reads every page (a few hundred MB a second, from another thread and connection);
+# above this size a start-up does not pay for it.
+QUICK_CHECK_MAX_BYTES = 1 << 30
+
+
+def quick_check(path: str | os.PathLike, max_problems: int = 5) -> list[str]:
+    """PRAGMA quick_check on a read-only connection of its own (any thread may call it):
+    the problems found, [] when the file is sound or too big to check at start-up."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > QUICK_CHECK_MAX_BYTES:
+            return []
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (OSError, sqlite3.Error) as exc:
+        return [shorten(str(exc))]
+    try:
+        rows = conn.execute(f"PRAGMA quick_check({int(max_problems)})").fetchall()
+    except sqlite3.Error as exc:
+        return [shorten(str(exc))]
+    finally:
+        conn.close()
+    return [] if rows == [("ok",)] else [shorten(str(row[0])) for row in rows]
+
+
+def move_aside(path: str | os.PathLike) -> Path:
+    """Rename the database, with its -wal and -shm files, to a timestamped name beside it (e.g.
+    conversations.sqlite3.damaged-20250101-120000), so a fresh one can take its place and
+    nothing in the old one is lost: SQLite still finds the renamed file's WAL under its new name.
+    Never overwrites: a second move in the same second gets "-2"."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    number = 2
+    while any(Path(f"{target}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
+        number += 1
+    for suffix in ("", "-wal", "-shm"):  # the WAL goes with its file: never left to a new one of the old name
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(f"{target}{suffix}")
+    return target

@@ -4,7 +4,7 @@ from contextlib import closing
 
 import pytest
 
-from app.store import ConversationStore, StoreError
+from app.store import ConversationStore, DatabaseDamaged, StoreError
 from app.store.schema import MIGRATIONS, SCHEMA_VERSION, connect, migrate
 
 
@@ -67,6 +67,6 @@ def test_database_from_a_newer_hearth_is_refused_untouched(store, db_path):
 
 def test_a_file_that_is_not_a_database_is_a_store_error(db_path):
     db_path.write_bytes(b"definitely not sqlite " * 100)
-    with pytest.raises(StoreError, match="Can't open"):
+    with pytest.raises(DatabaseDamaged, match="conversations.sqlite3 is damaged"):
         ConversationStore(db_path)
     assert db_path.read_bytes() == b"definitely not sqlite " * 100
