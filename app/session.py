@@ -18,11 +18,15 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 from .bridge import EngineBridge
 from .engine.types import ReplyStats, ReplyStatus
 from .model_session import ModelSession
-from .store import Conversation, ConversationStore, StoredMessage
+from .store import Conversation, ConversationStore, StoredMessage, StoreError
 
 PARTIAL_SAVE_MS = 500
 QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
 NO_MODEL_MESSAGE = "No model is loaded yet. Pick one in the model panel."
+# The newest messages a reply is given as history. Far more than any context window holds (the
+# engine drops the oldest that do not fit), few enough that a conversation of a hundred
+# thousand messages does not make every Send read all of them.
+HISTORY_MESSAGES = 5_000
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class ChatSession(QObject):
         busyChanged(bool): a reply started (True) or ended (False).
         error(str): something the user should read (the reply could not start, …).
         conversationsChanged(): titles or the list changed (a new or renamed conversation).
+        storeFailed(StoreError): saving the streaming reply failed (a damaged or full
+            database). The methods the window calls raise StoreError instead.
     """
 
     conversationChanged = Signal(object)
@@ -61,6 +67,7 @@ class ChatSession(QObject):
     busyChanged = Signal(bool)
     error = Signal(str)
     conversationsChanged = Signal()
+    storeFailed = Signal(object)
 
     def __init__(self, store: ConversationStore, bridge: EngineBridge, models: ModelSession, parent=None):
         super().__init__(parent)
@@ -116,7 +123,21 @@ class ChatSession(QObject):
         return deleted
 
     def messages(self) -> list[StoredMessage]:
+        """Every message of the open conversation (the window shows pages of recent_messages)."""
         return self.store.messages(self._conversation_id) if self._conversation_id is not None else []
+
+    def replace_store(self, store: ConversationStore) -> None:
+        """Carry on with another database (the damaged one was moved aside): a streaming reply
+        is stopped and forgotten, since its message is in the old file, and nothing is open."""
+        self.stop()
+        self._save_timer.stop()
+        was_busy, self._reply_id = self.busy, None
+        self.store = store
+        self._conversation_id = None
+        if was_busy:
+            self.busyChanged.emit(False)
+        self.conversationChanged.emit(None)
+        self.conversationsChanged.emit()
 
     # --- the four actions ----------------------------------------------------------------------
 
@@ -130,7 +151,7 @@ class ChatSession(QObject):
             return False
         if self._conversation_id is None:
             self.new_conversation()
-        first = not self.messages()
+        first = not self.store.recent_messages(self._conversation_id, 1).messages
         message_id = self.store.add_message(self._conversation_id, "user", text)
         self.messageAdded.emit(self._message(message_id))
         if first:
@@ -157,10 +178,9 @@ class ChatSession(QObject):
 
     def regenerate(self) -> bool:
         """Replace the last reply with a new one to the same message."""
-        if self.busy:
+        if self.busy or self._conversation_id is None:
             return False
-        messages = self.messages()
-        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        last_user = self.store.last_message(self._conversation_id, "user")
         if last_user is None:
             return False
         self.store.truncate_after(self._conversation_id, last_user.id)
@@ -179,13 +199,16 @@ class ChatSession(QObject):
     # --- the reply ---------------------------------------------------------------------------
 
     def history(self) -> list[dict]:
-        """The conversation as the engine sees it: the current system prompt, then every kept message.
+        """The conversation as the engine sees it: the current system prompt, then the kept messages
+        (the newest HISTORY_MESSAGES).
 
         The system prompt comes from the model's live settings, so an edit applies to the next reply.
         """
         system = self._models.settings.system_prompt
         history = [{"role": "system", "content": system}] if system.strip() else []
-        for message in self.messages():
+        if self._conversation_id is None:
+            return history
+        for message in self.store.recent_messages(self._conversation_id, HISTORY_MESSAGES).messages:
             if message.role in ("user", "assistant") and not (message.status == ReplyStatus.ERROR and not message.content):
                 history.append({"role": message.role, "content": message.content})
         return history
@@ -217,7 +240,12 @@ class ChatSession(QObject):
     def _save_partial(self) -> None:
         text = "".join(self._reply_text)
         if self._reply_id is not None and len(text) != self._saved_length:
-            self.store.update_partial(self._reply_id, text)
+            try:
+                self.store.update_partial(self._reply_id, text)
+            except StoreError as exc:
+                self._save_timer.stop()  # said once; the reply still streams and is shown
+                self.storeFailed.emit(exc)
+                return
             self._saved_length = len(text)
 
     def _on_finished(self, text: str, stats: ReplyStats) -> None:
@@ -232,9 +260,12 @@ class ChatSession(QObject):
             return
         self._save_timer.stop()
         reply_id, self._reply_id = self._reply_id, None
-        self.store.finish_message(reply_id, text, stats, status)
+        try:
+            self.store.finish_message(reply_id, text, stats, status)
+        except StoreError as exc:  # the reply is still shown, and the chat is not left busy
+            self.storeFailed.emit(exc)
         self.replyFinished.emit(FinishedReply(reply_id, text, stats, status))
         self.busyChanged.emit(False)
 
     def _message(self, message_id: int) -> StoredMessage:
-        return next(m for m in self.messages() if m.id == message_id)
+        return self.store.message(message_id)

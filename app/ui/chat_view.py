@@ -5,9 +5,12 @@ scrolls as a whole. Qt never follows a link here: actions under messages and cod
 the private `hearth:` scheme and are handled by the view; web links are handed to the window
 (linkActivated), which asks before opening anything.
 
-A long conversation opens on its newest messages, about HISTORY_SHOWN_CHARS of them, with a
-link above that renders the page before them on demand: Markdown and syntax highlighting cost
-about 8 ms a message, so rendering hundreds of them up front froze the window for seconds.
+A long conversation opens on its newest messages, about HISTORY_SHOWN_CHARS of them and at most
+HISTORY_SHOWN_MESSAGES, with a link above that renders the page before them on demand: Markdown
+and syntax highlighting cost about 8 ms a message, so rendering hundreds of them up front froze
+the window for seconds. The window may hand over only the newest messages of a conversation
+(it can hold a hundred thousand); the link then asks it for older ones (earlierRequested).
+A message longer than MESSAGE_SHOWN_CHARS shows its beginning and says so; Copy gives all of it.
 
 This module decides what is shown where; chat_document writes the messages into the document
 and streaming_reply writes the reply as it arrives.
@@ -17,13 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QObject, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QVBoxLayout, QWidget
 
 from ..engine.types import ReplyStats, ReplyStatus, StopReason
 from .chat_document import DocumentWriter, end_of
-from .markdown_render import MarkdownRenderer
+from ..store import shorten
+from .markdown_render import ZERO_WIDTH_SPACE, MarkdownRenderer
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
 
@@ -33,6 +37,10 @@ ACTION_SCHEME = "hearth"
 # screens); older messages wait behind "Show earlier messages", a page of this size per click.
 # A page holds at least two messages, however long.
 HISTORY_SHOWN_CHARS = 12_000
+# ... and at most this many messages: a page of a thousand one-word messages took seconds.
+HISTORY_SHOWN_MESSAGES = 40
+# A message's text shown, at most (some 25,000 tokens): laying out a megabyte takes Qt a second.
+MESSAGE_SHOWN_CHARS = 100_000
 
 # A reply with no stop reason (nothing was measured, or an imported record) says how it ended
 # by its status; a complete one says nothing.
@@ -86,6 +94,15 @@ class _Browser(QTextBrowser):
         """Model text can name any file or URL as an image; none is ever read."""
         return None
 
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """A copied selection without the zero-width spaces added to break long runs."""
+        selected = super().createMimeDataFromSelection()
+        data = QMimeData()
+        data.setText(selected.text().replace(ZERO_WIDTH_SPACE, ""))
+        if selected.hasHtml():
+            data.setHtml(selected.html().replace(ZERO_WIDTH_SPACE, ""))
+        return data
+
 
 class _BottomFollower(QObject):
     """Keeps a scroll bar at the bottom while the content grows, unless the user scrolls up.
@@ -124,13 +141,24 @@ class _BottomFollower(QObject):
 
 
 def _first_to_show(messages: list[MessageView]) -> int:
-    """Index of the oldest message of the last page: HISTORY_SHOWN_CHARS, at least two messages."""
+    """Index of the oldest message of the last page: HISTORY_SHOWN_CHARS and at most
+    HISTORY_SHOWN_MESSAGES, at least two messages."""
     shown_chars = 0
     for index in range(len(messages) - 1, -1, -1):
         shown_chars += len(messages[index].content)
-        if shown_chars > HISTORY_SHOWN_CHARS and index < len(messages) - 2:
+        if index < len(messages) - 2 and (
+            shown_chars > HISTORY_SHOWN_CHARS or len(messages) - index > HISTORY_SHOWN_MESSAGES
+        ):
             return index + 1
     return 0
+
+
+def _shown_text(content: str) -> str:
+    """content as the view renders it: the beginning of a very long message, saying so."""
+    if len(content) <= MESSAGE_SHOWN_CHARS:
+        return content
+    return (f"{content[:MESSAGE_SHOWN_CHARS]}\n\n*[The message goes on for {len(content) - MESSAGE_SHOWN_CHARS:,} "
+            "more characters, not shown here: Copy or export it to read all of it.]*")
 
 
 class ChatView(QWidget):
@@ -142,6 +170,9 @@ class ChatView(QWidget):
         editRequested(int): Edit was clicked under the user message with this id.
         regenerateRequested(): Regenerate was clicked under the last assistant reply.
         copied(str): something was put on the clipboard; the text says what, for a status bar.
+        earlierRequested(): "Show earlier messages" was clicked when every message handed over
+            is shown but older ones exist (set_messages' `earlier`): the window answers with
+            prepend_messages().
 
     A reply's lifecycle: begin_reply(), append_text() per chunk (cheap: buffered), then
     finish_reply() with the authoritative text.
@@ -151,6 +182,7 @@ class ChatView(QWidget):
     editRequested = Signal(int)
     regenerateRequested = Signal()
     copied = Signal(str)
+    earlierRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -163,6 +195,7 @@ class ChatView(QWidget):
         self._follower = _BottomFollower(self._browser.verticalScrollBar())
         self._messages: list[MessageView] = []
         self._first_shown = 0  # index of the oldest message rendered; older ones wait
+        self._earlier = 0  # older messages the window has not handed over
         self._snippets: dict[str, str] = {}  # href of a code block's Copy link -> its code
         self._reply: StreamingReply | None = None
         self._regenerate_footer: int | None = None  # position of the footer offering Regenerate
@@ -171,15 +204,25 @@ class ChatView(QWidget):
 
     # -- the window's API --------------------------------------------------------------------
 
-    def set_messages(self, messages: list[MessageView]) -> None:
-        """Show a whole conversation, replacing what was shown (a streaming reply included)."""
+    def set_messages(self, messages: list[MessageView], earlier: int = 0) -> None:
+        """Show a conversation, replacing what was shown (a streaming reply included):
+        messages are its newest, and `earlier` older ones exist that the view may ask for."""
         if self._reply is not None:
             self._reply.stop()
             self._reply = None
         self._messages = list(messages)
+        self._earlier = earlier
         self._first_shown = _first_to_show(self._messages)
         self._rebuild()
         self._follower.follow()
+
+    def prepend_messages(self, messages: list[MessageView], earlier: int) -> None:
+        """Older messages the window handed over after earlierRequested, and how many older
+        ones still remain; shows the page before the oldest one shown."""
+        self._messages[:0] = messages
+        self._first_shown += len(messages)
+        self._earlier = earlier
+        self.show_earlier()
 
     def add_message(self, message: MessageView) -> None:
         """Append one finished message, e.g. the one the user just sent; scroll to it."""
@@ -254,15 +297,17 @@ class ChatView(QWidget):
         while block.isValid() and block.position() <= span[1]:
             lines.append(block.text())
             block = block.next()
-        return "\n".join(lines).replace("\u2028", "\n").replace("\xa0", " ")
+        return "\n".join(lines).replace("\u2028", "\n").replace("\xa0", " ").replace(ZERO_WIDTH_SPACE, "")
 
     def hidden_count(self) -> int:
         """How many older messages wait behind "Show earlier messages"."""
-        return self._first_shown
+        return self._first_shown + self._earlier
 
     def show_earlier(self) -> None:
         """Render one more page of older messages, keeping in view the oldest one shown before."""
         if not self._first_shown:
+            if self._earlier:
+                self.earlierRequested.emit()
             return
         anchor = self._first_shown
         self._first_shown = _first_to_show(self._messages[:anchor])
@@ -304,8 +349,8 @@ class ChatView(QWidget):
         self._document.clear()
         self._snippets.clear()
         self._regenerate_footer = self._last_body = None
-        if self._first_shown:
-            count = self._first_shown
+        if self.hidden_count():
+            count = self.hidden_count()
             link = f"Show {count} earlier message{'s' if count != 1 else ''}"
             self._writer.footer(end_of(self._document), [(link, f"{ACTION_SCHEME}:show-earlier")], "", indent=False)
         starts = {}
@@ -331,8 +376,8 @@ class ChatView(QWidget):
             writer.label(cursor, "You", top_margin=0)
         else:
             label = {"system": "System prompt"}.get(message.role) or message.model or "Assistant"
-            writer.label(cursor, label, top_margin=16)
-        body_start = writer.markdown(cursor, message.content)
+            writer.label(cursor, shorten(label), top_margin=16)
+        body_start = writer.markdown(cursor, _shown_text(message.content))
         cursor.movePosition(QTextCursor.MoveOperation.End)  # out of the user's bubble
         footer = self._write_footer(cursor, index, regenerate)
         if message.role == "assistant":

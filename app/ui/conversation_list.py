@@ -5,7 +5,19 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QLineEdit, QMenu, QPushButton, QVBoxLayout, QWidget
 
-from ..store import Conversation
+from ..store import Conversation, shorten
+
+# Characters of a title shown in a row and its tooltip: an imported title may be a megabyte,
+# which made every refresh of the list take seconds.
+TITLE_SHOWN_CHARS = 120
+
+
+_SHOWN_TITLE = Qt.UserRole + 1
+
+
+def shown_title(title: str) -> str:
+    """A title as lists, messages and file names show it: one line, TITLE_SHOWN_CHARS at most."""
+    return shorten(title, TITLE_SHOWN_CHARS) or "New chat"
 
 
 class ConversationList(QWidget):
@@ -57,9 +69,11 @@ class ConversationList(QWidget):
         self._filling = True
         self.list.clear()
         for conversation in conversations:
-            item = QListWidgetItem(conversation.title or "New chat")
+            title = shown_title(conversation.title)
+            item = QListWidgetItem(title)
             item.setData(Qt.UserRole, conversation.id)
-            item.setToolTip(f"{conversation.title or 'New chat'}\nLast active {conversation.updated_at[:16].replace('T', ' ')}")
+            item.setData(_SHOWN_TITLE, title)
+            item.setToolTip(f"{title}\nLast active {shorten(conversation.updated_at[:16].replace('T', ' '))}")
             item.setFlags(item.flags() | Qt.ItemIsEditable)
             self.list.addItem(item)
             if conversation.id == current:
@@ -71,8 +85,11 @@ class ConversationList(QWidget):
             self.opened.emit(item.data(Qt.UserRole))
 
     def _on_item_changed(self, item) -> None:
-        if not self._filling and item.text().strip():
-            self.renameRequested.emit(item.data(Qt.UserRole), item.text().strip())
+        """A rename, unless the text is still the shown title: editing a shortened title and
+        leaving it as it was must not cut the stored one to what was shown."""
+        text = item.text().strip()
+        if not self._filling and text and text != item.data(_SHOWN_TITLE):
+            self.renameRequested.emit(item.data(Qt.UserRole), text)
 
     def _context_menu(self, position) -> None:
         item = self.list.itemAt(position)

@@ -48,6 +48,20 @@ _THINKING = re.compile(r"\A\s*<think>(.*?)(?:</think>|\Z)", re.S)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 THINKING_CAPTION = "Thinking"
 
+# Qt lays out a run of text that offers no line break in time quadratic in its length: a
+# 40,000-character word took half a second, a million-character one minutes, freezing the
+# window. The shown text (never the stored one) gets a zero-width space, an invisible break
+# opportunity, every LONG_RUN characters of such a run; copying a selection takes them out.
+LONG_RUN = 80
+ZERO_WIDTH_SPACE = "\u200b"
+_LONG_RUN_PATTERN = re.compile(r"\S{%d,}" % (LONG_RUN + 1))
+_HTML_TAG = re.compile(r"(<[^>]*>)")
+# An HTML entity counts as one character and is never cut.
+_HTML_LONG_RUN = re.compile(r"(?:&#?\w+;|[^\s&]){%d,}" % (LONG_RUN + 1))
+_HTML_CHARACTER = re.compile(r"&#?\w+;|.", re.S)
+_LEADING_RUN = re.compile(r"\S*")
+_TRAILING_RUN = re.compile(r"\S*\Z")
+
 
 @dataclass(frozen=True)
 class RenderTheme:
@@ -100,6 +114,10 @@ class MarkdownRenderer:
         )
 
     def render(self, text: str) -> str:
+        """HTML for text, with break opportunities in long runs (see LONG_RUN)."""
+        return breakable_html(self._render(text))
+
+    def _render(self, text: str) -> str:
         thinking = _THINKING.match(text)
         if thinking is None:
             return self._html(text)
@@ -132,6 +150,53 @@ class MarkdownRenderer:
             f'<pre style="margin:0px; font-family:\'{self.theme.mono_family}\', monospace;'
             f' color:{self._code_colour}">{coloured}</pre></td></tr></table>'
         )
+
+
+def break_long_runs(text: str, run_before: int = 0) -> tuple[str, int]:
+    """text with a zero-width space every LONG_RUN characters of a run without whitespace, and
+    the length of the unbroken run it ends with. run_before: the unbroken run the text
+    continues (a streaming reply written a chunk at a time), so that runs across chunks break too."""
+    lead = _LEADING_RUN.match(text).end()
+    room = max(LONG_RUN - run_before, 0)
+    head = text[:lead]
+    if lead > room:
+        head = text[:room] + ZERO_WIDTH_SPACE + _chunked(text[room:lead])
+    rest = text[lead:]
+    if len(rest) > LONG_RUN:
+        rest = _LONG_RUN_PATTERN.sub(lambda match: _chunked(match.group()), rest)
+    if rest:  # whitespace ended the run the text continued
+        trailing = _TRAILING_RUN.search(rest).group()
+        run_after = len(trailing) - (trailing.rfind(ZERO_WIDTH_SPACE) + 1)
+    elif ZERO_WIDTH_SPACE in head:
+        run_after = len(head) - (head.rfind(ZERO_WIDTH_SPACE) + 1)
+    else:
+        run_after = run_before + len(head)
+    return head + rest, run_after
+
+
+def breakable_html(html_text: str) -> str:
+    """The same for HTML: only the text between tags changes, never a tag, an attribute or an
+    entity. <pre> is left alone: Qt lays out an unwrapped line in linear time."""
+    if not _HTML_LONG_RUN.search(html_text):
+        return html_text
+    pieces = _HTML_TAG.split(html_text)
+    in_pre = False
+    for index, piece in enumerate(pieces):
+        if index % 2:  # a tag
+            name = piece[1:].split(None, 1)[0].rstrip(">").lower() if len(piece) > 2 else ""
+            in_pre = name == "pre" or (in_pre and name != "/pre")
+        elif not in_pre and len(piece) > LONG_RUN:
+            pieces[index] = _HTML_LONG_RUN.sub(lambda match: _chunked_html(match.group()), piece)
+    return "".join(pieces)
+
+
+def _chunked(run: str) -> str:
+    return ZERO_WIDTH_SPACE.join(run[i:i + LONG_RUN] for i in range(0, len(run), LONG_RUN))
+
+
+def _chunked_html(run: str) -> str:
+    characters = _HTML_CHARACTER.findall(run)
+    return ZERO_WIDTH_SPACE.join("".join(characters[i:i + LONG_RUN]) for i in range(0, len(characters), LONG_RUN))
 
 
 @functools.lru_cache(maxsize=64)

@@ -12,8 +12,9 @@ import re
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QTextCursor, QTextDocument
 
+from ..store import shorten
 from .chat_document import DocumentWriter, end_of
-from .markdown_render import THINK_OPEN, THINKING_CAPTION, BlockSplitter
+from .markdown_render import THINK_OPEN, THINKING_CAPTION, BlockSplitter, break_long_runs
 
 # Long enough to coalesce a fast model's tokens into one document update, short enough that
 # text still appears to flow.
@@ -46,11 +47,12 @@ class StreamingReply(QObject):
         self._chunks: list[str] = []
         self._raw: list[str] = []
         self._note = False  # a note (prompt progress) stands where the text will go
+        self._run = 0  # the plain tail ends with this many characters offering no line break
         self._splitter = BlockSplitter()
         self._timer = QTimer(self, singleShot=True, interval=FLUSH_INTERVAL_MS)
         self._timer.timeout.connect(self.flush)
         cursor = end_of(document)
-        writer.label(cursor, model or "Assistant", top_margin=16)
+        writer.label(cursor, shorten(model or "Assistant"), top_margin=16)
         self.start = cursor.block().position()
         writer.plain_block(cursor)
         self.body_start = self._tail_start = cursor.position()
@@ -111,6 +113,7 @@ class StreamingReply(QObject):
             done, tail = done + tail, ""
         writer = self._writer
         opened_thinking = self._splitter.in_thinking and not was_thinking and not final
+        rewritten = bool(done) or self._note or opened_thinking  # the tail is written afresh
         cursor = self._tail_cursor() if self._note or opened_thinking else end_of(self._document)
         self._note = False
         cursor.beginEditBlock()
@@ -131,6 +134,8 @@ class StreamingReply(QObject):
             _, _, text = text.partition(THINK_OPEN)
             cursor.insertText(THINKING_CAPTION + "\n", writer.note_format())
             text = text.lstrip("\n")
-        cursor.insertText(text, writer.plain_format(self._splitter.in_fence, self._splitter.in_thinking))
+        # A model looping on one character would otherwise grow a run Qt lays out ever slower.
+        shown, self._run = break_long_runs(text, 0 if rewritten else self._run)
+        cursor.insertText(shown, writer.plain_format(self._splitter.in_fence, self._splitter.in_thinking))
         cursor.endEditBlock()
         self.flush_count += 1
