@@ -1,0 +1,104 @@
+"""A real SQLite file with pages overwritten: every store call that meets the damage raises
+DatabaseDamaged (never sqlite3's own errors), quick_check finds it, and move_aside keeps it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from app.store import ConversationStore, DatabaseDamaged, StoreError
+from app.store.schema import move_aside, quick_check
+
+PAGE = 4096
+
+
+def build_conversations(path, count: int = 12, messages: int = 20) -> list[int]:
+    """A database of `count` conversations with long messages, spread over a few hundred pages."""
+    with ConversationStore(path) as store:
+        ids = []
+        for number in range(count):
+            conversation = store.create_conversation(title=f"Chat {number}")
+            for index in range(messages):
+                store.add_message(conversation, "user", f"message {index} of chat {number} " + "lorem ipsum " * 150)
+            ids.append(conversation)
+    return ids
+
+
+def damage(path, first_page: int, pages: int) -> None:
+    """Overwrite pages of the file with a pattern no SQLite page has (the header page is kept,
+    so the file still opens, as with a disk that lost a few sectors)."""
+    with open(path, "r+b") as file:
+        file.seek(first_page * PAGE)
+        file.write(b"\xde\xad\xbe\xef" * (PAGE // 4) * pages)
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    path = tmp_path / "conversations.sqlite3"
+    ids = build_conversations(path)
+    damage(path, path.stat().st_size // PAGE // 2, 3)
+    return path, ids
+
+
+def test_a_sound_database_passes_the_quick_check(tmp_path):
+    path = tmp_path / "conversations.sqlite3"
+    build_conversations(path, count=2, messages=3)
+    assert quick_check(path) == []
+
+
+def test_damaged_pages_are_found_by_the_quick_check(damaged):
+    path, _ = damaged
+    problems = quick_check(path)
+    assert problems and all(len(problem) <= 80 for problem in problems)
+
+
+def test_every_call_that_meets_the_damage_is_a_store_error(damaged):
+    path, ids = damaged
+    with ConversationStore(path) as store:
+        failures = []
+        for conversation in ids:
+            try:
+                store.messages(conversation)
+                store.export_json(conversation)
+            except StoreError as exc:
+                failures.append(exc)
+        with pytest.raises(DatabaseDamaged, match="conversations.sqlite3 is damaged") as search:
+            store.search("lorem")
+    assert failures and all(isinstance(exc, DatabaseDamaged) for exc in failures)
+    assert len(failures) < len(ids)  # the rest is still readable
+    assert isinstance(search.value.__cause__, sqlite3.DatabaseError)
+
+
+def test_a_row_whose_json_is_damaged_is_a_store_error(tmp_path):
+    path = tmp_path / "conversations.sqlite3"
+    (conversation,) = build_conversations(path, count=1, messages=1)
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE messages SET stats_json = '{\"ttft_s\": 1e999'")  # cut short
+    with ConversationStore(path) as store, pytest.raises(DatabaseDamaged, match="cannot be read"):
+        store.messages(conversation)
+
+
+def test_move_aside_keeps_the_file_and_its_wal_under_a_timestamped_name(tmp_path):
+    path = tmp_path / "conversations.sqlite3"
+    store = ConversationStore(path)
+    store.create_conversation(title="Kept")
+    assert Path(f"{path}-wal").stat().st_size > 0  # the commit is still in the WAL, not the file
+    moved = move_aside(path)  # while open, as when Hearth cannot close a damaged file cleanly
+    assert not path.exists() and moved.parent == path.parent and moved.name.startswith("conversations.sqlite3.damaged-")
+    assert Path(f"{moved}-wal").exists()
+    store.close()
+    with ConversationStore(moved) as reopened:
+        assert [c.title for c in reopened.list_conversations()] == ["Kept"]
+    with ConversationStore(path) as fresh:
+        assert fresh.list_conversations() == []
+
+
+def test_a_second_move_in_the_same_second_never_overwrites(tmp_path):
+    path = tmp_path / "conversations.sqlite3"
+    path.write_bytes(b"first")
+    first = move_aside(path)
+    path.write_bytes(b"second")
+    second = move_aside(path)
+    assert first != second and (first.read_bytes(), second.read_bytes()) == (b"first", b"second")
