@@ -21,6 +21,7 @@ from ..model_session import ModelSession
 from ..session import ChatSession
 from ..settings import Settings
 from ..store import ConversationStore, StoreError
+from ..store.schema import move_aside
 from . import appearance
 from .background import run_in_background
 from .single_instance import SingleInstance
@@ -81,10 +82,8 @@ def run_gui(args) -> int:
                                     "Close it (or wait until it responds) before starting it again.")
         return 0
     config = Settings.for_profile()
-    try:
-        store = ConversationStore(paths.database_path())
-    except StoreError as exc:
-        QMessageBox.critical(None, "Hearth", str(exc))
+    store = open_store(paths.database_path())
+    if store is None:
         return 1
     bridge = EngineBridge()
     models = ModelSession(bridge, config)
@@ -93,6 +92,7 @@ def run_gui(args) -> int:
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
+    window.check_database()
     log.info("window shown %.2f s after launch", time.time() - _process_start())
     probe = os.environ.get("HEARTH_STARTUP_PROBE")
     if probe:
@@ -115,9 +115,40 @@ def run_gui(args) -> int:
     window.session.close()  # a reply stopped by quitting is kept as stopped, with its statistics
     downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
-    store.close()
+    window.session.store.close()  # the one in use: a damaged one may have been replaced
     instance.release()
     return code
+
+
+def open_store(path: Path) -> ConversationStore | None:
+    """The conversation database at path; when it cannot be opened, the user may have it moved
+    aside (renamed beside it, never deleted) and start with an empty one. None: they quit."""
+    try:
+        return ConversationStore(path)
+    except StoreError as exc:
+        if not ask_to_move_aside(str(exc)):
+            return None
+    try:
+        moved = move_aside(path)
+        log.warning("conversation database moved aside to %s", moved)
+        return ConversationStore(path)
+    except (OSError, StoreError) as exc:
+        QMessageBox.critical(None, "Hearth", f"Could not start with an empty conversation database: {exc}")
+        return None
+
+
+MOVE_ASIDE_BUTTON = "Move it aside and start fresh"
+
+
+def ask_to_move_aside(problem: str) -> bool:
+    box = QMessageBox(QMessageBox.Icon.Critical, "Hearth", problem)
+    box.setInformativeText(
+        "Hearth can rename the file (it stays beside the new one, nothing in it is deleted) and start "
+        "with an empty conversation database, or quit so you can deal with it yourself.")
+    move = box.addButton(MOVE_ASIDE_BUTTON, QMessageBox.ButtonRole.AcceptRole)
+    box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
+    box.exec()
+    return box.clickedButton() is move
 
 
 def bring_forward(window) -> None:

@@ -299,6 +299,10 @@ class ChatView(QWidget):
             block = block.next()
         return "\n".join(lines).replace("\u2028", "\n").replace("\xa0", " ").replace(ZERO_WIDTH_SPACE, "")
 
+    def oldest_message_id(self) -> int | None:
+        """The id of the oldest message handed over (older ones are asked for before it)."""
+        return self._messages[0].id if self._messages else None
+
     def hidden_count(self) -> int:
         """How many older messages wait behind "Show earlier messages"."""
         return self._first_shown + self._earlier

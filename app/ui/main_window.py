@@ -3,17 +3,25 @@
 The window lays out widgets and wires them to the owner objects it is given: the open
 conversation (`ChatSession`), the model (`ModelSession`) and the downloads (`DownloadManager`),
 which outlive it. It holds no chat or model logic of its own and never touches llama.cpp.
+
+Store errors (a damaged or full database, a bad import) are shown in one place, the banner
+above the chat (StoreProblemBanner), whichever slot meets them; a damaged database offers
+to export what is readable and to move the file aside and start afresh.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
+import re
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
+    QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
+    QTabWidget, QVBoxLayout, QWidget,
 )
 
 from ..download_manager import DownloadManager
@@ -21,15 +29,43 @@ from ..engine.types import LocalModel, ModelDescription
 from ..model_session import ModelSession
 from ..session import ChatSession, FinishedReply
 from ..settings import Settings
-from ..store import StoredMessage, StoreError
+from ..store import ConversationStore, DatabaseDamaged, StoredMessage, StoreError, import_file, shorten
+from ..store.schema import move_aside, quick_check
+from .background import run_in_background
 from .chat_view import ChatView, MessageView
 from .composer import Composer
-from .conversation_list import ConversationList
-from .model_picker import ModelPicker
+from .conversation_list import TITLE_SHOWN_CHARS, ConversationList, shown_title
+from .model_picker import ERROR_COLOR, ModelPicker
 from .parameters_panel import ParametersPanel
 from .shortcuts import SHORTCUTS, ShortcutsDialog
 
+log = logging.getLogger(__name__)
+
 UNDO_SECONDS = 10
+# Messages read from the store when a conversation opens, and per "Show earlier messages"
+# beyond them: the view renders a page of these at a time.
+MESSAGES_LOADED = 200
+_UNSAFE_IN_FILE_NAMES = re.compile(r'[\x00-\x1f<>:"/\\|?*]+')
+
+
+def reports_store_errors(slot):
+    """A window slot whose StoreError (a damaged or full database) is shown in the banner
+    instead of escaping into Qt, which would only write a crash report."""
+
+    @functools.wraps(slot)
+    def guarded(self, *args, **kwargs):
+        try:
+            return slot(self, *args, **kwargs)
+        except StoreError as exc:
+            self.show_store_error(exc)
+            return None
+
+    return guarded
+
+
+def export_file_name(title: str) -> str:
+    """A title as a file name: shortened, no path separators or characters a file system refuses."""
+    return _UNSAFE_IN_FILE_NAMES.sub("_", shorten(title, TITLE_SHOWN_CHARS)).strip(" .") or "conversation"
 
 
 def message_view(message: StoredMessage) -> MessageView:
@@ -39,7 +75,42 @@ def message_view(message: StoredMessage) -> MessageView:
     )
 
 
+class StoreProblemBanner(QFrame):
+    """The one place store errors are shown: a line above the chat, with what can be done
+    about a damaged database. Hidden until there is something to say."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # paths and SQLite's words, not HTML
+        self.message.setStyleSheet(f"color: {ERROR_COLOR}")
+        self.export_button = QPushButton("Export readable conversations…")
+        self.move_aside_button = QPushButton("Move aside and start fresh…")
+        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.addWidget(self.message, 1)
+        for button in (self.export_button, self.move_aside_button, self.dismiss_button):
+            layout.addWidget(button)
+        self.hide()
+
+    def show_problem(self, text: str, damaged: bool) -> None:
+        self.message.setText(text)
+        self.export_button.setVisible(damaged)
+        self.move_aside_button.setVisible(damaged)
+        self.show()
+
+
 class MainWindow(QMainWindow):
+    """Signals:
+        importFinished(object): an import ended: the new conversation's id, or None when it
+            failed (the reason was shown).
+    """
+
+    importFinished = Signal(object)
+
     def __init__(self, models: ModelSession, session: ChatSession, settings: Settings, downloads: DownloadManager):
         super().__init__()
         self.setWindowTitle("Hearth")
@@ -51,6 +122,7 @@ class MainWindow(QMainWindow):
         self._get_models_dialog = None
 
         self.conversations = ConversationList()
+        self.store_banner = StoreProblemBanner()
         self.chat = ChatView()
         self.composer = Composer()
         self.picker = ModelPicker(settings)
@@ -61,6 +133,7 @@ class MainWindow(QMainWindow):
         centre_layout = QVBoxLayout(centre)
         centre_layout.setContentsMargins(0, 0, 0, 0)
         centre_layout.setSpacing(0)
+        centre_layout.addWidget(self.store_banner)
         centre_layout.addWidget(self.chat, 1)
         centre_layout.addWidget(self.composer)
 
@@ -105,7 +178,7 @@ class MainWindow(QMainWindow):
             action.setStatusTip(tip)
         # triggered(bool) would land in a slot's first optional parameter (import_conversation's
         # path was once called with False): menu actions call their slot with no arguments.
-        action.triggered.connect(lambda _checked=False: slot())
+        action.triggered.connect(lambda _checked=False: self._guarded(slot)())
         menu.addAction(action)
         return action
 
@@ -136,12 +209,24 @@ class MainWindow(QMainWindow):
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(), "F1")
 
+    def _guarded(self, call):
+        """call (a session method the window connects to) with its StoreError shown in the banner."""
+
+        def guarded(*args):
+            try:
+                return call(*args)
+            except StoreError as exc:
+                self.show_store_error(exc)
+                return None
+
+        return guarded
+
     def _connect(self) -> None:
         session, models = self.session, self.models
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(session.stop)
-        self.conversations.opened.connect(session.open)
-        self.conversations.newRequested.connect(session.new_conversation)
+        self.conversations.opened.connect(self._guarded(session.open))
+        self.conversations.newRequested.connect(self._guarded(session.new_conversation))
         self.conversations.renameRequested.connect(self.rename_conversation)
         self.conversations.deleteRequested.connect(self.delete_conversation)
         self.conversations.exportRequested.connect(self.export_conversation)
@@ -156,9 +241,13 @@ class MainWindow(QMainWindow):
         session.replyFinished.connect(self.on_reply_finished)
         session.busyChanged.connect(self.on_busy_changed)
         session.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
+        session.storeFailed.connect(self.show_store_error)
+        self.store_banner.export_button.clicked.connect(self.choose_export_folder)
+        self.store_banner.move_aside_button.clicked.connect(self.confirm_start_fresh)
+        self.chat.earlierRequested.connect(self.load_earlier_messages)
 
         self.chat.editRequested.connect(self.edit_message)
-        self.chat.regenerateRequested.connect(session.regenerate)
+        self.chat.regenerateRequested.connect(self._guarded(session.regenerate))
         self.chat.linkActivated.connect(self.confirm_open_link)
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
 
@@ -216,13 +305,29 @@ class MainWindow(QMainWindow):
 
     # --- chat --------------------------------------------------------------------------------
 
+    @reports_store_errors
     def send(self, text: str) -> None:
         if self.session.send(text):
             self.composer.clear()
 
-    def show_conversation(self, _conversation_id: int | None) -> None:
-        self.chat.set_messages([message_view(m) for m in self.session.messages()])
+    @reports_store_errors
+    def show_conversation(self, conversation_id: int | None) -> None:
+        """Show the newest MESSAGES_LOADED messages; older ones are read when asked for."""
+        if conversation_id is None:
+            self.chat.set_messages([])
+        else:
+            page = self.store.recent_messages(conversation_id, MESSAGES_LOADED)
+            self.chat.set_messages([message_view(m) for m in page.messages], page.earlier)
         self.refresh_conversations()
+
+    @reports_store_errors
+    def load_earlier_messages(self) -> None:
+        conversation_id = self.session.conversation_id
+        shown = self.chat.oldest_message_id()
+        if conversation_id is None or shown is None:
+            return
+        page = self.store.recent_messages(conversation_id, MESSAGES_LOADED, before=self.store.message(shown).position)
+        self.chat.prepend_messages([message_view(m) for m in page.messages], page.earlier)
 
     def on_reply_finished(self, reply: FinishedReply) -> None:
         stats = reply.stats
@@ -242,10 +347,11 @@ class MainWindow(QMainWindow):
         self.composer.set_busy(busy)
         self.regenerate_action.setEnabled(not busy)
 
+    @reports_store_errors
     def edit_message(self, message_id: int) -> None:
-        message = next((m for m in self.session.messages() if m.id == message_id), None)
-        if message is None or self.session.busy:
+        if self.session.busy:
             return
+        message = self.store.message(message_id)
         text, accepted = QInputDialog.getMultiLineText(self, "Edit message", "Change the message and send it again:", message.content)
         if accepted:
             self.session.edit(message_id, text)
@@ -260,15 +366,18 @@ class MainWindow(QMainWindow):
 
     # --- conversations -------------------------------------------------------------------------
 
+    @reports_store_errors
     def refresh_conversations(self) -> None:
         query = self.conversations.search.text().strip()
         found = self.store.search(query) if query else self.store.list_conversations()
         self.conversations.set_conversations(found, self.session.conversation_id)
 
+    @reports_store_errors
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         self.store.rename(conversation_id, title)
         QTimer.singleShot(0, self.refresh_conversations)
 
+    @reports_store_errors
     def delete_conversation(self, conversation_id: int) -> None:
         self._offer_undo(self.session.delete_conversation(conversation_id))
 
@@ -277,9 +386,10 @@ class MainWindow(QMainWindow):
 
         button = QPushButton("Undo")
         status = self.statusBar()
-        status.showMessage(f"Deleted “{deleted.title or 'New chat'}”", UNDO_SECONDS * 1000)
+        status.showMessage(f"Deleted “{shown_title(deleted.title)}”", UNDO_SECONDS * 1000)
         status.addWidget(button)
 
+        @self._guarded
         def undo():
             self.store.restore(deleted.id)
             status.clearMessage()
@@ -290,36 +400,126 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(UNDO_SECONDS * 1000, button.deleteLater)
         self._undo_button = button
 
+    @reports_store_errors
     def export_conversation(self, conversation_id: int | None, kind: str) -> None:
         conversation_id = conversation_id or self.session.conversation_id
         if conversation_id is None:
             return
-        title = self.store.get_conversation(conversation_id).title or "conversation"
         suffix = ".md" if kind == "markdown" else ".json"
-        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", title + suffix)
+        name = export_file_name(self.store.get_conversation(conversation_id).title) + suffix
+        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", name)
         if path:
             self.write_export(conversation_id, kind, Path(path))
 
+    @reports_store_errors
     def write_export(self, conversation_id: int, kind: str, path: Path) -> None:
         if kind == "markdown":
-            path.write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
+            text = self.store.export_markdown(conversation_id)
         else:
-            data = self.store.export_json(conversation_id)
-            path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-        self.statusBar().showMessage(f"Exported to {path}", 5000)
+            text = json.dumps(self.store.export_json(conversation_id), ensure_ascii=False, indent=2)
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            QMessageBox.warning(self, "Export failed", f"Can't write {shorten(str(path))}: {exc.strerror or exc}.")
+            return
+        self.statusBar().showMessage(f"Exported to {shorten(str(path))}", 5000)
 
     def import_conversation(self, path: Path | None = None) -> None:
+        """Import an export file on a worker thread (a large one takes seconds to read and
+        check), then open it; every failure is one message and imports nothing."""
         if path is None:
             chosen, _ = QFileDialog.getOpenFileName(self, "Import conversation", "", "Hearth conversation (*.json)")
             if not chosen:
                 return
             path = Path(chosen)
-        try:
-            conversation_id = self.store.import_json(Path(path).read_bytes())
-        except (StoreError, OSError) as exc:
-            QMessageBox.warning(self, "Import failed", str(exc))
+        path, database = Path(path), self.store.path
+        self.statusBar().showMessage(f"Importing {shorten(path.name)}…")
+        run_in_background(lambda: import_file(database, path), lambda result, error: self._imported(path, result, error), self)
+
+    def _imported(self, path: Path, conversation_id: int | None, error: Exception | None) -> None:
+        self.statusBar().clearMessage()
+        if error is not None:
+            if not isinstance(error, StoreError):  # a case the checks missed: still a message, logged
+                log.error("importing %s failed", path, exc_info=error)
+            self.store_banner.show_problem(f"Could not import {shorten(path.name)}: {shorten(str(error), 300)}", False)
+            self.importFinished.emit(None)
             return
-        self.session.open(conversation_id)
+        self._guarded(self.session.open)(conversation_id)
+        self.statusBar().showMessage(f"Imported {shorten(path.name)}", 5000)
+        self.importFinished.emit(conversation_id)
+
+    # --- a damaged database ------------------------------------------------------------------------
+
+    def show_store_error(self, error: StoreError) -> None:
+        damaged = isinstance(error, DatabaseDamaged)
+        text = shorten(str(error), 400)
+        if damaged:
+            text += (" Some conversations may not open or be found. Export what is readable, or move the "
+                     "file aside (it is kept) and start with an empty one.")
+        self.store_banner.show_problem(text, damaged)
+
+    def check_database(self) -> None:
+        """PRAGMA quick_check on a worker thread (it reads the whole file), so that damage is
+        said at start-up rather than when a conversation fails to open."""
+        path = self.store.path
+        run_in_background(lambda: quick_check(path), self._checked, self)
+
+    def _checked(self, problems: list[str] | None, error: Exception | None) -> None:
+        if error is None and problems:
+            self.show_store_error(DatabaseDamaged(
+                f"The conversation database {self.store.path} is damaged ({problems[0]})."))
+
+    def choose_export_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export readable conversations to")
+        if folder:
+            self.export_readable(Path(folder))
+
+    def export_readable(self, folder: Path) -> tuple[int, int]:
+        """Write each conversation that can still be read as JSON into folder; returns how many
+        were written and how many could not be read."""
+        try:
+            conversations = self.store.list_conversations()
+        except StoreError as exc:
+            self.show_store_error(exc)
+            return 0, 0
+        written = failed = 0
+        for conversation in conversations:
+            target = folder / f"{conversation.id} {export_file_name(conversation.title)}.json"
+            try:
+                data = self.store.export_json(conversation.id)
+                target.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+                written += 1
+            except (StoreError, OSError):
+                failed += 1
+        unread = f"; {failed} could not be read" if failed else ""
+        self.statusBar().showMessage(f"Exported {written} conversations to {shorten(str(folder))}{unread}.", 15_000)
+        return written, failed
+
+    @reports_store_errors
+    def confirm_start_fresh(self) -> None:
+        answer = QMessageBox.question(
+            self, "Start with an empty database?",
+            f"Hearth will rename {self.store.path.name} (keeping it beside the new one) and start with "
+            "an empty conversation database.")
+        if answer == QMessageBox.Yes:
+            self.start_fresh()
+
+    def start_fresh(self) -> Path | None:
+        """Move the damaged database aside (never deleted) and carry on with an empty one;
+        returns where the old one went."""
+        path = self.store.path
+        self.store.close()
+        try:
+            moved = move_aside(path)
+            fresh = ConversationStore(path)
+        except (OSError, StoreError) as exc:
+            self.store = self.session.store = ConversationStore(path)  # as it was, or StoreError
+            self.show_store_error(StoreError(f"Could not move {path} aside: {shorten(str(exc))}."))
+            return None
+        self.store = fresh
+        self.session.replace_store(fresh)
+        self.store_banner.show_problem(f"The damaged database was moved to {moved}; Hearth started an empty one.", False)
+        return moved
 
     # --- window state ----------------------------------------------------------------------------
 
