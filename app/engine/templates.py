@@ -3,8 +3,9 @@
 A GGUF's template is Jinja written by strangers, so it is untrusted code. It is rendered in
 Jinja's `ImmutableSandboxedEnvironment` with Hugging Face `apply_chat_template` semantics
 (the same environment options, globals and filters), so the prompt is byte-for-byte what the
-model authors' tooling produces. Rendering is also bounded in time and size
-(template_sandbox.py), because a sandbox stops attribute escapes but not loops that never end.
+model authors' tooling produces. Compiling and rendering are also bounded in time, size and
+nesting (template_sandbox.py), because a sandbox stops attribute escapes but not loops that
+never end; every way either can fail becomes a one-line TemplateError.
 
 When a file carries no template we choose one by architecture and vocabulary instead of
 llama-cpp-python's silent `llama-2` default, which is wrong for nearly every modern model.
@@ -22,11 +23,17 @@ import jinja2.ext
 from jinja2.sandbox import SecurityError
 
 from .modelfile import ModelInfo
-from .template_sandbox import MAX_PROMPT_CHARS, BoundedSandbox, TemplateError
+from .template_sandbox import MAX_PROMPT_CHARS, BoundedSandbox, TemplateError, brief, value_size
+
+MAX_MESSAGE_CHARS = MAX_PROMPT_CHARS
 
 
 class _TemplateRaised(Exception):
     """The template called raise_exception(): it rejected the conversation on purpose."""
+
+
+class MessageTooLongError(TemplateError):
+    """A message is longer than any prompt may be: the conversation's fault, not the template's."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,15 @@ def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=F
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
+_MAX_DATE_FORMAT_CHARS = 200
+
+
 def _strftime_now(fmt: str) -> str:
+    """HF's `strftime_now`; a date format is a few characters, and each of its codes can write
+    a dozen, so a long one is refused before it is expanded."""
+    if len(str(fmt)) > _MAX_DATE_FORMAT_CHARS:
+        raise TemplateError(f"The chat template asked for a date format longer than {_MAX_DATE_FORMAT_CHARS} characters; "
+                            "it looks broken.")
     return datetime.now().strftime(fmt)
 
 
@@ -89,24 +104,22 @@ class ChatTemplate:
         self.bos_token = bos_token or ""
         self.eos_token = eos_token or ""
         self.name = name
-        try:
-            self._compiled = _ENV.from_string(source)
-        except jinja2.TemplateSyntaxError as exc:
-            raise TemplateError(f"The chat template has a syntax error on line {exc.lineno}: {exc.message}") from None
+        self._compiled = _ENV.compile_bounded(source)
 
     def render(self, messages: list[Message] | list[dict], add_generation_prompt: bool = True) -> str:
         """Render the prompt; fold the system prompt into the first user turn if it's refused."""
         dicts = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
+        check_message_sizes(dicts)
         try:
             return self._render(dicts, add_generation_prompt)
         except _TemplateRaised as exc:
             folded = fold_system_prompt(dicts)
             if folded is dicts:
-                raise TemplateError(f"The chat template rejected this conversation: {exc}") from None
+                raise TemplateError(f"The chat template rejected this conversation: {brief(str(exc))}") from None
             try:
                 return self._render(folded, add_generation_prompt)
             except _TemplateRaised as again:
-                raise TemplateError(f"The chat template rejected this conversation: {again}") from None
+                raise TemplateError(f"The chat template rejected this conversation: {brief(str(again))}") from None
 
     def _render(self, messages: list[dict], add_generation_prompt: bool) -> str:
         context = {
@@ -115,25 +128,37 @@ class ChatTemplate:
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
         }
-        pieces: list[str] = []
-        size = 0
-        _ENV.start_deadline()
         try:
-            for piece in self._compiled.generate(**context):
-                pieces.append(piece)
-                size += len(piece)
-                if size > MAX_PROMPT_CHARS:
-                    raise TemplateError("The chat template produced an absurdly long prompt; it looks broken.")
-                _ENV.check_render_budget()
+            return _ENV.render_bounded(self._compiled, context)
         except (TemplateError, _TemplateRaised):
             raise
         except SecurityError as exc:
-            raise TemplateError(f"The chat template tried something unsafe and was stopped: {exc}") from None
+            raise TemplateError(f"The chat template tried something unsafe and was stopped: {brief(str(exc))}") from None
+        except RecursionError:
+            raise TemplateError("The chat template nested its macros or values too deeply; it looks broken.") from None
+        except MemoryError:
+            raise TemplateError("The chat template ran out of memory; it looks broken.") from None
         except jinja2.TemplateError as exc:
-            raise TemplateError(f"The chat template failed: {exc}") from None
+            raise TemplateError(f"The chat template failed: {brief(str(exc))}") from None
         except Exception as exc:  # a template can raise anything Python can (TypeError, ZeroDivision…)
-            raise TemplateError(f"The chat template failed: {type(exc).__name__}: {exc}") from None
-        return "".join(pieces)
+            raise TemplateError(f"The chat template failed: {type(exc).__name__}: {brief(str(exc))}") from None
+
+
+def check_message_sizes(messages: list[dict]) -> None:
+    """Refuse a message longer than any prompt may be before the template sees it, so the
+    error names the message rather than calling the template broken."""
+    for index, message in enumerate(messages):
+        size = value_size(message.get("content"), MAX_MESSAGE_CHARS)
+        if size <= MAX_MESSAGE_CHARS:
+            continue
+        size = value_size(message.get("content"), 1 << 62)
+        limits = f"({size:,} characters; at most {MAX_MESSAGE_CHARS:,})"
+        if message.get("role") == "system":
+            raise MessageTooLongError(f"The system prompt is too long {limits}. Shorten it.")
+        if index == len(messages) - 1:
+            raise MessageTooLongError(f"The message is too long {limits}. Shorten it, or send it in parts.")
+        raise MessageTooLongError(f"Message {index + 1} of this conversation is too long {limits}. "
+                                  "Shorten or delete it.")
 
 
 def fold_system_prompt(messages: list[dict]) -> list[dict]:

@@ -71,6 +71,7 @@ class TemplateEditor(QDialog):
         self.origin_label = QLabel()
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
+        self.error_label.setTextFormat(Qt.PlainText)  # errors quote the template, which may hold HTML
         self.error_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.error_label.setStyleSheet(f"color: {ERROR_COLOR};")
         self.error_label.hide()
