@@ -504,7 +504,8 @@ class _PartTransfer:
     def get(self, control: DownloadControl) -> None:
         """One GET from byte `done` on, until it ends or the download is paused or cancelled.
 
-        Every tick without bytes still reports progress (the speed falls) and checks the pace.
+        Every tick without bytes still reports progress (the speed falls), checks the pace and
+        puts what arrived on disk.
         """
         headers = self._client.headers()
         if self.done:
@@ -515,6 +516,8 @@ class _PartTransfer:
                 item = body.next(_TICK_S)
                 if item is _END:
                     return
+                if item is None:
+                    self._out.flush()  # the server is quiet: what arrived goes to disk meanwhile
                 if isinstance(item, _Head):
                     self._accept(item)
                 written = self._write(item) if isinstance(item, bytes) else 0

@@ -38,6 +38,7 @@ _SEARCH_FIELDS = ["downloads", "likes", "lastModified", "gated", "private"]
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _GIT_SHA1 = re.compile(r"^[0-9a-f]{40}$")
 _MODELS_NAMED = 8  # in "It has: ...", before "and N more"
+_MAX_REPO_ID = 200  # characters; the Hub allows 96 for each of owner and name
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class HubClient:
             )
             hf_raise_for_status(response)
             items = response.json()
-            return [_summary(ModelInfo(**item)) for item in items[:limit]]
+            return [_summary(ModelInfo(**item)) for item in items[:limit] if _plausible_result(item)]
 
     def list_models(self, repo_id: str, revision: str | None = None) -> RepoListing:
         """The GGUF models in a repository, with sizes and checksums, split models as one."""
@@ -204,10 +205,14 @@ def _some_models(models: tuple[RemoteModel, ...]) -> str:
     return f"{named} and {more} more" if more > 0 else named
 
 
+def _plausible_result(item) -> bool:
+    """Whether a search result names a repository at all; one that does not is left out."""
+    repo_id = item.get("id") if isinstance(item, dict) else None
+    return isinstance(repo_id, str) and 0 < len(repo_id) <= _MAX_REPO_ID and repo_id.isprintable()
+
+
 def _summary(info: ModelInfo) -> RepoSummary:
     """A search result; counts that are not whole numbers count as 0 (the table formats them)."""
-    if not isinstance(info.id, str):
-        raise TypeError(f"a search result's id is {type(info.id).__name__}, not text")
     return RepoSummary(
         repo_id=info.id,
         downloads=_count(info.downloads),

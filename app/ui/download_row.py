@@ -40,13 +40,16 @@ class DownloadRow(QFrame):
         self.done = False
         self.setFrameShape(QFrame.StyledPanel)
 
-        repo = html.escape(job.model.repo_id, quote=False)
+        # Names come from the server: escaped here, and every other label is plain text.
+        repo, quant = (html.escape(text, quote=False) for text in (job.model.repo_id, job.model.quant))
         self.name_label = QLabel(f"<b>{html.escape(job.model.name, quote=False)}</b> "
-                                 f"<span style='color:gray'>{repo} · {job.model.quant}</span>")
+                                 f"<span style='color:gray'>{repo} · {quant}</span>")
+        self.name_label.setTextFormat(Qt.RichText)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(False)
         self.status_label = QLabel("Waiting for the downloads before it")
+        self.status_label.setTextFormat(Qt.PlainText)  # it quotes file names and server messages
         self.status_label.setWordWrap(True)
         self.status_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.pause_button = QPushButton("Pause")

@@ -27,6 +27,7 @@ class DownloadsPanel(QGroupBox):
 
         self.dest_label = QLabel(f"Models are saved in {manager.dest}")
         self.dest_label.setStyleSheet("color: gray;")
+        self.dest_label.setTextFormat(Qt.PlainText)
         self.dest_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.clear_button = QPushButton("Clear finished")
         self.clear_button.setToolTip("Remove finished, failed and cancelled downloads from the list")

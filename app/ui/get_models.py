@@ -19,7 +19,6 @@ Why it is built the way it is:
 
 from __future__ import annotations
 
-import html
 import logging
 import re
 from collections.abc import Callable
@@ -78,19 +77,24 @@ class GetModelsView(QWidget):
         self.search_box.setClearButtonEnabled(True)
         self.search_button = QPushButton("Search")
 
+        # The labels below quote what the server sent (repository and file names, messages):
+        # plain text, so none of it is rendered as HTML.
         self.message_label = QLabel()
+        self.message_label.setTextFormat(Qt.PlainText)
         self.message_label.setWordWrap(True)
         self.message_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.token_button = QPushButton("Enter token…")
         self.token_button.setToolTip("Enter a Hugging Face access token (huggingface.co/settings/tokens)")
         self.token_button.hide()
         self.token_label = QLabel()
+        self.token_label.setTextFormat(Qt.PlainText)
         self.token_label.setWordWrap(True)
         self.token_label.setStyleSheet("color: gray;")
         self.token_label.hide()
 
         self.results = SearchResultsTable()
         self.repo_label = QLabel("Choose a repository to see its models.")
+        self.repo_label.setTextFormat(Qt.PlainText)
         self.repo_label.setWordWrap(True)
         self.models = RepoModelsTree()
         self.download_button = QPushButton("Download")
@@ -234,7 +238,7 @@ class GetModelsView(QWidget):
         if not count:
             self.repo_label.setText(f"{listing.repo_id} has no GGUF model files Hearth can load.")
             return
-        text = f"<b>{html.escape(listing.repo_id, quote=False)}</b>: {count} model{'s' if count != 1 else ''}"
+        text = f"{listing.repo_id}: {count} model{'s' if count != 1 else ''}"
         if listing.gated:
             text += " · gated: downloading needs an access token with approved access"
         self.repo_label.setText(text)

@@ -6,6 +6,7 @@ this machine's free RAM (or the GPU's memory, once the view knows it).
 
 from __future__ import annotations
 
+import html
 from enum import IntEnum
 
 from PySide6.QtCore import Qt
@@ -19,6 +20,7 @@ from ..library.hub import RepoSummary, memory_fit
 from ..library.quants import RemoteModel, by_quant
 
 MODEL_ROLE = Qt.UserRole  # the RemoteModel behind a row of the models tree
+_TOOLTIP_CHARS = 2000  # a listing's names can be of any length
 
 
 class ResultColumn(IntEnum):
@@ -49,6 +51,18 @@ _MODEL_HEADERS = {
     ModelColumn.SIZE: ("Size", "Download size"),
     ModelColumn.FITS: ("Fits?", "Whether the model and room for its context fit this machine's free memory"),
 }
+
+
+def plain_tooltip(text: str) -> str:
+    """`text` as a tooltip that shows it as written.
+
+    Qt renders a tooltip as HTML whenever it looks like HTML, and repository and file names
+    come from the server; so the text is escaped and marked up as rich text, its line
+    breaks kept, and cut short if it is huge.
+    """
+    if len(text) > _TOOLTIP_CHARS:
+        text = text[:_TOOLTIP_CHARS - 1] + "…"
+    return f"<p style='white-space:pre-wrap'>{html.escape(text, quote=False)}</p>"
 
 
 def fit_text(size: int, vram_bytes: int | None) -> tuple[str, bool, str]:
@@ -100,7 +114,7 @@ class SearchResultsTable(QTableWidget):
                 item = QTableWidgetItem(text)
                 if column in (ResultColumn.DOWNLOADS, ResultColumn.LIKES):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-                item.setToolTip(tooltip)
+                item.setToolTip(plain_tooltip(tooltip))
                 self.setItem(row, column, item)
 
     def select_repo(self, repo_id: str) -> None:
@@ -157,7 +171,7 @@ class RepoModelsTree(QTreeWidget):
         item.setTextAlignment(ModelColumn.SIZE, Qt.AlignRight | Qt.AlignVCenter)
         item.setToolTip(ModelColumn.FITS, tooltip)
         parts = f"{len(model.parts)} parts, loaded together:\n" if len(model.parts) > 1 else ""
-        item.setToolTip(ModelColumn.FILE, parts + "\n".join(part.path for part in model.parts))
+        item.setToolTip(ModelColumn.FILE, plain_tooltip(parts + "\n".join(part.path for part in model.parts)))
         if not usable:
             grey = QGuiApplication.palette().color(QPalette.Disabled, QPalette.Text)
             for column in ModelColumn:

@@ -17,8 +17,11 @@ runs through huggingface_hub itself:
 
 Behaviours a test switches on: gated and private repos (401 without a token, 403 with the
 wrong one), a corrupted file (bytes differ from the advertised sha256), an interruption
-(the connection closes after N bytes), a stall (the server goes quiet), a slow body, a
-server that ignores Range, and a stalled API. Every request is recorded for assertions.
+(the connection closes after N bytes, as often as asked), a stall (the server goes quiet),
+a slow body or a trickle (a few bytes at a time), a server that ignores Range, a redirect
+loop (for a file, or for the whole API), other bytes served with status 200 instead of the
+file (an HTML error page), a body labelled with an encoding it is not in, a stalled API and
+an API that answers with something else than JSON. Every request is recorded for assertions.
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ class FakeFile:
     interruptions: int = 1  # ...this many times, then serve normally
     stall_after: int | None = None  # send this many body bytes, then nothing
     bytes_per_second: int | None = None
+    piece_size: int = 4096  # bytes per write; 1 with a low bytes_per_second is a trickle
     ignore_range: bool = False  # answer 200 with the whole file, as some proxies do
+    redirect_loop: bool = False  # its URL redirects to itself
+    served_instead: bytes | None = None  # sent with status 200 in place of the file (a web page)
+    content_type: str = "application/octet-stream"
+    content_encoding: str | None = None  # claimed, not applied: the body does not decode
 
     @property
     def sha256(self) -> str:
@@ -58,6 +66,8 @@ class FakeFile:
         return hashlib.sha1(b"blob %d\0" % len(self.data) + self.data).hexdigest()
 
     def served_bytes(self) -> bytes:
+        if self.served_instead is not None:
+            return self.served_instead
         if not self.corrupt:
             return self.data
         middle = len(self.data) // 2  # past the header, which a download checks as it arrives
@@ -94,6 +104,8 @@ class FakeHub:
         self.requests: list[RecordedRequest] = []
         self.served: list[tuple[str, str | None]] = []  # (file path, Range header) per body sent
         self.stall_api = False
+        self.redirect_api = False  # every API URL redirects to itself
+        self.api_answer: bytes | None = None  # sent with status 200 for every API request
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -157,8 +169,8 @@ class FakeHub:
 
 
 _REPO_INFO = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+?)(?:/revision/(?P<rev>[^/]+))?$")
-_RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
-_CDN = re.compile(r"^/cdn/(?P<repo>[^/]+/[^/]+)/(?P<path>.+)$")
+_RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$", re.DOTALL)
+_CDN = re.compile(r"^/cdn/(?P<repo>[^/]+/[^/]+)/(?P<path>.+)$", re.DOTALL)
 _RANGE = re.compile(r"^bytes=(?P<start>\d+)-$")  # all huggingface_hub and Hearth ask for
 
 
@@ -192,6 +204,10 @@ class _Handler(BaseHTTPRequestHandler):
             if path.startswith("/api/") and self.hub.stall_api:
                 self.hub.wait_or_stop(_STALL_LIMIT_S)
                 self.close_connection = True
+            elif path.startswith("/api/") and self.hub.redirect_api:
+                self._redirect_to(self.path)
+            elif path.startswith("/api/") and self.hub.api_answer is not None:
+                self._answer(200, self.hub.api_answer, "application/json")
             elif path == "/api/models":
                 self._search(query)
             elif match := _REPO_INFO.match(path):
@@ -260,6 +276,9 @@ class _Handler(BaseHTTPRequestHandler):
         if file is None:
             self._error(404, "EntryNotFound", f"{path} does not exist on \"{revision}\"")
             return
+        if file.redirect_loop:
+            self._redirect_to(self.path)
+            return
         if not file.lfs:
             self._serve_file(repo, path, head, etag=file.git_sha1)
             return
@@ -277,7 +296,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = file.served_bytes()
         start, status = 0, 200
         requested = self.headers.get("Range")
-        match = _RANGE.match(requested.strip()) if requested and not file.ignore_range else None
+        honours_range = not file.ignore_range and file.served_instead is None
+        match = _RANGE.match(requested.strip()) if requested and honours_range else None
         if match:
             start = int(match["start"])
             if start >= len(body):
@@ -288,8 +308,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             status = 206
         payload = body[start:]
+        if not head:  # recorded before answering: a client may act on the headers alone
+            self.hub.record_body(path, requested)
         self.send_response(status)
-        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Type", file.content_type)
+        if file.content_encoding:
+            self.send_header("Content-Encoding", file.content_encoding)
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("X-Repo-Commit", repo.sha)
@@ -298,7 +322,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("ETag", f'"{etag or file.sha256}"')
         self.end_headers()
         if not head:
-            self.hub.record_body(path, requested)
             self._send_body(file, payload)
 
     def _send_body(self, file: FakeFile, payload: bytes) -> None:
@@ -309,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
             limit = min(limit, file.interrupt_after)
         if file.stall_after is not None:
             limit = min(limit, file.stall_after)
-        piece = 4096
+        piece = file.piece_size
         for offset in range(0, limit, piece):
             self.wfile.write(payload[offset:min(offset + piece, limit)])
             if file.bytes_per_second and self.hub.wait_or_stop(piece / file.bytes_per_second):
@@ -356,15 +379,23 @@ class _Handler(BaseHTTPRequestHandler):
     # -- answers -------------------------------------------------------------------------
 
     def _json(self, status: int, payload, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload).encode()
+        self._answer(status, json.dumps(payload).encode(), "application/json; charset=utf-8", headers)
+
+    def _answer(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def _redirect_to(self, location: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _error(self, status: int, code: str, message: str) -> None:
         self._json(status, {"error": message}, {"X-Error-Code": code, "X-Error-Message": message})

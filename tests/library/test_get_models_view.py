@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import time
 from collections import namedtuple
-from functools import partial
 
 import keyring
 import keyring.backends.fail
@@ -13,12 +12,13 @@ import psutil
 import pytest
 import shiboken6
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QInputDialog
 
 from app.download_manager import DownloadManager
 from app.engine.modelfile import inspect_model
-from app.library import credentials, downloads
-from app.library.downloads import PARTIAL_SUFFIX, DownloadQueue
+from app.library import credentials
+from app.library.downloads import PARTIAL_SUFFIX
 from app.library.hub import HubClient, Timeouts
 from app.ui import get_models
 from app.ui.download_row import DownloadRow
@@ -415,3 +415,52 @@ def test_a_stalled_download_reports_the_timeout(qtbot, make_manager, make_view, 
     row = start_download(qtbot, view, Q4)
     qtbot.waitUntil(lambda: row.done, timeout=WAIT_MS)
     assert "stopped sending data" in row.status_label.text()
+
+
+def rendered(rich_text: str) -> str:
+    """What Qt shows for a rich-text label or tooltip."""
+    document = QTextDocument()
+    document.setHtml(rich_text)
+    return document.toPlainText()
+
+
+def test_server_names_are_shown_as_written_never_rendered_as_html(qtbot, make_view, hub, tiny_gguf, tmp_path):
+    hostile_file = "<img src=x><b>bold&amp;-Q4_K_M.gguf"
+    hub.add_repo("evil/names-GGUF", {hostile_file: tiny_gguf})
+    hub.add_repo("<img src=y>/names-GGUF", {"x-Q8_0.gguf": tiny_gguf})  # only ever in search results
+    view = make_view()
+    search(qtbot, view, "names")
+
+    tooltips = {rendered(view.results.item(r, ResultColumn.REPO).toolTip()) for r in range(view.results.rowCount())}
+    assert tooltips == {"evil/names-GGUF", "<img src=y>/names-GGUF"}
+    open_repo(qtbot, view, "evil/names-GGUF")
+    (item,) = model_items(view).values()
+    assert rendered(item.toolTip(ModelColumn.FILE)) == hostile_file  # the name as the server wrote it
+    local_name = item.text(ModelColumn.FILE)
+    assert local_name == "_img src=x__b_bold&amp;-Q4_K_M.gguf"  # the name as a safe file name
+
+    row = start_download(qtbot, view, local_name)
+    qtbot.waitUntil(lambda: row.done, timeout=WAIT_MS)
+
+    assert row.status_label.text() == f"Downloaded to {tmp_path / 'models' / local_name}"
+    for label in (row.status_label, view.message_label, view.repo_label, view.token_label, view.downloads.dest_label):
+        assert label.textFormat() == Qt.PlainText
+    assert rendered(row.name_label.text()) == f"{local_name} evil/names-GGUF · Q4_K_M"
+
+
+def test_cancelling_a_download_from_a_silent_server_frees_the_queue_at_once(qtbot, make_manager, make_view, qwen,
+                                                                          hub, tmp_path):
+    qwen.files[Q4].stall_after = 10_000  # then nothing, for longer than the read timeout below
+    view = make_view(make_manager(client_factory(hub.url, read=5.0)))
+    search(qtbot, view, QWEN_REPO)
+    qtbot.waitUntil(lambda: bool(model_items(view)), timeout=WAIT_MS)
+    silent = start_download(qtbot, view, Q4)
+    behind = start_download(qtbot, view, "Qwen3-0.6B-IQ2_XS.gguf")
+    qtbot.waitUntil(lambda: silent.pause_button.isEnabled(), timeout=WAIT_MS)
+    qtbot.wait(600)
+    assert "10.0 KB of 65.8 KB" in silent.status_label.text()
+
+    silent.cancel_button.click()
+
+    qtbot.waitUntil(lambda: behind.done, timeout=2_000)  # not after the 5 s read timeout
+    assert behind.status_label.text().startswith("Downloaded to ")

@@ -66,3 +66,33 @@ def test_pull_as_a_program(qwen, endpoint, tmp_path, tiny_gguf):
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).read_bytes() == tiny_gguf
     assert "100%" in result.stderr
+
+
+@pytest.mark.parametrize("loop", ["file", "api"])
+def test_pull_through_a_redirect_loop_is_one_line_not_a_traceback(qwen, hub, endpoint, tmp_path, capsys, loop):
+    if loop == "file":
+        qwen.files["Qwen3-0.6B-Q4_K_M.gguf"].redirect_loop = True
+    else:
+        hub.redirect_api = True
+
+    assert pull(QWEN_REPO, "--quant", "Q4_K_M", "--dest", str(tmp_path)) == 1
+
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("hearth pull: Could not ") and "kept redirecting the request in a loop" in err
+
+
+def test_pull_of_a_web_page_says_what_it_is(qwen, endpoint, tmp_path, capsys):
+    qwen.files["Qwen3-0.6B-Q4_K_M.gguf"].served_instead = b"<html><body>Error 500</body></html>"
+    qwen.files["Qwen3-0.6B-Q4_K_M.gguf"].content_type = "text/html"
+
+    assert pull(QWEN_REPO, "--quant", "Q4_K_M", "--dest", str(tmp_path)) == 1
+
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("hearth pull: Could not download Qwen3-0.6B-Q4_K_M.gguf: the server sent a web page")
+
+
+def test_pull_names_at_most_a_few_models_of_a_huge_repository(hub, endpoint, capsys):
+    hub.add_repo("o/huge", {f"model-{index}-Q4_K_M.gguf": b"GGUF" for index in range(500)})
+    assert pull("o/huge", "--quant", "Q8_0") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith("and 492 more.")
