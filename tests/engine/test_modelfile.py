@@ -84,7 +84,7 @@ def test_truncated_header(gemma_path, tmp_path, cut):
 def test_truncated_weights(gemma_path, tmp_path):
     with gemma_path.open("rb") as source:
         data = source.read(gemma_path.stat().st_size - 1_000_000)
-    with pytest.raises(ModelFileError, match="truncated: tensor"):
+    with pytest.raises(ModelFileError, match=r"cut\.gguf is truncated: its weights end at byte [\d,]+, past the end of the file"):
         inspect_model(_write(tmp_path / "cut.gguf", data))
 
 
