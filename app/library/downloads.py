@@ -479,6 +479,7 @@ class _PartTransfer:
     def complete(self, control: DownloadControl) -> None:
         """GET the rest of the part, obeying pause and cancel, reconnecting when dropped."""
         failures = 0
+        self._pace.restart()  # the time spent hashing what was there already does not count
         while self.done < self._part.size:
             if control.cancelled:
                 raise _cancelled(self._model, control)
