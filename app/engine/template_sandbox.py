@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import jinja2
 from jinja2.compiler import CodeGenerator, optimizeconst
@@ -72,6 +72,8 @@ _STR_METHODS = frozenset({
 })
 # Filters that pick, count or reorder values without turning them into text: their operands
 # need no measuring (a template may ask `messages|length` once per message), only their result.
+_SCALARS = frozenset({int, float, bool, type(None)})
+_GROWING_BINOPS = frozenset({"*", "**", "%"})
 _STRUCTURAL_FILTERS = frozenset({
     "abs", "attr", "batch", "count", "d", "default", "dictsort", "first", "float", "groupby", "int", "items",
     "last", "length", "list", "map", "max", "min", "random", "reject", "rejectattr", "reverse", "round",
@@ -110,38 +112,64 @@ def value_size(value, limit: int) -> int:
     and number. Stops counting once past `limit` (so a cycle or a huge list costs little) and
     counts a value shared by several containers each time, as text conversion would. A value
     nested deeper than MAX_VALUE_DEPTH counts as over any limit: printing, comparing or
-    serialising it recurses in C once per level, which a thread's small stack may not survive."""
+    serialising it recurses in C once per level, which a thread's small stack may not survive.
+    Walks the containers with a stack of iterators, so measuring allocates nothing per item."""
+    total = _leaf_size(value)
+    if total is not None:
+        return total
     total = 0
-    pending = [(value, 0)]
-    while pending and total <= limit:
-        item, depth = pending.pop()
-        if depth > MAX_VALUE_DEPTH:
+    stack = [iter((value,))]
+    while stack and total <= limit:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            continue
+        leaf = _leaf_size(item)
+        if leaf is not None:
+            total += leaf
+            continue
+        if len(stack) > MAX_VALUE_DEPTH:
             return limit + 1
-        if isinstance(item, (str, bytes, bytearray)):
-            total += len(item)
-        elif isinstance(item, (bool, int, float)) or item is None:
-            total += _NUMBER_SIZE + (item.bit_length() // 8 if isinstance(item, int) else 0)
-        elif isinstance(item, dict):
+        if isinstance(item, Namespace):
+            item = item._Namespace__attrs
+        if isinstance(item, dict):
             total += _OBJECT_SIZE + 2 * _SLOT_SIZE * len(item)
-            pending.extend((key, depth + 1) for key in item.keys())
-            pending.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            total += _OBJECT_SIZE + _SLOT_SIZE * len(item)
-            pending.extend((child, depth + 1) for child in item)
-        elif isinstance(item, Namespace):
-            pending.append((item._Namespace__attrs, depth + 1))
+            stack.append(itertools.chain(item.keys(), item.values()))
         else:
-            total += _OBJECT_SIZE
+            total += _OBJECT_SIZE + _SLOT_SIZE * len(item)
+            stack.append(iter(item))
     return total
 
 
-@dataclass
-class _RenderBudget:
-    """What one render may still spend: time, and the characters it may build."""
+_END = object()
+_CONTAINERS = (dict, list, tuple, set, frozenset, Namespace)
 
-    deadline: float
-    allowance: int
-    built: int = 0
+
+def _leaf_size(value) -> int | None:
+    """The size of a value that holds no others, or None for a container."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind in _SCALARS:
+        return _NUMBER_SIZE
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, _CONTAINERS):
+        return None
+    return _OBJECT_SIZE
+
+
+class _RenderBudget:
+    """What one render may still spend: time, and the characters it may build. Its checks run
+    at every operation a template performs, so they are kept to a comparison each."""
+
+    __slots__ = ("deadline", "allowance", "built", "built_limit")
+
+    def __init__(self, deadline: float, allowance: int):
+        self.deadline = deadline
+        self.allowance = allowance
+        self.built = 0
+        self.built_limit = BUILT_PER_ALLOWANCE * allowance
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
@@ -153,10 +181,10 @@ class _RenderBudget:
 
     def add_built(self, size: int) -> None:
         self.built += size
-        if self.built > BUILT_PER_ALLOWANCE * self.allowance:
+        if self.built > self.built_limit:
             raise TemplateError(
-                f"The chat template built more than {BUILT_PER_ALLOWANCE * self.allowance:,} characters "
-                "of values while rendering; it looks broken."
+                f"The chat template built more than {self.built_limit:,} characters of values while rendering; "
+                "it looks broken."
             )
 
 
@@ -267,41 +295,64 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def check_render_budget(self) -> None:
         self._budget().check_time()
 
-    def _check_operands(self, budget: _RenderBudget, operands) -> None:
+    @staticmethod
+    def _check_operands(budget: _RenderBudget, operands) -> None:
         """The operands together fit the allowance, so text made from them is bounded too."""
         total = 0
+        allowance = budget.allowance
         for operand in operands:
-            total += value_size(operand, budget.allowance - total)
-            budget.check_size(total)
+            kind = type(operand)
+            if kind is str:
+                total += len(operand)
+            elif kind in _SCALARS:
+                total += _NUMBER_SIZE
+            else:
+                total += value_size(operand, allowance - total)
+            if total > allowance:
+                raise _too_large()
 
     def _checked_result(self, budget: _RenderBudget, result, operands=()):
-        """Measure what an operation built; a lazy result is measured as it is consumed."""
-        if isinstance(result, Iterator) and not isinstance(result, (str, bytes)):
+        """Measure what an operation built; a lazy result is measured as it is consumed.
+        Numbers are not counted (only their bits are bounded), nor a value handed back."""
+        kind = type(result)
+        if kind is str:
+            size = len(result)
+        elif kind in _SCALARS:
+            if kind is int and result.bit_length() > _MAX_INT_BITS:
+                raise _too_large("number")
+            return result
+        elif isinstance(result, Iterator) and not isinstance(result, (str, bytes)):
             return self._bounded_iteration(result)
-        if isinstance(result, int) and result.bit_length() > _MAX_INT_BITS:
-            raise _too_large("number")
-        size = value_size(result, budget.allowance)
-        budget.check_size(size)
-        if not any(result is operand for operand in operands):  # handed back, not built
-            budget.add_built(size)
+        else:
+            size = value_size(result, budget.allowance)
+        if size > budget.allowance:
+            raise _too_large()
+        for operand in operands:
+            if result is operand:
+                return result
+        budget.add_built(size)
         return result
 
     def _bounded_iteration(self, items):
         budget = self._budget()
         total = 0
-        for item in items:
-            budget.check_time()
+        for count, item in enumerate(items):
+            if not count % 64:
+                budget.check_time()
             total += value_size(item, budget.allowance)
             budget.check_size(total)
             yield item
 
     def _checked_output(self, value):
-        """Jinja's finalize: every `{{ … }}` value, before it becomes text."""
+        """Jinja's finalize: every `{{ … }}` value, before it becomes text. A string is written
+        as it is (the output and joins measure it); anything else is made into new text."""
         budget = self._budget()
         budget.check_time()
-        size = value_size(value, budget.allowance)
-        budget.check_size(size)
-        budget.add_built(size)
+        kind = type(value)
+        if kind is not str and kind not in _SCALARS:
+            size = value_size(value, budget.allowance)
+            budget.check_size(size)
+            budget.add_built(size)
         return value
 
     def _checked_join(self, pieces) -> str:
@@ -324,21 +375,27 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call(self, __context, __obj, *args, **kwargs):
         budget = self._budget()
         budget.check_time()
-        args = tuple(_materialized(arg) for arg in args)
-        _check_numbers_in(args, kwargs)
-        self._check_operands(budget, (*args, *kwargs.values()))
+        operands = args
+        if args or kwargs:
+            args = _materialized(args)
+            operands = (*args, *kwargs.values())
+            _check_numbers_in(operands)
+            self._check_operands(budget, operands)
         owner = getattr(__obj, "__self__", None)
-        if isinstance(owner, str):
+        if type(owner) is str:
             _estimate_str_method(budget, owner, __obj.__name__, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        return self._checked_result(budget, result, (owner, *args, *kwargs.values()))
+        if result is owner:
+            return result
+        return self._checked_result(budget, result, operands)
 
     def call_binop(self, context, operator, left, right):
         budget = self._budget()
         budget.check_time()
         self._check_operands(budget, (left, right))
-        _estimate_binop(budget, operator, left, right)
-        return self._checked_result(budget, super().call_binop(context, operator, left, right), (left, right))
+        if operator in _GROWING_BINOPS:
+            _estimate_binop(budget, operator, left, right)
+        return self._checked_result(budget, self.binop_table[operator](left, right), (left, right))
 
     def wrap_str_format(self, value):
         """`'…'.format` as the sandbox hands it out, with its widths checked first."""
@@ -379,14 +436,17 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         estimate = _FILTER_ESTIMATES.get(name)
         signature = _signature(function)
 
+        measure_operands = name not in _STRUCTURAL_FILTERS
+
         @functools.wraps(function)  # keeps jinja's pass_context/pass_environment marks
         def bounded(*args, **kwargs):
             budget = self._budget()
             budget.check_time()
-            args = tuple(_materialized(arg) for arg in args)
-            _check_numbers_in(args, kwargs)
-            if name not in _STRUCTURAL_FILTERS:
-                self._check_operands(budget, (*args, *kwargs.values()))
+            args = _materialized(args)
+            operands = (*args, *kwargs.values()) if kwargs else args
+            _check_numbers_in(operands)
+            if measure_operands:
+                self._check_operands(budget, operands)
             if estimate is not None and signature is not None:
                 try:
                     arguments = signature.bind(*args, **kwargs)
@@ -395,7 +455,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 else:
                     arguments.apply_defaults()
                     budget.check_size(estimate(arguments.arguments))
-            return self._checked_result(budget, function(*args, **kwargs), (*args, *kwargs.values()))
+            return self._checked_result(budget, function(*args, **kwargs), operands)
 
         return bounded
 
@@ -432,12 +492,13 @@ def _signature(function) -> inspect.Signature | None:
         return None
 
 
-def _materialized(value):
-    """A lazy sequence (a filter's generator) as a list, so it can be measured before use; its
-    items are bounded as they come (_bounded_iteration)."""
-    if isinstance(value, Iterator) and not isinstance(value, (str, bytes)):
-        return list(value)
-    return value
+def _materialized(values: tuple) -> tuple:
+    """Lazy sequences (a filter's generators) among the arguments as lists, so they can be
+    measured before use; their items are bounded as they come (_bounded_iteration)."""
+    if not any(isinstance(value, Iterator) for value in values):
+        return values
+    return tuple(list(value) if isinstance(value, Iterator) and not isinstance(value, (str, bytes)) else value
+                 for value in values)
 
 
 def _is_number(value) -> bool:
@@ -452,10 +513,11 @@ def _mapping_values(values) -> list:
     return [item for value in values if isinstance(value, dict) for item in value.values()]
 
 
-def _check_numbers_in(args, kwargs) -> None:
+def _check_numbers_in(values) -> None:
     """A number argument is a width or a count to some call: none may exceed a prompt."""
-    if any(number > MAX_PROMPT_CHARS for number in _numbers((*args, *kwargs.values()))):
-        raise _too_large()
+    for value in values:
+        if type(value) in (int, float) and value > MAX_PROMPT_CHARS:
+            raise _too_large()
 
 
 def _check_number_total(numbers) -> None:

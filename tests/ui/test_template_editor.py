@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.engine.templates import fallback_source
 from app.ui.template_editor import NEWLINE_MARK, PREVIEW_DELAY_MS, TemplateEditor
@@ -51,6 +52,12 @@ def test_the_preview_follows_the_text_after_a_pause(editor_for, gemma_info, qtbo
     ("{% for m in messages %}{{ m.content }", "syntax error on line 1"),
     ("{{ raise_exception('roles must alternate') }}", "rejected this conversation: roles must alternate"),
     ("{{ messages[0].content.nonexistent() }}", "The chat template failed"),
+    # Deep nesting used to escape as IndentationError/RecursionError: a crash report, no message.
+    ("{% if true %}" * 100 + "x" + "{% endif %}" * 100, "nested more than 32 levels deep"),
+    ("{% for i in range(1) %}" * 25 + "x" + "{% endfor %}" * 25, "nested too deeply or too complex to compile"),
+    ("{{ " + "1 + " * 20000 + "1 }}", "nested too deeply or too complex to compile"),
+    ("{{ " + "(" * 500 + "1" + ")" * 500 + " }}", "nested more than 32 levels deep"),
+    ("{% set a = 'x' * 3000000 %}{{ a ~ a }}", "absurdly large value"),
 ])
 def test_a_broken_template_shows_the_error_inline(editor_for, gemma_info, qtbot, broken, message):
     editor = editor_for(gemma_info)
@@ -62,6 +69,16 @@ def test_a_broken_template_shows_the_error_inline(editor_for, gemma_info, qtbot,
     editor.source_edit.setPlainText(SIMPLE)  # fixing it clears the error
     qtbot.waitUntil(lambda: editor.error_label.isHidden(), timeout=PREVIEW_DELAY_MS * 10)
     assert editor.save_button.isEnabled()
+
+
+def test_an_error_quoting_markup_is_shown_as_plain_text_on_one_line(editor_for, gemma_info, qtbot):
+    editor = editor_for(gemma_info)
+    editor.source_edit.setPlainText("{{ raise_exception('<b>bold</b>\\n' * 1000) }}")
+    qtbot.waitUntil(lambda: not editor.error_label.isHidden(), timeout=PREVIEW_DELAY_MS * 10)
+    shown = editor.error_label.text()
+    assert shown.startswith("The chat template rejected this conversation: <b>bold</b> <b>bold</b>")
+    assert shown.endswith("…") and "\n" not in shown and len(shown) < 300
+    assert editor.error_label.textFormat() == Qt.PlainText  # the tags are shown, not applied
 
 
 def test_reset_restores_the_models_own_template(editor_for, gemma_info, qtbot):
