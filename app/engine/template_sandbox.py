@@ -39,6 +39,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
 MAX_PROMPT_CHARS = 4_000_000
+MAX_GIVEN_CHARS = 16 * MAX_PROMPT_CHARS
 MAX_TEMPLATE_CHARS = 100_000  # published templates are under 20,000 characters
 MAX_NESTING = 32  # published templates nest blocks, or brackets, fewer than 10 deep
 MAX_VALUE_DEPTH = 100  # and their values (lists in dicts in lists…) fewer than 10 deep
@@ -238,7 +239,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         except TemplateError:
             raise
         except jinja2.TemplateSyntaxError as exc:
-            raise TemplateError(f"The chat template has a syntax error on line {exc.lineno}: {brief(exc.message or '')}") from None
+            raise TemplateError(
+                f"The chat template has a syntax error on line {exc.lineno}: {brief(exc.message or '')}"
+            ) from None
         except (RecursionError, MemoryError, IndentationError) as exc:
             raise _too_complex(exc) from None
         except SyntaxError as exc:  # Python's compiler on the code Jinja generated
@@ -246,7 +249,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 raise _too_complex(exc) from None
             raise TemplateError(f"The chat template could not be compiled: {brief(str(exc))}") from None
         except Exception as exc:  # a compiler can fail in ways nobody listed: never a traceback
-            raise TemplateError(f"The chat template could not be compiled: {type(exc).__name__}: {brief(str(exc))}") from None
+            raise TemplateError(
+                f"The chat template could not be compiled: {type(exc).__name__}: {brief(str(exc))}"
+            ) from None
 
     def _check_nesting(self, source: str) -> None:
         """Refuse deep nesting before the parser meets it: Jinja's parser and Python's compiler
@@ -265,13 +270,16 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             elif kind in ("name", "operator") and tag is not None:
                 tag.append(value)
             if blocks > MAX_NESTING or brackets > MAX_NESTING:
-                raise TemplateError(f"The chat template is nested more than {MAX_NESTING} levels deep; it looks broken.")
+                raise TemplateError(
+                    f"The chat template is nested more than {MAX_NESTING} levels deep; it looks broken."
+                )
 
     # --- rendering -----------------------------------------------------------------------------
 
     def render_bounded(self, template: jinja2.Template, context: dict) -> str:
-        """Render within the limits: the allowance is MAX_PROMPT_CHARS beyond the context's size."""
-        given = value_size(context, limit=1 << 62)
+        """Render within the limits: the allowance is MAX_PROMPT_CHARS beyond the context's size
+        (counted up to MAX_GIVEN_CHARS: what a conversation can be, not what a file can claim)."""
+        given = min(value_size(context, MAX_GIVEN_CHARS), MAX_GIVEN_CHARS)
         budget = _RenderBudget(time.monotonic() + MAX_RENDER_SECONDS, MAX_PROMPT_CHARS + given)
         self._render.budget = budget
         try:

@@ -60,8 +60,10 @@ def _strftime_now(fmt: str) -> str:
     """HF's `strftime_now`; a date format is a few characters, and each of its codes can write
     a dozen, so a long one is refused before it is expanded."""
     if len(str(fmt)) > _MAX_DATE_FORMAT_CHARS:
-        raise TemplateError(f"The chat template asked for a date format longer than {_MAX_DATE_FORMAT_CHARS} characters; "
-                            "it looks broken.")
+        raise TemplateError(
+            f"The chat template asked for a date format longer than {_MAX_DATE_FORMAT_CHARS} characters; "
+            "it looks broken."
+        )
     return datetime.now().strftime(fmt)
 
 
@@ -133,7 +135,9 @@ class ChatTemplate:
         except (TemplateError, _TemplateRaised):
             raise
         except SecurityError as exc:
-            raise TemplateError(f"The chat template tried something unsafe and was stopped: {brief(str(exc))}") from None
+            raise TemplateError(
+                f"The chat template tried something unsafe and was stopped: {brief(str(exc))}"
+            ) from None
         except RecursionError:
             raise TemplateError("The chat template nested its macros or values too deeply; it looks broken.") from None
         except MemoryError:
@@ -151,8 +155,9 @@ def check_message_sizes(messages: list[dict]) -> None:
         size = value_size(message.get("content"), MAX_MESSAGE_CHARS)
         if size <= MAX_MESSAGE_CHARS:
             continue
-        size = value_size(message.get("content"), 1 << 62)
-        limits = f"({size:,} characters; at most {MAX_MESSAGE_CHARS:,})"
+        size = value_size(message.get("content"), 1 << 40)
+        counted = f"{size:,} characters" if size <= 1 << 40 else "nested too deeply to count"
+        limits = f"({counted}; at most {MAX_MESSAGE_CHARS:,})"
         if message.get("role") == "system":
             raise MessageTooLongError(f"The system prompt is too long {limits}. Shorten it.")
         if index == len(messages) - 1:

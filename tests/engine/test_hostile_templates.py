@@ -135,7 +135,8 @@ HOSTILE = [
     ("duplicate-argument", "{% macro m(a, a) %}{% endmacro %}", "could not be compiled"),
     ("syntax-error", "{% for m in messages %}\n{{ m.content }", "syntax error on line 2"),
     ("include", "{% include 'x' %}", "no loader"),
-    ("huge-raise", "{{ raise_exception('<b>no</b>\\n' * 100000) }}", "rejected this conversation: <b>no</b> <b>no</b>.*…$"),
+    ("huge-raise", "{{ raise_exception('<b>no</b>\\n' * 100000) }}",
+     "rejected this conversation: <b>no</b> <b>no</b>.*…$"),
     ("escape-attempt", "{{ cycler.__init__.__globals__.os.popen('id').read() }}", UNSAFE),
 ]
 
@@ -145,7 +146,8 @@ BENIGN = [
     ("numbers", "{{ 7 // 2 }} {{ 7 / 2 }} {{ 7 - 2 }} {{ -7 % 3 }} {{ 2 ** 0.5 }} {{ 1 ** 1000000000 }} {{ 2 ** 100 }}",
      "3 3.5 5 2 1.4142135623730951 1 1267650600228229401496703205376"),
     ("nesting-within-limits",
-     "{% if " + nested("(", ")", 30, "true") + " %}" + nested("{% if true %}", "{% endif %}", 30, "deep") + "{% endif %}",
+     "{% if " + nested("(", ")", 30, "true") + " %}"
+     + nested("{% if true %}", "{% endif %}", 30, "deep") + "{% endif %}",
      "deep"),
     ("loop-of-many-strings", "{{ range(100000)|map('string')|list|length }}", "100000"),
     ("large-value-within-allowance", "{{ ('x' * 3900000)|tojson|length }}", "3900002"),
@@ -240,10 +242,14 @@ def test_the_corpus_is_large_enough():
 def test_a_message_longer_than_the_limit_is_called_too_long_not_a_broken_template():
     template = ChatTemplate(fallback_source("chatml"))
     message = "x" * (MAX_MESSAGE_CHARS + 1)
-    with pytest.raises(MessageTooLongError, match=r"^The message is too long \(4,000,001 characters; at most 4,000,000\)"):
+    too_long = r"^The message is too long \(4,000,001 characters; at most 4,000,000\)"
+    with pytest.raises(MessageTooLongError, match=too_long):
         template.render([{"role": "user", "content": message}])
     with pytest.raises(MessageTooLongError, match=r"^The system prompt is too long \(4,000,001 characters"):
         template.render([{"role": "system", "content": message}, {"role": "user", "content": "Hi"}])
+    with pytest.raises(MessageTooLongError, match=r"^Message 1 of this conversation is too long \(4,000,001"):
+        template.render([{"role": "user", "content": message}, {"role": "assistant", "content": "Hello"},
+                         {"role": "user", "content": "Hi"}])
 
 
 def test_a_long_conversation_of_ordinary_messages_renders_in_full():
@@ -252,7 +258,8 @@ def test_a_long_conversation_of_ordinary_messages_renders_in_full():
     'broken template'."""
     turns = [{"role": ("user", "assistant")[i % 2], "content": f"{i} " + "word " * 10_000} for i in range(100)]
     started = time.monotonic()
-    prompt = ChatTemplate(fallback_source("llama3"), "<|begin_of_text|>").render(turns + [{"role": "user", "content": "?"}])
+    template = ChatTemplate(fallback_source("llama3"), "<|begin_of_text|>")
+    prompt = template.render(turns + [{"role": "user", "content": "?"}])
     assert len(prompt) > 5_000_000 and prompt.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
     assert time.monotonic() - started < 2.0
 
