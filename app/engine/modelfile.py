@@ -433,16 +433,21 @@ class _Metadata:
 
     def describe(self, key: str) -> str:
         """The value of `key` as a message shows it: short, whatever the file holds."""
-        entry = self._entries[key]
+        entry = self._entries.get(key)
+        if entry is None:
+            return "missing"
         if isinstance(entry, _String):
             head = bytes(self._buf[entry.start:entry.start + min(entry.length, 240)]).decode("utf-8", errors="replace")
             return _quote(head if entry.length <= 240 else head + "…")
         if isinstance(entry, _Array):
-            return f"a list of {entry.count:,} items"
+            return f"a list of {entry.count:,} item{'' if entry.count == 1 else 's'}"
         if entry.vtype == _BOOL:
             return "true" if entry.value else "false"
         if entry.vtype in _FLOAT_TYPES:
-            return "NaN" if math.isnan(entry.value) else f"{entry.value:g}"
+            if math.isnan(entry.value):
+                return "NaN"
+            shown = f"{entry.value:.7g}"  # a float that looks whole still reads as a float: "2.0"
+            return shown + ".0" if shown.lstrip("-").isdigit() else shown
         return f"{entry.value:,}"
 
 
@@ -698,7 +703,7 @@ def _model_info(path: Path, file_size: int, version: int, arch: str, meta: _Meta
 
     def token(key: str) -> Token | None:
         # Out of range is llama.cpp's "bad special token" warning, not an error: it ignores it.
-        token_id = meta.integer(key, 0, _U64_MAX)
+        token_id = meta.integer(key, 0, _U64_MAX, what="a token number")
         if token_id is None or vocabulary is None or token_id >= len(vocabulary):
             return None
         if vocabulary.byte_length(token_id) > MAX_TOKEN_BYTES:
