@@ -69,6 +69,7 @@ END_OF_TURN_TEXTS = (
 _TOKEN_TYPE_CONTROL = 3
 _VOCABULARY = "tokenizer.ggml.tokens"  # the one string array looked up by index
 _CHAT_TEMPLATE = "tokenizer.chat_template"
+_ATTENTION_WEIGHTS = ("attn_q", "attn_k", "attn_v", "attn_qkv")  # blk.N.<name>.weight
 
 # GGUF value types.
 _U8, _I8, _U16, _I16, _U32, _I32, _F32, _BOOL, _STRING, _ARRAY, _U64, _I64, _F64 = range(13)
@@ -533,7 +534,7 @@ def _parse(path: Path, file_size: int, buf: mmap.mmap) -> ModelInfo:
     meta = _Metadata(entries, buf, reader.vocabulary)
 
     alignment = _alignment(meta)
-    parameter_count, data_size = _read_tensor_infos(reader, tensor_count, alignment)
+    parameter_count, data_size, tensor_names = _read_tensor_infos(reader, tensor_count, alignment)
     data_start = -(-reader.pos // alignment) * alignment
     if data_size and data_start + data_size > file_size:
         raise ModelFileError(
@@ -549,7 +550,7 @@ def _parse(path: Path, file_size: int, buf: mmap.mmap) -> ModelInfo:
     if tensor_count == 0:
         raise ModelFileError(f"{name} holds no weights (it is a vocabulary-only file).")
     if arch != "clip":  # llama.cpp reads no hyperparameters from a vision projector
-        _check_hyperparameters(meta, arch)
+        _check_hyperparameters(meta, arch, tensor_names)
     return _model_info(path, file_size, version, arch, meta, parameter_count)
 
 
@@ -564,9 +565,9 @@ def _alignment(meta: _Metadata) -> int:
     return value
 
 
-def _read_tensor_infos(reader: _HeaderReader, count: int, alignment: int) -> tuple[int, int]:
-    """Check every tensor description as llama.cpp's reader does; return the parameter count
-    and the size of the data section.
+def _read_tensor_infos(reader: _HeaderReader, count: int, alignment: int) -> tuple[int, int, set[bytes]]:
+    """Check every tensor description as llama.cpp's reader does; return the parameter count,
+    the size of the data section and the tensors' names.
 
     The tensors must lie one after another in the data section, each at the aligned end of
     the one before, so a tensor can neither overlap another nor point outside the file.
@@ -602,13 +603,13 @@ def _read_tensor_infos(reader: _HeaderReader, count: int, alignment: int) -> tup
         nbytes = n_elements // block_size * type_size
         expected_offset += nbytes + (-nbytes % alignment)
         parameters += n_elements
-    return parameters, expected_offset
+    return parameters, expected_offset, names
 
 
 # --- the hyperparameters llama.cpp trusts -----------------------------------------------------
 
 
-def _check_hyperparameters(meta: _Metadata, arch: str) -> None:
+def _check_hyperparameters(meta: _Metadata, arch: str, tensor_names: set[bytes]) -> None:
     """Refuse the values llama.cpp aborts on (and their obvious neighbours) before it sees them.
 
     Absent keys are llama.cpp's to refuse (it says which, without aborting); these are the
@@ -633,7 +634,7 @@ def _check_hyperparameters(meta: _Metadata, arch: str) -> None:
                        f"(expected one of {', '.join(sorted(ROPE_SCALING_TYPES))})")
     _check_experts(meta, key)
     if n_layer is not None:
-        _check_attention(meta, key, n_layer, n_embd)
+        _check_attention(meta, key, n_layer, n_embd, tensor_names)
 
 
 def _check_experts(meta: _Metadata, key) -> None:
@@ -659,16 +660,19 @@ def _check_experts(meta: _Metadata, key) -> None:
             raise meta.invalid(key("expert_group_used_count"), f"expected 1 to {groups - 1:,}")
 
 
-def _check_attention(meta: _Metadata, key, n_layer: int, n_embd: int | None) -> None:
+def _check_attention(meta: _Metadata, key, n_layer: int, n_embd: int | None, tensor_names: set[bytes]) -> None:
     """Head counts and sizes, per layer where the file gives them per layer."""
     meta.per_layer(key("feed_forward_length"), n_layer)
     heads = meta.per_layer(key("attention.head_count"), n_layer)
     kv_heads = meta.per_layer(key("attention.head_count_kv"), n_layer) or heads
-    if heads:
-        for layer, (n_head, n_kv) in enumerate(zip(heads, kv_heads)):
-            if n_head and (n_kv == 0 or n_head % n_kv):  # grouped-query attention shares K/V heads evenly
-                raise _Invalid(f"its {_key(key('attention.head_count_kv'))} is {n_kv:,} in layer {layer}, "
-                               f"which does not divide its {n_head:,} attention heads")
+    for layer, (n_head, n_kv) in enumerate(zip(heads or (), kv_heads or ())):
+        if n_head and (n_kv == 0 or n_head % n_kv):  # grouped-query attention shares K/V heads evenly
+            raise _Invalid(f"its {_key(key('attention.head_count_kv'))} is {n_kv:,} in layer {layer}, "
+                           f"which does not divide its {n_head:,} attention heads")
+        if not n_head and any(f"blk.{layer}.{w}.weight".encode() in tensor_names for w in _ATTENTION_WEIGHTS):
+            # llama.cpp shapes the weights by layer 0 and the graph by each layer: a failed assert
+            raise _Invalid(f"its {_key(key('attention.head_count'))} gives layer {layer} no attention heads, "
+                           "but the layer holds attention weights")
     key_length = meta.integer(key("attention.key_length"), 1, MAX_WIDTH)
     meta.integer(key("attention.value_length"), 1, MAX_WIDTH)
     key_length_swa = meta.integer(key("attention.key_length_swa"), 1, MAX_WIDTH)
@@ -677,12 +681,23 @@ def _check_attention(meta: _Metadata, key, n_layer: int, n_embd: int | None) -> 
     if not heads or heads[0] == 0:
         return
     head_size = key_length or (n_embd // heads[0] if n_embd else None)
-    for suffix, size in (("rope.dimension_count", head_size), ("rope.dimension_count_swa", key_length_swa or head_size)):
-        # Odd or wider than a head: GGML_ASSERT in RoPE at the first reply; 0: it never returns.
-        rotated = meta.integer(key(suffix), 0, _U32_MAX)
-        if rotated is not None and (rotated == 0 or rotated % 2 or (size is not None and rotated > size)):
-            limit = f" up to the head size, {size:,}" if size else ""
-            raise meta.invalid(key(suffix), f"expected an even number{limit}")
+    _check_rope_dimensions(meta, key("rope.dimension_count"), head_size, rotates_whole_head=True)
+    _check_rope_dimensions(meta, key("rope.dimension_count_swa"), key_length_swa or head_size, rotates_whole_head=False)
+
+
+def _check_rope_dimensions(meta: _Metadata, key: str, head_size: int | None, rotates_whole_head: bool) -> None:
+    """RoPE rotates pairs of values within a head: an odd count, or more than the head holds,
+    fails a GGML_ASSERT at the first reply, and 0 makes it never return. Without the key,
+    llama.cpp rotates the whole head, so then the head size itself must be even."""
+    rotated = meta.integer(key, 0, _U32_MAX)
+    if rotated is None:
+        if rotates_whole_head and head_size is not None and (head_size == 0 or head_size % 2):
+            raise _Invalid(f"its attention heads are {head_size:,} values wide, which RoPE cannot rotate "
+                           "(expected an even size)")
+        return
+    if rotated == 0 or rotated % 2 or (head_size is not None and rotated > head_size):
+        limit = f" up to the head size, {head_size:,}" if head_size else ""
+        raise meta.invalid(key, f"expected an even number{limit}")
 
 
 # --- what Hearth itself reads -------------------------------------------------------------------

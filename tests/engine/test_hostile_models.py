@@ -133,6 +133,8 @@ HYPERPARAMETERS = [  # each of these made the bundled llama.cpp abort (or hang) 
     Case("kv-heads-3", tiny(shape=g.Shape(n_head_kv=3)), r"head_count_kv is 3 in layer 0"),
     Case("kv-heads-more-than-heads", tiny(shape=g.Shape(n_head=2, n_head_kv=4)), r"head_count_kv is 4 in layer 0, which does not divide its 2"),
     Case("kv-heads-per-layer-0", tiny(("llama.attention.head_count_kv", g.array(g.U32, [2, 0]))), r"head_count_kv is 0 in layer 1"),
+    Case("layer-without-heads-holding-attention", tiny(("llama.attention.head_count", g.array(g.U32, [4, 0])), ("llama.attention.head_count_kv", g.array(g.U32, [2, 0]))), r"head_count gives layer 1 no attention heads, but the layer holds attention weights"),
+    Case("head-size-odd", tiny(("llama.rope.dimension_count", None), shape=g.Shape(n_embd=28)), r"its attention heads are 7 values wide, which RoPE cannot rotate"),
     Case("experts-over-max", tiny(("llama.expert_count", g.u32(LLAMA_MAX_EXPERTS + 1)), ("llama.expert_used_count", g.u32(2))), r"expert_count is 1,025 \(expected at most 1,024 experts\)"),
     Case("experts-used-more", tiny(("llama.expert_count", g.u32(4)), ("llama.expert_used_count", g.u32(8))), r"expert_used_count is 8 \(expected 1 to 4"),
     Case("experts-used-none", tiny(("llama.expert_count", g.u32(4))), r"expert_used_count is missing \(expected 1 to 4"),
@@ -341,6 +343,7 @@ AT_THE_LIMITS = {  # each passes inspection; llama.cpp either loads it or refuse
     "bos-out-of-range": [("tokenizer.ggml.bos_token_id", g.u32(99_999))],
     "unknown-token-types": [("tokenizer.ggml.token_type", g.array(g.I32, [99] * 263))],
     "heads-per-layer": [("llama.attention.head_count", g.array(g.U32, [4, 4]))],
+    "no-rope-key": [("llama.rope.dimension_count", None)],  # the whole 8-wide head is rotated
 }
 
 _LOAD_EACH = """
