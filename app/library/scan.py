@@ -2,8 +2,11 @@
 
 The model picker lists what this returns. A file that fails inspection is still listed, with
 the reason, because a model that silently does not appear ("I downloaded it, where is it?")
-is worse than one that says it is truncated. Inspection reads headers only, but a folder of
-big models is still worth not re-reading: results are cached by path, size and mtime.
+is worse than one that says it is truncated. Whatever goes wrong with one entry (a link loop,
+a file that cannot be read or vanishes mid-scan, a name that is not valid UTF-8) stays that
+entry's row or skips it: it never hides the other models. Inspection reads headers only, but
+a folder of big models is still worth not re-reading: results are cached by path, size and
+mtime.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
-from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model
+from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model, printable
 from .quants import QUARANTINE_DIR, SPLIT_NAME
 
 log = logging.getLogger(__name__)
@@ -50,7 +53,7 @@ class ModelEntry:
 
     @property
     def name(self) -> str:
-        return self.info.name if self.info else self.path.name
+        return self.info.name if self.info else printable(self.path.name, limit=None)
 
 
 def hf_cache_dir() -> Path:
@@ -67,7 +70,7 @@ def model_folders(extra: Iterable[Path] = ()) -> list[Path]:
     for folder in (paths.app_models_dir(), paths.user_models_dir(), *extra, hf_cache_dir()):
         folder = Path(folder).expanduser()
         key = resolved(folder)
-        if key not in seen and folder.is_dir():
+        if key not in seen and _is_dir(folder):
             seen.add(key)
             folders.append(folder)
     return folders
@@ -85,9 +88,9 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry
 
     def add(path: Path, origin: str) -> None:
         key = resolved(path)
-        if key not in seen:
+        if key not in seen and os.path.lexists(path):  # not if it vanished since it was listed
             seen.add(key)
-            entries.append(_entry(path, origin))
+            entries.append(_entry_or_its_failure(path, origin))
 
     for folder in folders:
         folder = Path(folder)
@@ -100,7 +103,7 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry
                 add(path, origin)
     for path in files:
         path = Path(path)
-        if path.exists() and _is_listed_name(path.name):
+        if _is_listed_name(path.name):
             add(path, folder_label(path.parent))
     return entries
 
@@ -114,17 +117,25 @@ def folder_label(folder: Path) -> str:
         return USER_MODELS_LABEL
     home = Path.home()
     try:
-        return str(Path("~") / folder.relative_to(home))
+        return printable(str(Path("~") / folder.relative_to(home)), limit=None)
     except ValueError:
-        return str(folder)
+        return printable(str(folder), limit=None)
 
 
 def resolved(path: Path) -> Path:
     """The path with links followed, to tell whether two names are one file."""
     try:
         return path.resolve()
-    except OSError:  # a symlink loop, or a drive that went away
+    except (OSError, RuntimeError):  # a drive that went away; a link loop (RuntimeError before 3.13)
         return path.absolute()
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, but False instead of an error for a folder Hearth may not look into."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _is_listed_name(name: str) -> bool:
@@ -159,9 +170,19 @@ def _hf_cache_files(cache: Path) -> list[tuple[Path, str]]:
     for repo_dir in sorted(cache.glob(f"{_HF_REPO_PREFIX}*")):
         repo = repo_dir.name.removeprefix(_HF_REPO_PREFIX).replace("--", "/")
         for snapshot in sorted((repo_dir / "snapshots").glob("*")):
-            if snapshot.is_dir():
+            if _is_dir(snapshot):
                 found.extend((path, repo) for path in _gguf_files(snapshot))
     return found
+
+
+def _entry_or_its_failure(path: Path, origin: str) -> ModelEntry:
+    """The entry for one file; if listing it fails in a way nobody foresaw, a row saying so."""
+    try:
+        return _entry(path, origin)
+    except Exception as exc:
+        log.exception("listing %s failed", path)
+        return ModelEntry(path, origin, _stat_size(path), None,
+                          f"Hearth could not list {printable(path.name)}: {printable(str(exc))}")
 
 
 def _entry(path: Path, origin: str) -> ModelEntry:
@@ -171,8 +192,8 @@ def _entry(path: Path, origin: str) -> ModelEntry:
         count = int(split["count"])
         for index in range(2, count + 1):
             part = path.with_name(f"{split['base']}-{index:05d}-of-{count:05d}.gguf")
-            if not part.exists():
-                return ModelEntry(path, origin, size, None, f"Part {index} of {count} ({part.name}) is missing.")
+            if not os.path.exists(part):
+                return ModelEntry(path, origin, size, None, f"Part {index} of {count} ({printable(part.name)}) is missing.")
             size += _stat_size(part)
     result = _INSPECTIONS.inspect(path)
     if isinstance(result, ModelInfo):
@@ -215,14 +236,11 @@ class _InspectionCache:
 
 def _inspect(path: Path) -> ModelInfo | str:
     try:
-        info = inspect_model(path)
+        info = inspect_model(path)  # it turns every failure, even its own bugs, into a message
     except ModelFileError as exc:
         return str(exc)
-    except Exception as exc:  # a parser bug on one odd file must not hide every other model
-        log.exception("inspecting %s failed", path)
-        return f"Hearth could not read {path.name}: {type(exc).__name__}: {exc}"
     if info.architecture == "clip":
-        return (f"{path.name} is a vision projector (mmproj): it goes with a language model "
+        return (f"{printable(path.name)} is a vision projector (mmproj): it goes with a language model "
                 "and cannot be chatted with on its own.")
     return info
 

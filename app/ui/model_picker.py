@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QTableView, QVBoxLayout, QWidget,
 )
 
+from ..engine.modelfile import printable
 from ..engine.templates import fallback_name
 from ..library import scan
 from ..library.scan import ModelEntry
@@ -169,12 +170,18 @@ def _summary(entry: ModelEntry) -> str:
             f"{format_size(entry.size)} · {context} · {template} · in {entry.origin}")
 
 
+def _shown_path(entry: ModelEntry) -> str:
+    """The entry's path as text Qt can show: a name that is not valid UTF-8 keeps a "�" where
+    Qt would silently drop its undecodable bytes, and control characters cannot split it."""
+    return printable(str(entry.path), limit=None)
+
+
 def _tooltip(entry: ModelEntry, column: Column) -> str:
     if entry.info is None:
-        return f"{entry.path}\n\nThis file can't be loaded: {entry.error}"
+        return f"{_shown_path(entry)}\n\nThis file can't be loaded: {entry.error}"
     if column == Column.TEMPLATE and not entry.info.has_chat_template:
         return f"The file has no chat template; Hearth uses its “{fallback_name(entry.info)}” format."
-    return str(entry.path)
+    return _shown_path(entry)
 
 
 class _FittingTableView(QTableView):
@@ -342,7 +349,7 @@ class ModelPicker(QWidget):
         self.model.set_entries(entries)
         self.rescan_button.setEnabled(True)
         if error is not None:
-            self.status_label.setText(f"Looking for models failed: {error}")
+            self.status_label.setText(f"Looking for models failed: {printable(str(error), limit=200)}")
         elif not entries:
             self.status_label.setText("No models found. Add a .gguf file or a folder that holds some.")
         else:
@@ -378,10 +385,10 @@ class ModelPicker(QWidget):
             self.details.clear()
         elif entry.usable:
             self.details.setText(f"{html.escape(_summary(entry), quote=False)}<br>"
-                                 f"<span style='color:gray'>{html.escape(str(entry.path), quote=False)}</span>")
+                                 f"<span style='color:gray'>{html.escape(_shown_path(entry), quote=False)}</span>")
         else:
             self.details.setText(f"<span style='color:{ERROR_COLOR}'>Can't be loaded: {html.escape(entry.error, quote=False)}</span>"
-                                 f"<br>{html.escape(str(entry.path), quote=False)}")
+                                 f"<br>{html.escape(_shown_path(entry), quote=False)}")
 
     # --- choosing and loading -------------------------------------------------------------------
 

@@ -157,3 +157,125 @@ def test_a_vision_projector_is_not_offered_as_a_chat_model(monkeypatch, gemma_pa
     _link(gemma_path, tmp_path / "mmproj-model-f16.gguf")
     [entry] = scan([tmp_path])
     assert not entry.usable and "vision projector" in entry.error
+
+
+# --- one bad entry hides nothing ----------------------------------------------------------------
+
+
+def _by_name(entries):
+    return {entry.path.name: entry for entry in entries}
+
+
+def _hostile_folder(gemma_path: Path, folder: Path) -> Path:
+    """A good model beside a link loop, a link to nothing, and a name that is not UTF-8."""
+    model = _link(gemma_path, folder / "gemma.gguf")
+    (folder / "loop-a.gguf").symlink_to("loop-b.gguf")
+    (folder / "loop-b.gguf").symlink_to("loop-a.gguf")
+    (folder / "dangling.gguf").symlink_to(folder / "deleted-long-ago.gguf")
+    _garbage(folder / os.fsdecode(b"caf\xe9-latin1.gguf"))
+    return model
+
+
+def test_a_link_loop_is_its_own_row_and_hides_no_other_model(gemma_path, tmp_path):
+    model = _hostile_folder(gemma_path, tmp_path / "models")
+    entries = _by_name(scan([tmp_path / "models"]))
+    assert entries["gemma.gguf"].usable and entries["gemma.gguf"].path == model
+    for name in ("loop-a.gguf", "loop-b.gguf"):
+        assert not entries[name].usable
+        assert entries[name].error == f"{name} is a symbolic link that leads back to itself (a link loop)."
+    assert entries["dangling.gguf"].error == "dangling.gguf is a link to a file that is not there."
+
+
+def test_a_name_that_is_not_utf8_is_shown_with_a_replacement_character(gemma_path, tmp_path):
+    _hostile_folder(gemma_path, tmp_path / "models")
+    [entry] = [e for e in scan([tmp_path / "models"]) if e.path.name.startswith("caf")]
+    assert entry.name == "caf\ufffd-latin1.gguf"  # Qt would silently drop the byte; JSON would refuse it
+    assert entry.error.startswith("caf\ufffd-latin1.gguf is not a GGUF model file")
+    assert entry.name.encode("utf-8") and entry.error.encode("utf-8")
+
+
+def test_a_folder_added_under_a_parent_hearth_may_not_read_is_skipped(monkeypatch, gemma_path, tmp_path):
+    # Tests may run as root, whom file permissions do not stop, so the denial is raised where
+    # the operating system raises it for anyone else: stat() on the folder.
+    locked = tmp_path / "locked" / "models"
+    locked.mkdir(parents=True)
+    _deny(monkeypatch, locked)
+    folders = model_folders([locked, tmp_path])
+    assert locked not in folders and tmp_path in folders
+
+
+def test_a_file_hearth_may_not_read_is_its_own_row(monkeypatch, gemma_path, tmp_path):
+    _link(gemma_path, tmp_path / "gemma.gguf")
+    secret = _garbage(tmp_path / "secret.gguf")
+    _deny(monkeypatch, secret)  # as above: root is never denied for real
+    entries = _by_name(scan([tmp_path]))
+    assert entries["gemma.gguf"].usable
+    assert entries["secret.gguf"].error == "Hearth may not read secret.gguf (permission denied)."
+
+
+def _deny(monkeypatch, denied: Path) -> None:
+    real_stat = Path.stat
+
+    def stat(self, *, follow_symlinks=True):
+        if self == denied:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(Path, "stat", stat)
+
+
+def test_a_file_that_vanishes_mid_scan_is_left_out(monkeypatch, gemma_path, tmp_path):
+    _link(gemma_path, tmp_path / "a-gemma.gguf")
+    doomed = _garbage(tmp_path / "b-doomed.gguf")
+    real = scan_module.inspect_model
+
+    def inspect_then_delete(path):  # the first inspection deletes a file already listed
+        doomed.unlink(missing_ok=True)
+        return real(path)
+
+    monkeypatch.setattr(scan_module, "inspect_model", inspect_then_delete)
+    assert _names(scan([tmp_path])) == ["a-gemma.gguf"]
+
+
+def test_an_unforeseen_failure_listing_one_file_is_that_files_row(monkeypatch, gemma_path, tmp_path):
+    _link(gemma_path, tmp_path / "gemma.gguf")
+    odd = _garbage(tmp_path / "odd.gguf")
+    real = scan_module._INSPECTIONS.inspect
+
+    def inspect(path):  # stands in for a bug nobody has found yet
+        if path == odd:
+            raise RuntimeError("x" * 10_000)
+        return real(path)
+
+    monkeypatch.setattr(scan_module._INSPECTIONS, "inspect", inspect)
+    entries = _by_name(scan([tmp_path]))
+    assert entries["gemma.gguf"].usable
+    assert entries["odd.gguf"].error.startswith("Hearth could not list odd.gguf: xxx")
+    assert len(entries["odd.gguf"].error) < 200
+
+
+def test_the_model_picker_lists_every_model_beside_a_link_loop(qtbot, gemma_path, tmp_path):
+    from PySide6.QtCore import QSettings, Qt
+
+    from app.settings import Settings
+    from app.ui.model_picker import Column, ModelPicker
+
+    folder = tmp_path / "models"
+    model = _hostile_folder(gemma_path, folder)
+    settings = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    settings.extra_folders = [folder]
+    picker = ModelPicker(settings)
+    qtbot.addWidget(picker)
+    with qtbot.waitSignal(picker.scanFinished, timeout=10_000):
+        pass
+    # The shipped model in Hearth's own folder, its copy, and the four bad entries.
+    assert picker.status_label.text() == "2 models, 4 that can't be used"
+    assert picker.model.row_of(gemma_path) is not None
+    names = [picker.model.data(picker.model.index(row, Column.NAME)) for row in range(picker.model.rowCount())]
+    assert "caf\ufffd-latin1.gguf" in names and "loop-a.gguf" in names
+    loop_row = names.index("loop-a.gguf")
+    tooltip = picker.model.data(picker.model.index(loop_row, Column.NAME), Qt.ToolTipRole)
+    assert "link loop" in tooltip
+    picker.view.selectRow(loop_row)
+    assert not picker.load_button.isEnabled() and "link loop" in picker.details.text()
+    assert picker.model.row_of(model) is not None
