@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from app.engine.modelfile import ModelFileError, inspect_model
+from app.engine.modelfile import ModelFileError, inspect_model, printable
 
 
 def test_inspects_gemma_without_loading(gemma_path):
@@ -109,3 +114,63 @@ def test_an_unknown_metadata_type_is_reported_as_corruption_with_the_file_name(t
     body = struct.pack("<Q", 3) + b"key" + struct.pack("<I", 99) + b"\0" * 64
     with pytest.raises(ModelFileError, match=r"x\.gguf is truncated or corrupt: the metadata entry 'key' has an unknown"):
         inspect_model(_write(tmp_path / "x.gguf", _header(kvs=1) + body))
+
+
+# --- what there is to read, and what a message shows of it ---------------------------------------
+
+
+def test_a_link_loop_a_link_to_nothing_and_a_denied_file_each_say_so(monkeypatch, tmp_path):
+    (tmp_path / "a.gguf").symlink_to("b.gguf")
+    (tmp_path / "b.gguf").symlink_to("a.gguf")
+    with pytest.raises(ModelFileError, match=r"^a\.gguf is a symbolic link that leads back to itself \(a link loop\)\.$"):
+        inspect_model(tmp_path / "a.gguf")
+    (tmp_path / "gone.gguf").symlink_to(tmp_path / "deleted.gguf")
+    with pytest.raises(ModelFileError, match=r"^gone\.gguf is a link to a file that is not there\.$"):
+        inspect_model(tmp_path / "gone.gguf")
+
+    # Tests may run as root, whom permissions do not stop: stat() is denied as the OS would.
+    denied = _write(tmp_path / "secret.gguf", b"GGUF" + b"\0" * 64)
+    real_stat = Path.stat
+
+    def stat(self, **options):
+        if self == denied:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, **options)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    with pytest.raises(ModelFileError, match=r"^Hearth may not read secret\.gguf \(permission denied\)\.$"):
+        inspect_model(denied)
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_and_printed_as_json(gemma_path, tmp_path):
+    odd = tmp_path / os.fsdecode(b"mod\xe8le.gguf")
+    os.link(gemma_path, odd)
+    info = inspect_model(odd)
+    assert json.loads(json.dumps(info.to_json(), ensure_ascii=False).encode("utf-8"))["path"].endswith("mod\ufffdle.gguf")
+    result = subprocess.run([sys.executable, "-m", "app", "inspect", os.fsencode(odd)], capture_output=True,
+                            timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["architecture"] == "gemma3"
+
+    broken = _write(tmp_path / os.fsdecode(b"cass\xe9.gguf"), b"not a model" * 10)
+    with pytest.raises(ModelFileError, match="^cass\ufffd\\.gguf is not a GGUF model file"):
+        inspect_model(broken)
+
+
+def test_printable_keeps_file_text_to_one_short_line():
+    assert printable("plain name.gguf") == "plain name.gguf"
+    assert printable("a\nb\x1b[31m\udcffc") == "a\ufffdb\ufffd[31m\ufffdc"
+    assert printable("x" * 1000, limit=10) == "x" * 9 + "…"
+    assert printable("x" * 1000, limit=None) == "x" * 1000
+
+
+def test_a_reader_bug_on_one_odd_file_is_a_message_and_a_log_entry(monkeypatch, caplog, gemma_path):
+    from app.engine import modelfile
+
+    def broken(*args):
+        raise ZeroDivisionError("a bug nobody has found yet")
+
+    monkeypatch.setattr(modelfile, "_model_info", broken)
+    with pytest.raises(ModelFileError, match=r"^Hearth could not read gemma-3-270m-q4_k_m\.gguf: it is damaged in a way"):
+        inspect_model(gemma_path)
+    assert "ZeroDivisionError" in caplog.text
