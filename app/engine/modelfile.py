@@ -66,7 +66,8 @@ END_OF_TURN_TEXTS = (
     "<end_of_turn>", "</s>", "<|endoftext|>", "<eos>", "<|assistant|>",
 )
 
-_TOKEN_TYPE_CONTROL = 3
+_TOKEN_TYPE_CONTROL, _TOKEN_TYPE_BYTE = 3, 6
+_BYTE_TOKENS = frozenset(f"<0x{byte:02X}>" for byte in range(256))  # SentencePiece's byte fallback
 _VOCABULARY = "tokenizer.ggml.tokens"  # the one string array looked up by index
 _CHAT_TEMPLATE = "tokenizer.chat_template"
 _ATTENTION_WEIGHTS = ("attn_q", "attn_k", "attn_v", "attn_qkv")  # blk.N.<name>.weight
@@ -705,16 +706,27 @@ def _check_rope_dimensions(meta: _Metadata, key: str, head_size: int | None, rot
 
 def _model_info(path: Path, file_size: int, version: int, arch: str, meta: _Metadata, parameter_count: int) -> ModelInfo:
     n_tokens = meta.vocabulary_size()
+    if n_tokens == 0:  # llama.cpp asserts n_vocab > 0 at the first reply
+        raise _Invalid(f"its {_VOCABULARY} lists no tokens")
     token_types = meta.numbers("tokenizer.ggml.token_type", _I32, n_tokens, "32-bit token types")
     meta.numbers("tokenizer.ggml.scores", _F32, n_tokens, "32-bit scores")
     meta.strings("tokenizer.ggml.merges")
+    tokenizer_model = meta.text("tokenizer.ggml.model")
     vocabulary = meta.vocabulary if n_tokens else None
 
     special: dict[str, int] = {}
+    byte_tokens: set[str] = set()
     if vocabulary is not None and token_types is not None:
         for token_id, token_type in enumerate(token_types):
             if token_type == _TOKEN_TYPE_CONTROL and vocabulary.byte_length(token_id) <= MAX_TOKEN_BYTES:
                 special.setdefault(vocabulary[token_id], token_id)
+            elif token_type == _TOKEN_TYPE_BYTE and vocabulary.byte_length(token_id) == 6:
+                byte_tokens.add(vocabulary[token_id])
+    if vocabulary is not None and tokenizer_model == "llama" and len(byte_tokens & _BYTE_TOKENS) < 256:
+        # A text with a character the vocabulary lacks falls back to these by name; llama.cpp
+        # throws through its C interface where one is missing, which aborts the process.
+        raise _Invalid(f"its SentencePiece vocabulary lacks {256 - len(byte_tokens & _BYTE_TOKENS)} of the 256 "
+                       "byte tokens <0x00>…<0xFF> (llama.cpp stops on text that needs them)")
 
     def token(key: str) -> Token | None:
         # Out of range is llama.cpp's "bad special token" warning, not an error: it ignores it.
@@ -741,7 +753,6 @@ def _model_info(path: Path, file_size: int, version: int, arch: str, meta: _Meta
         for key in meta.keys()
         if key.startswith(_CHAT_TEMPLATE + ".")
     }
-    tokenizer_model = meta.text("tokenizer.ggml.model")
     return ModelInfo(
         path=path,
         file_size=file_size,

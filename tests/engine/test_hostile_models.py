@@ -176,6 +176,8 @@ WRONG_TYPES = [  # each raised a Python exception (a traceback from `hearth insp
     Case("tokenizer-model-list", tiny(("tokenizer.ggml.model", g.array(g.STRING, ["llama"]))), r"tokenizer\.ggml\.model is a list"),
     Case("vocabulary-numbers", tiny((TOKENS, g.array(g.U32, range(263)))), r"tokenizer\.ggml\.tokens is a list of 263 items \(expected a list of texts\)"),
     Case("vocabulary-text", tiny((TOKENS, g.string("<s>"))), r"tokenizer\.ggml\.tokens is '<s>'"),
+    Case("vocabulary-empty", tiny((TOKENS, g.array(g.STRING, [])), ("tokenizer.ggml.scores", None), ("tokenizer.ggml.token_type", None)), r"its tokenizer\.ggml\.tokens lists no tokens"),
+    Case("byte-tokens-missing", tiny(("tokenizer.ggml.token_type", g.array(g.I32, [2, 3, 3] + [1] * 260))), r"its SentencePiece vocabulary lacks 256 of the 256 byte tokens"),
     Case("token-types-short", tiny(("tokenizer.ggml.token_type", g.array(g.I32, [1] * 10))), r"token_type lists 10 values for 263 tokens"),
     Case("token-types-long", tiny(("tokenizer.ggml.token_type", g.array(g.I32, [1] * 300))), r"token_type lists 300 values for 263 tokens"),
     Case("token-types-bytes", tiny(("tokenizer.ggml.token_type", g.array(g.U8, [1] * 263))), r"token_type is a list of 263 items \(expected a list of 32-bit token types\)"),
@@ -247,6 +249,7 @@ REAL_MODEL = [  # sparse copies of the real Gemma 3 270M with a damaged header
     Case("gemma-vocabulary-count-x4", gemma({TOKENS: patched_array_count(TOKENS, lambda n: n * 4)}), r"truncated", real=True, traced=True),
     Case("gemma-scores-count-plus-1", gemma({"tokenizer.ggml.scores": patched_array_count("tokenizer.ggml.scores", lambda n: n + 1)}), r"truncated|corrupt", real=True),
     Case("gemma-token-types-short", gemma({"tokenizer.ggml.token_type": g.array(g.I32, [1] * 10)}), r"token_type lists 10 values for 262,144 tokens", real=True),
+    Case("gemma-byte-tokens-retyped", gemma({"tokenizer.ggml.token_type": g.array(g.I32, [1] * 262_144)}), r"lacks 256 of the 256 byte tokens", real=True),
     Case("gemma-vocabulary-text", gemma({TOKENS: g.string("x")}), r"tokenizer\.ggml\.tokens is 'x' \(expected a list of texts\)", real=True),
     Case("gemma-architecture-160kb", gemma({"general.architecture": g.string(LONG)}), r"general\.architecture is 160,000 bytes of text", real=True),
     Case("gemma-template-2mb", gemma({"tokenizer.chat_template": g.string("x" * 2_000_000)}), r"chat_template is 2,000,000 bytes of text", real=True),
@@ -341,7 +344,7 @@ AT_THE_LIMITS = {  # each passes inspection; llama.cpp either loads it or refuse
     "context-1": [("llama.context_length", g.u32(1))],
     "tiny-epsilon": [("llama.attention.layer_norm_rms_epsilon", g.f32(1e-30))],
     "bos-out-of-range": [("tokenizer.ggml.bos_token_id", g.u32(99_999))],
-    "unknown-token-types": [("tokenizer.ggml.token_type", g.array(g.I32, [99] * 263))],
+    "unknown-token-types": [("tokenizer.ggml.token_type", g.array(g.I32, [99] * 3 + [g.BYTE_TYPE] * 256 + [99] * 4))],
     "heads-per-layer": [("llama.attention.head_count", g.array(g.U32, [4, 4]))],
     "no-rope-key": [("llama.rope.dimension_count", None)],  # the whole 8-wide head is rotated
 }
