@@ -335,9 +335,6 @@ class _Metadata:
         self._buf = buf
         self.vocabulary = vocabulary
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._entries
-
     def keys(self):
         return self._entries.keys()
 
