@@ -211,18 +211,22 @@ def _require_unicode(text: str, where: str) -> None:
 
 
 def _params(item: dict, where: str) -> dict:
-    """Sampling parameters: names with a number, text, true/false, null, or a list of those
-    (stop strings). Nothing nested deeper, so reading them back is always cheap."""
+    """Sampling parameters: names with a number, text, true/false or null, or a list or object
+    of those (stop strings, logit_bias). Nothing nested deeper, so reading them back is cheap."""
     params = _field(item, "params", dict, where, {})
     for name, value in params.items():
         _require_unicode(name, f"{where}.params")
-        for element in value if isinstance(value, list) else [value]:
+        what = f"{where}.params.{shorten(name)}"
+        if isinstance(value, dict):
+            for key in value:
+                _require_unicode(key, what)
+        for element in value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]:
             if isinstance(element, str):
-                _require_unicode(element, f"{where}.params.{shorten(name)}")
+                _require_unicode(element, what)
             elif isinstance(element, float) and not math.isfinite(element):
-                raise StoreError(f"{where}.params.{shorten(name)} is not a finite number.")
+                raise StoreError(f"{what} is not a finite number.")
             elif not isinstance(element, (int, float, bool, type(None))):
-                raise StoreError(f"{where}.params.{shorten(name)} must be a number, text or a list of them.")
+                raise StoreError(f"{what} must be a number, text, or a list or object of them.")
     return params
 
 

@@ -10,36 +10,12 @@ import pytest
 
 from app.store import ConversationStore, DatabaseDamaged, StoreError
 from app.store.schema import move_aside, quick_check
-
-PAGE = 4096
-
-
-def build_conversations(path, count: int = 12, messages: int = 20) -> list[int]:
-    """A database of `count` conversations with long messages, spread over a few hundred pages."""
-    with ConversationStore(path) as store:
-        ids = []
-        for number in range(count):
-            conversation = store.create_conversation(title=f"Chat {number}")
-            for index in range(messages):
-                store.add_message(conversation, "user", f"message {index} of chat {number} " + "lorem ipsum " * 150)
-            ids.append(conversation)
-    return ids
-
-
-def damage(path, first_page: int, pages: int) -> None:
-    """Overwrite pages of the file with a pattern no SQLite page has (the header page is kept,
-    so the file still opens, as with a disk that lost a few sectors)."""
-    with open(path, "r+b") as file:
-        file.seek(first_page * PAGE)
-        file.write(b"\xde\xad\xbe\xef" * (PAGE // 4) * pages)
-
+from damaged_database import build_conversations, damaged_database
 
 @pytest.fixture
 def damaged(tmp_path):
     path = tmp_path / "conversations.sqlite3"
-    ids = build_conversations(path)
-    damage(path, path.stat().st_size // PAGE // 2, 3)
-    return path, ids
+    return path, damaged_database(path)
 
 
 def test_a_sound_database_passes_the_quick_check(tmp_path):

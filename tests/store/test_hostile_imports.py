@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from app.engine.sampling import SamplingParams
 from app.store import ConversationStore, StoreError, import_file
 from app.store.exchange import MAX_IMPORT_BYTES, MAX_IMPORT_MESSAGES
 
@@ -68,6 +69,8 @@ CORPUS: dict[str, tuple[bytes, str]] = {
         b'{"format": "hearth.conversation", "version": 1, "conversation": ' + b'{"a": ' * 100_000 + b"1"
         + b"}" * 100_001, "nested too deeply"),
     "nested params": (_json(_message(params={"a": [[["deep"]]]})), "must be a number, text"),
+    "params nested in an object": (_json(_message(params={"logit_bias": {"1": {"2": 3}}})), "must be a number, text"),
+    "lone surrogate in a logit_bias key": (_json(_message(params={"logit_bias": {"\udc00": 1}})), "not valid Unicode"),
     "a 5,000-digit version": (b'{"format": "hearth.conversation", "version": ' + b"9" * 5_000 + b"}", "malformed"),
     "a 40-digit version": (_json(lambda d: d.update(version=10**40)), "newer Hearth"),
     "a float too large for stats": (_json(_message(stats={"ttft_s": 10**400})), "not valid reply statistics"),
@@ -192,6 +195,13 @@ def test_more_messages_than_a_conversation_holds_are_refused(store, tmp_path):
         import_file(store.path, path)
     assert time.monotonic() - started < 2
     assert _nothing_imported(store)
+
+
+def test_the_parameters_hearth_writes_import(store):
+    data = _valid()
+    data["messages"][0]["params"] = SamplingParams(stop=["</s>"], logit_bias={"42": -100.0}).to_dict()
+    (message,) = store.messages(store.import_json(data))
+    assert message.params == data["messages"][0]["params"]
 
 
 def test_statistics_are_stored_as_this_version_reads_them(store):

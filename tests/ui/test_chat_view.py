@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -10,8 +11,10 @@ from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, Q
 from PySide6.QtWidgets import QApplication, QTextBrowser
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.ui.chat_view import HISTORY_SHOWN_CHARS, ChatView, MessageView, stats_text
-from app.ui.markdown_render import BlockSplitter
+from app.ui.chat_view import (
+    HISTORY_SHOWN_CHARS, HISTORY_SHOWN_MESSAGES, MESSAGE_SHOWN_CHARS, ChatView, MessageView, stats_text,
+)
+from app.ui.markdown_render import LONG_RUN, BlockSplitter
 from app.ui.streaming_reply import FLUSH_INTERVAL_MS
 
 WAIT_MS = FLUSH_INTERVAL_MS * 20
@@ -571,3 +574,88 @@ def test_an_indented_line_after_a_blank_line_stays_with_its_list_item():
 
 def test_a_fence_closes_only_on_its_own_string_at_the_margin():
     assert feed_by_character("````\n```\n\nx\n  ````\n````\n\nafter") == ["````\n```\n\nx\n  ````\n````\n", "\n", "after"]
+
+
+# --- hostile sizes: unbreakable runs, huge messages, thousands of messages --------------------------
+
+
+def _longest_unbroken_run(view: ChatView) -> int:
+    """The longest run of shown characters with no line-break opportunity, over every block."""
+    longest, block = 0, browser(view).document().begin()
+    while block.isValid():
+        for run in re.split(r"[\s\u200b]+", block.text()):
+            longest = max(longest, len(run))
+        block = block.next()
+    return longest
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["x" * 1_000_000, "`" + "x" * 90_000 + "`", "# " + "y" * 90_000, "[" + "z" * 90_000 + "](https://example.com)",
+     "> " + "q" * 90_000, "| a |\n|---|\n| " + "w" * 90_000 + " |", "a&b<c>" * 15_000],
+)
+def test_an_unbroken_run_renders_in_well_under_a_second_and_copies_as_it_was(view, qtbot, content):
+    started = time.monotonic()
+    view.set_messages([MessageView(1, "user", "hi"), MessageView(2, "assistant", content)])
+    QApplication.processEvents()
+    browser(view).viewport().repaint()
+    assert time.monotonic() - started < 0.5  # minutes before (Qt's layout is quadratic in a run)
+    assert _longest_unbroken_run(view) <= LONG_RUN + 2  # a tag's delimiters may touch a run
+    with qtbot.waitSignal(view.copied, timeout=WAIT_MS):
+        click_anchor(qtbot, view, "hearth:copy-message/1")
+    assert QGuiApplication.clipboard().text() == content
+
+
+def test_a_copied_selection_has_no_added_break_opportunities(view):
+    word = "Supercalifragilistic" * 20
+    view.set_messages([MessageView(1, "assistant", f"A {word} word.")])
+    browser(view).selectAll()
+    copied = browser(view).createMimeDataFromSelection()
+    assert "\u200b" not in copied.text() and word in copied.text()
+    assert word in view.text_of_reply()
+
+
+def test_a_streamed_run_gets_break_opportunities_across_chunks(view, qtbot):
+    view.begin_reply(1)
+    for _ in range(300):
+        view.append_text("z" * 7)  # chunks far shorter than a run: the run continues across them
+        view.flush_now()
+    assert _longest_unbroken_run(view) <= LONG_RUN
+    assert view.text_of_reply() == "z" * 2_100
+    view.finish_reply("z" * 2_100, None, ReplyStatus.COMPLETE)
+    assert _longest_unbroken_run(view) <= LONG_RUN and view.text_of_reply() == "z" * 2_100
+
+
+def test_a_huge_message_shows_its_beginning_and_says_so(view, qtbot):
+    content = "word " * 100_000  # 500,000 characters
+    started = time.monotonic()
+    view.set_messages([MessageView(1, "assistant", content)])
+    assert time.monotonic() - started < 1
+    shown = view.text_of_reply()
+    assert len(shown) < MESSAGE_SHOWN_CHARS + 200 and "400,000 more characters, not shown here" in shown
+    with qtbot.waitSignal(view.copied, timeout=WAIT_MS):
+        click_anchor(qtbot, view, "hearth:copy-message/0")
+    assert QGuiApplication.clipboard().text() == content
+
+
+def test_a_page_of_tiny_messages_is_bounded_by_their_number(view):
+    messages = [MessageView(i, "user" if i % 2 == 0 else "assistant", "ok") for i in range(3_000)]
+    started = time.monotonic()
+    view.set_messages(messages)
+    assert time.monotonic() - started < 1  # every one of them (6,000 characters) was rendered before
+    assert view.hidden_count() == 3_000 - HISTORY_SHOWN_MESSAGES
+
+
+def test_older_messages_not_handed_over_are_asked_for(view, qtbot):
+    view.set_messages([MessageView(i, "user", f"message {i}") for i in range(100, 110)], earlier=100)
+    assert view.hidden_count() == 100 and view.oldest_message_id() == 100
+    with qtbot.waitSignal(view.earlierRequested, timeout=WAIT_MS):
+        click_anchor(qtbot, view, "hearth:show-earlier")
+    view.prepend_messages([MessageView(i, "user", f"message {i}") for i in range(50, 100)], earlier=50)
+    assert view.hidden_count() == 50 + 50 - HISTORY_SHOWN_MESSAGES and view.oldest_message_id() == 50
+    assert "message 99" in browser(view).toPlainText()
+
+
+def test_a_megabyte_model_name_is_shortened_in_the_label(view):
+    view.set_messages([MessageView(1, "assistant", "hi", model="m" * 1_000_000)])
+    assert max(len(block) for block in browser(view).toPlainText().split("\n")) < 100

@@ -195,7 +195,8 @@ def test_export_and_import(harness, tmp_path):
     harness.window.write_export(conversation_id, "json", tmp_path / "chat.json")
     markdown = (tmp_path / "chat.md").read_text()
     assert "Export this" in markdown and text.strip()[:20] in markdown
-    harness.window.import_conversation(tmp_path / "chat.json")
+    with harness.qtbot.waitSignal(harness.window.importFinished, timeout=10_000):
+        harness.window.import_conversation(tmp_path / "chat.json")  # on a worker thread
     imported = harness.window.session.conversation_id
     assert imported != conversation_id
     assert [m.content for m in harness.window.session.messages()] == ["Export this", text]
