@@ -30,6 +30,8 @@ from pathlib import Path
 
 from gguf.constants import GGML_QUANT_SIZES, MODEL_ARCH_NAMES, GGMLQuantizationType, LlamaFileType
 
+from .text import printable
+
 log = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
@@ -155,18 +157,6 @@ class ModelInfo:
 
 def _token_json(token: Token | None) -> dict | None:
     return None if token is None else {"id": token.id, "text": token.text}
-
-
-def printable(text: str, limit: int | None = 80) -> str:
-    """Text from a file or a file name, safe to show on one line of a message or a label.
-
-    Names that are not valid UTF-8 arrive with lone surrogates, which Qt and a UTF-8 stdout
-    refuse; control characters would break the line. Both become "�", and text longer than
-    `limit` characters is cut with an ellipsis (a header can hold a megabyte-long string).
-    """
-    cut = text if limit is None or len(text) <= limit else text[: limit - 1]
-    shown = "".join(char if char.isprintable() else "\ufffd" for char in cut)
-    return shown if cut is text else shown + "…"
 
 
 def _quote(text: str) -> str:

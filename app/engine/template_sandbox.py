@@ -38,6 +38,8 @@ from jinja2.filters import make_attrgetter
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
+from .text import shorten
+
 MAX_PROMPT_CHARS = 4_000_000
 MAX_GIVEN_CHARS = 16 * MAX_PROMPT_CHARS
 MAX_TEMPLATE_CHARS = 100_000  # published templates are under 20,000 characters
@@ -47,7 +49,7 @@ MAX_RENDER_SECONDS = 2.0
 BUILT_PER_ALLOWANCE = 8
 _MAX_INT_BITS = 16_384  # Python refuses to print integers over 4,300 digits anyway
 _MAX_PADDING = 64  # a JSON indent or separator longer than this is not formatting
-_MESSAGE_DETAIL_CHARS = 160
+MESSAGE_DETAIL_CHARS = 160
 # Container slots and numbers count towards a value's size too: a list of a million small
 # values costs tens of megabytes although its text is short.
 _SLOT_SIZE = 4
@@ -86,16 +88,6 @@ _MAPPING_METHODS = frozenset({"get", "items", "keys", "values", "copy"})
 
 class TemplateError(Exception):
     """A chat template that cannot be rendered; the message is written for the user."""
-
-
-def brief(text: str, limit: int = _MESSAGE_DETAIL_CHARS) -> str:
-    """Foreign text (a template's own error message, an exception's) on one short line: a
-    template can raise a megabyte of text, or HTML, and the message ends up in a label."""
-    head = text[: limit * 8]
-    line = " ".join(head.split())
-    if len(line) <= limit and len(head) == len(text):
-        return line
-    return line[: limit - 1].rstrip() + "…"
 
 
 def _too_large(what: str = "value") -> TemplateError:
@@ -240,17 +232,17 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             raise
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(
-                f"The chat template has a syntax error on line {exc.lineno}: {brief(exc.message or '')}"
+                f"The chat template has a syntax error on line {exc.lineno}: {shorten(exc.message or '', MESSAGE_DETAIL_CHARS)}"
             ) from None
         except (RecursionError, MemoryError, IndentationError) as exc:
             raise _too_complex(exc) from None
         except SyntaxError as exc:  # Python's compiler on the code Jinja generated
             if "too many" in str(exc) or "nested" in str(exc):  # "too many statically nested blocks"
                 raise _too_complex(exc) from None
-            raise TemplateError(f"The chat template could not be compiled: {brief(str(exc))}") from None
+            raise TemplateError(f"The chat template could not be compiled: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}") from None
         except Exception as exc:  # a compiler can fail in ways nobody listed: never a traceback
             raise TemplateError(
-                f"The chat template could not be compiled: {type(exc).__name__}: {brief(str(exc))}"
+                f"The chat template could not be compiled: {type(exc).__name__}: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}"
             ) from None
 
     def _check_nesting(self, source: str) -> None:

@@ -23,7 +23,8 @@ import jinja2.ext
 from jinja2.sandbox import SecurityError
 
 from .modelfile import ModelInfo
-from .template_sandbox import MAX_PROMPT_CHARS, BoundedSandbox, TemplateError, brief, value_size
+from .template_sandbox import MAX_PROMPT_CHARS, MESSAGE_DETAIL_CHARS, BoundedSandbox, TemplateError, value_size
+from .text import shorten
 
 MAX_MESSAGE_CHARS = MAX_PROMPT_CHARS
 
@@ -117,11 +118,11 @@ class ChatTemplate:
         except _TemplateRaised as exc:
             folded = fold_system_prompt(dicts)
             if folded is dicts:
-                raise TemplateError(f"The chat template rejected this conversation: {brief(str(exc))}") from None
+                raise TemplateError(f"The chat template rejected this conversation: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}") from None
             try:
                 return self._render(folded, add_generation_prompt)
             except _TemplateRaised as again:
-                raise TemplateError(f"The chat template rejected this conversation: {brief(str(again))}") from None
+                raise TemplateError(f"The chat template rejected this conversation: {shorten(str(again), MESSAGE_DETAIL_CHARS)}") from None
 
     def _render(self, messages: list[dict], add_generation_prompt: bool) -> str:
         context = {
@@ -136,16 +137,16 @@ class ChatTemplate:
             raise
         except SecurityError as exc:
             raise TemplateError(
-                f"The chat template tried something unsafe and was stopped: {brief(str(exc))}"
+                f"The chat template tried something unsafe and was stopped: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}"
             ) from None
         except RecursionError:
             raise TemplateError("The chat template nested its macros or values too deeply; it looks broken.") from None
         except MemoryError:
             raise TemplateError("The chat template ran out of memory; it looks broken.") from None
         except jinja2.TemplateError as exc:
-            raise TemplateError(f"The chat template failed: {brief(str(exc))}") from None
+            raise TemplateError(f"The chat template failed: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}") from None
         except Exception as exc:  # a template can raise anything Python can (TypeError, ZeroDivision…)
-            raise TemplateError(f"The chat template failed: {type(exc).__name__}: {brief(str(exc))}") from None
+            raise TemplateError(f"The chat template failed: {type(exc).__name__}: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}") from None
 
 
 def check_message_sizes(messages: list[dict]) -> None:

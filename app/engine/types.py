@@ -8,6 +8,7 @@ serializing one is writing its value and nothing else changes on disk.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -187,16 +188,32 @@ class ReplyStats:
         the wrong type, or a key this version does not know, is left at its default."""
         values = {"completion_tokens": None}
         for name, kind in _STORED_TYPES.items():
-            value = data.get(name)
-            if kind is float and isinstance(value, int):
-                value = float(value)
-            if isinstance(value, kind) and not isinstance(value, bool):
+            value = _stored_value(data.get(name), kind)
+            if value is not None:
                 values[name] = value
         reason = data.get("stop_reason")
-        values["stop_reason"] = StopReason(reason) if reason in StopReason._value2member_map_ else None
+        values["stop_reason"] = StopReason(reason) if isinstance(reason, str) and reason in StopReason._value2member_map_ else None
         return cls(**values)
 
 
+def _stored_value(value, kind: type):
+    """`value` if it is a sane `kind` (finite, in range, a short text), else None: a huge
+    number or a NaN in a hand-made file must not reach the footer's arithmetic."""
+    if isinstance(value, bool):
+        return None
+    if kind is float and isinstance(value, int) and 0 <= value <= MAX_STORED_INT:
+        value = float(value)
+    if kind is int and isinstance(value, int) and 0 <= value <= MAX_STORED_INT:
+        return value
+    if kind is float and isinstance(value, float) and math.isfinite(value) and value >= 0:
+        return value
+    if kind is str and isinstance(value, str):
+        return value[:_MAX_STORED_TEXT]
+    return None
+
+
+MAX_STORED_INT = 2**63 - 1  # SQLite's largest integer; counts, times and seeds are never negative
+_MAX_STORED_TEXT = 2_000  # an error message, never a novel
 _STORED_TYPES = {
     "prompt_tokens": int, "evaluated_prompt_tokens": int, "completion_tokens": int, "ttft_s": float,
     "tokens_per_s": float, "dropped_messages": int, "seed": int, "error": str,

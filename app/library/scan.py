@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
-from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model, printable
+from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model
+from ..engine.text import printable
 from .quants import QUARANTINE_DIR, SPLIT_NAME
 
 log = logging.getLogger(__name__)

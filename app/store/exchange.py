@@ -13,7 +13,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-from app.engine.types import ReplyStats, ReplyStatus, StopReason
+from app.engine.types import MAX_STORED_INT, ReplyStats, ReplyStatus, StopReason
 from app.store.records import (
     ROLES,
     STATUSES,
@@ -231,20 +231,20 @@ def _params(item: dict, where: str) -> dict:
 
 
 def _stats(item: dict, where: str) -> dict:
-    """The statistics as ReplyStats reads them (unknown keys and wrong types dropped), or {}."""
+    """The statistics as ReplyStats reads them (unknown keys and wrong types dropped), or {}.
+    A number that is not finite, text that is not Unicode and a stop reason that is not a word
+    are refused, as everywhere in a file: they say the file was made by hand, or damaged."""
     stats = _field(item, "stats", dict, where, {})
-    if not stats:
-        return {}
-    try:
-        values = ReplyStats.from_dict(stats).to_dict()
-    except (TypeError, ValueError, OverflowError):  # an unhashable stop reason, a float out of range
-        raise StoreError(f"{where}.stats are not valid reply statistics.") from None
-    for name, value in values.items():
+    for name, value in stats.items():
         if isinstance(value, float) and not math.isfinite(value):
-            raise StoreError(f"{where}.stats.{name} is not a finite number.")
+            raise StoreError(f"{where}.stats.{shorten(name)} is not a finite number.")
+        if isinstance(value, int) and abs(value) > MAX_STORED_INT:
+            raise StoreError(f"{where}.stats.{shorten(name)} is out of range.")
         if isinstance(value, str):
-            _require_unicode(value, f"{where}.stats.{name}")
-    return values
+            _require_unicode(value, f"{where}.stats.{shorten(name)}")
+    if not isinstance(stats.get("stop_reason", ""), str):
+        raise StoreError(f"{where}.stats are not valid reply statistics.")
+    return ReplyStats.from_dict(stats).to_dict() if stats else {}
 
 
 def _timestamp(source: dict, name: str, where: str) -> str:

@@ -11,6 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from app.engine.text import shorten
 from app.engine.types import ReplyStats, ReplyStatus
 
 ROLES = ("system", "user", "assistant")
@@ -99,11 +100,3 @@ def require_choice(what: str, value: object, choices: tuple[str, ...]) -> None:
         raise StoreError(f"{what} must be one of {', '.join(choices)}, not {shorten(repr(value))}.")
 
 
-def shorten(text: str, limit: int = 80) -> str:
-    """text on one line and at most limit characters, for a message or a list row: a title, a
-    value from an import file or a model name may be a megabyte long or hold newlines."""
-    head = text[: limit * 8]  # collapsing a megabyte's whitespace to show 80 characters is waste
-    line = " ".join(head.split())
-    if len(line) <= limit and len(head) == len(text):
-        return line
-    return line[: limit - 1].rstrip() + "…"

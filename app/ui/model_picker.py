@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QTableView, QVBoxLayout, QWidget,
 )
 
-from ..engine.modelfile import printable
+from ..engine.text import printable
 from ..engine.templates import fallback_name
 from ..library import scan
 from ..library.scan import ModelEntry

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.modelfile import ModelFileError, inspect_model, printable
+from app.engine.modelfile import ModelFileError, inspect_model
+from app.engine.text import printable
 
 
 def test_inspects_gemma_without_loading(gemma_path):

@@ -217,3 +217,14 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(store, db_path):
         (reply,) = reopened.messages(cid)
     assert (reply.content, reply.status, reply.stats) == (
         "half a rep", "cancelled", ReplyStats(completion_tokens=None, stop_reason=StopReason.INTERRUPTED))
+
+
+@pytest.mark.parametrize("stored", [
+    {"completion_tokens": 10**400, "tokens_per_s": 10**400},  # float(10**400) overflows
+    {"tokens_per_s": float("nan"), "ttft_s": float("inf"), "prompt_tokens": True},
+    {"stop_reason": ["length"], "seed": "7", "error": 5},
+    {"stop_reason": {"x": 1}, "dropped_messages": -(10**30)},
+])
+def test_stored_statistics_out_of_range_or_of_the_wrong_type_read_as_not_counted(stored):
+    """A hand-made record's statistics never raise, and never reach the footer as numbers."""
+    assert ReplyStats.from_dict(stored) == ReplyStats(completion_tokens=None, stop_reason=None)
