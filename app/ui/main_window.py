@@ -5,13 +5,12 @@ conversation (`ChatSession`), the model (`ModelSession`) and the downloads (`Dow
 which outlive it. It holds no chat or model logic of its own and never touches llama.cpp.
 
 Store errors (a damaged or full database, a bad import) are shown in one place, the banner
-above the chat (StoreProblemBanner), whichever slot meets them; a damaged database offers
+above the chat (ui/store_problems.py), whichever slot meets them; a damaged database offers
 to export what is readable and to move the file aside and start afresh.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -20,7 +19,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
+    QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
     QTabWidget, QVBoxLayout, QWidget,
 )
 
@@ -35,9 +34,10 @@ from .background import run_in_background
 from .chat_view import ChatView, MessageView
 from .composer import Composer
 from .conversation_list import TITLE_SHOWN_CHARS, ConversationList, shown_title
-from .model_picker import ERROR_COLOR, ModelPicker
+from .model_picker import ModelPicker
 from .parameters_panel import ParametersPanel
 from .shortcuts import SHORTCUTS, ShortcutsDialog
+from .store_problems import StoreProblemBanner, reports_store_errors
 
 log = logging.getLogger(__name__)
 
@@ -46,21 +46,6 @@ UNDO_SECONDS = 10
 # beyond them: the view renders a page of these at a time.
 MESSAGES_LOADED = 200
 _UNSAFE_IN_FILE_NAMES = re.compile(r'[\x00-\x1f<>:"/\\|?*]+')
-
-
-def reports_store_errors(slot):
-    """A window slot whose StoreError (a damaged or full database) is shown in the banner
-    instead of escaping into Qt, which would only write a crash report."""
-
-    @functools.wraps(slot)
-    def guarded(self, *args, **kwargs):
-        try:
-            return slot(self, *args, **kwargs)
-        except StoreError as exc:
-            self.show_store_error(exc)
-            return None
-
-    return guarded
 
 
 def export_file_name(title: str) -> str:
@@ -73,34 +58,6 @@ def message_view(message: StoredMessage) -> MessageView:
         id=message.id, role=message.role, content=message.content, stats=message.stats,
         status=message.status, model=message.model,
     )
-
-
-class StoreProblemBanner(QFrame):
-    """The one place store errors are shown: a line above the chat, with what can be done
-    about a damaged database. Hidden until there is something to say."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextFormat(Qt.TextFormat.PlainText)  # paths and SQLite's words, not HTML
-        self.message.setStyleSheet(f"color: {ERROR_COLOR}")
-        self.export_button = QPushButton("Export readable conversations…")
-        self.move_aside_button = QPushButton("Move aside and start fresh…")
-        self.dismiss_button = QPushButton("Dismiss")
-        self.dismiss_button.clicked.connect(self.hide)
-        layout = QHBoxLayout(self)
-        layout.addWidget(self.message, 1)
-        for button in (self.export_button, self.move_aside_button, self.dismiss_button):
-            layout.addWidget(button)
-        self.hide()
-
-    def show_problem(self, text: str, damaged: bool) -> None:
-        self.message.setText(text)
-        self.export_button.setVisible(damaged)
-        self.move_aside_button.setVisible(damaged)
-        self.show()
 
 
 class MainWindow(QMainWindow):
