@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ..store import StoreError
 from .model_picker import ERROR_COLOR
@@ -48,10 +48,15 @@ class StoreProblemBanner(QFrame):
         self.move_aside_button = QPushButton("Move aside and start fresh…")
         self.dismiss_button = QPushButton("Dismiss")
         self.dismiss_button.clicked.connect(self.hide)
-        layout = QHBoxLayout(self)
-        layout.addWidget(self.message, 1)
+        # The message across the whole width, the buttons on a row under it: beside the buttons
+        # a two-line message was squeezed into a column twenty lines tall.
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
         for button in (self.export_button, self.move_aside_button, self.dismiss_button):
-            layout.addWidget(button)
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.message)
+        layout.addLayout(buttons)
         self.hide()
 
     def show_problem(self, text: str, damaged: bool) -> None:
