@@ -153,8 +153,11 @@ def quick_check(path: str | os.PathLike, max_problems: int = 5) -> list[str]:
     return [] if rows == [("ok",)] else [shorten(str(row[0])) for row in rows]
 
 
+_DATABASE_FILES = ("", "-wal", "-shm", "-journal")  # the file and what SQLite keeps beside it
+
+
 def move_aside(path: str | os.PathLike) -> Path:
-    """Rename the database, with its -wal and -shm files, to a timestamped name beside it (e.g.
+    """Rename the database, with its -wal, -shm and -journal files, to a timestamped name beside it (e.g.
     conversations.sqlite3.damaged-20250101-120000), so a fresh one can take its place and
     nothing in the old one is lost: SQLite still finds the renamed file's WAL under its new name.
     Never overwrites: a second move in the same second gets "-2"."""
@@ -162,10 +165,10 @@ def move_aside(path: str | os.PathLike) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.damaged-{stamp}")
     number = 2
-    while any(Path(f"{target}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
+    while any(Path(f"{target}{suffix}").exists() for suffix in _DATABASE_FILES):
         target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
         number += 1
-    for suffix in ("", "-wal", "-shm"):  # the WAL goes with its file: never left to a new one of the old name
+    for suffix in _DATABASE_FILES:  # a WAL or journal goes with its file: never replayed into a new one
         source = Path(f"{path}{suffix}")
         if source.exists():
             source.rename(f"{target}{suffix}")

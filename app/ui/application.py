@@ -20,7 +20,7 @@ from ..library.default_model import ensure_default_model
 from ..model_session import ModelSession
 from ..session import ChatSession
 from ..settings import Settings
-from ..store import ConversationStore, StoreError
+from ..store import ConversationStore, DatabaseDamaged, StoreError
 from ..store.schema import move_aside
 from . import appearance
 from .background import run_in_background
@@ -121,13 +121,18 @@ def run_gui(args) -> int:
 
 
 def open_store(path: Path) -> ConversationStore | None:
-    """The conversation database at path; when it cannot be opened, the user may have it moved
-    aside (renamed beside it, never deleted) and start with an empty one. None: they quit."""
+    """The conversation database at path; when it is damaged, the user may have it moved aside
+    (renamed beside it, never deleted) and start with an empty one. Any other failure (a file
+    from a newer Hearth, a disk error, no permission) is said and Hearth quits: moving a sound
+    file aside would hide its conversations. None: Hearth does not start."""
     try:
         return ConversationStore(path)
-    except StoreError as exc:
+    except DatabaseDamaged as exc:
         if not ask_to_move_aside(str(exc)):
             return None
+    except StoreError as exc:
+        QMessageBox.critical(None, "Hearth", str(exc))
+        return None
     try:
         moved = move_aside(path)
         log.warning("conversation database moved aside to %s", moved)

@@ -77,6 +77,7 @@ class MainWindow(QMainWindow):
         self.store = session.store
         self.settings = settings
         self._get_models_dialog = None
+        self._imports_running = 0  # imports on worker threads, each with its own connection
 
         self.conversations = ConversationList()
         self.store_banner = StoreProblemBanner()
@@ -391,9 +392,11 @@ class MainWindow(QMainWindow):
             path = Path(chosen)
         path, database = Path(path), self.store.path
         self.statusBar().showMessage(f"Importing {shorten(path.name)}…")
+        self._imports_running += 1
         run_in_background(lambda: import_file(database, path), lambda result, error: self._imported(path, result, error), self)
 
     def _imported(self, path: Path, conversation_id: int | None, error: Exception | None) -> None:
+        self._imports_running -= 1
         self.statusBar().clearMessage()
         if error is not None:
             if not isinstance(error, StoreError):  # a case the checks missed: still a message, logged
@@ -465,6 +468,10 @@ class MainWindow(QMainWindow):
         """Move the damaged database aside (never deleted) and carry on with an empty one;
         returns where the old one went."""
         path = self.store.path
+        if self._imports_running:  # its own connection writes to the file by name
+            self.store_banner.show_problem(
+                "An import is still being written into the database; move it aside when it has finished.", True)
+            return None
         self.store.close()
         try:
             moved = move_aside(path)

@@ -78,3 +78,13 @@ def test_a_second_move_in_the_same_second_never_overwrites(tmp_path):
     path.write_bytes(b"second")
     second = move_aside(path)
     assert first != second and (first.read_bytes(), second.read_bytes()) == (b"first", b"second")
+
+
+def test_move_aside_takes_a_rollback_journal_with_it(tmp_path):
+    """A journal left beside the old name would be replayed into the new, empty database."""
+    path = tmp_path / "conversations.sqlite3"
+    build_conversations(path, count=1, messages=1)
+    Path(f"{path}-journal").write_bytes(b"a hot journal")
+    moved = move_aside(path)
+    assert not Path(f"{path}-journal").exists()
+    assert Path(f"{moved}-journal").read_bytes() == b"a hot journal"

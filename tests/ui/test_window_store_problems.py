@@ -204,3 +204,38 @@ def test_a_database_that_cannot_be_opened_can_be_moved_aside_at_start_up(qtbot, 
         store.close()
     (moved,) = tmp_path.glob("conversations.sqlite3.damaged-*")
     assert moved.read_bytes() == original
+
+
+def test_a_sound_database_from_a_newer_hearth_is_never_offered_to_be_moved_aside(qtbot, tmp_path):
+    """Only a damaged file may be moved aside: a newer Hearth's file holds every conversation."""
+    import sqlite3
+
+    path = tmp_path / "conversations.sqlite3"
+    build_conversations(path, count=1, messages=1)
+    with sqlite3.connect(path) as newer:
+        newer.execute("PRAGMA user_version = 999")
+    original = path.read_bytes()
+    seen, buttons = [], []
+
+    def look_and_close():
+        box = QApplication.activeModalWidget()
+        seen.append(box.text())
+        buttons.extend(button.text() for button in box.buttons())
+        box.buttons()[0].click()
+
+    QTimer.singleShot(0, look_and_close)
+    assert open_store(path) is None
+    assert "newer version of Hearth" in seen[0] and MOVE_ASIDE_BUTTON not in buttons
+    assert path.read_bytes() == original and not list(tmp_path.glob("*.damaged-*"))
+
+
+def test_moving_aside_waits_for_an_import_being_written(qtbot, windows, tmp_path):
+    """An import writes through its own connection by the file's name: moving the file under it
+    would send the import into the old file."""
+    window = windows.open()
+    source = tmp_path / "big.json"
+    source.write_text(json.dumps(export(messages=20_000)))
+    window.import_conversation(source)  # on a worker thread
+    assert window.start_fresh() is None and "import is still being written" in window.store_banner.message.text()
+    qtbot.waitSignal(window.importFinished, timeout=20_000).wait()
+    assert window.start_fresh() is not None
