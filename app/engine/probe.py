@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,9 +47,19 @@ PROBE_FLAG = "--probe-model"  # the hidden command-line switch the child runs un
 PROBE_CONTEXT = 512  # tokens: room for any template's framing of one short message
 PROBE_SHARE = 0.5  # of the load's progress bar: the probe reads the file from disk, the load from cache
 MAX_REMEMBERED = 500  # files whose probe passed; the oldest are forgotten first
-_EXIT_PASSED, _EXIT_REFUSED = 0, 1  # any other status (or a signal) means the child crashed
+# The child's exit statuses. Killed by a signal: llama.cpp crashed. Any other status is the
+# child itself failing (it could not start, a Python error): the probe is skipped, not the file.
+_EXIT_PASSED, _EXIT_REFUSED = 0, 65  # 65: EX_DATAERR, "the input data was incorrect"
+# Time for the child: a hostile file can make llama.cpp loop, and then only Cancel would end
+# the load. Generous: the child reads the whole file cold (20 MB/s is a slow disk).
+PROBE_BASE_SECONDS = 120
+PROBE_BYTES_PER_SECOND = 20_000_000
 _PROGRESS = "progress "
-_ASSERT_MARKERS = ("GGML_ASSERT", "error", "terminate")
+# Where llama.cpp says why it stopped: its own assert or abort line first, anything else after.
+_LAST_WORDS_MARKERS = (("GGML_ASSERT", "GGML_ABORT"), ("error", "terminate"))
+# No CUDA in the child (its checks are the CPU's, and the GPU still holds the current model),
+# and no backtrace from ggml_abort pushing the assert's line out of the tail we keep.
+_CHILD_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "GGML_NO_BACKTRACE": "1"}
 _MAX_QUOTE = 200  # characters of llama.cpp's last words quoted to the user
 
 
@@ -83,15 +94,23 @@ class ProbingOpener:
         request = {"path": str(source.path), "template_override": options.template_override,
                    "n_ctx": min(options.n_ctx or PROBE_CONTEXT, PROBE_CONTEXT)}
         child = _Child(self._command, request)
+        limit = PROBE_BASE_SECONDS + source.path.stat().st_size / PROBE_BYTES_PER_SECOND
+        deadline = time.monotonic() + limit
         try:
             while (status := child.wait(0.05)) is None:
                 child.report_progress(progress)
                 if cancel is not None and cancel.is_set():
-                    child.kill()
                     raise LoadCancelled(f"Loading {source.path.name} was cancelled.")
+                if time.monotonic() > deadline:
+                    raise ModelFileError(
+                        f"Hearth did not load {source.path.name}: a test load of it had not finished after "
+                        f"{limit:.0f} s, so llama.cpp is probably stuck on it. The file may be damaged.")
         finally:
             child.kill()
-        if status in (_EXIT_PASSED, _EXIT_REFUSED):
+        if status >= 0:
+            if status not in (_EXIT_PASSED, _EXIT_REFUSED):
+                log.warning("the probe process failed on its own (exit status %d); loading %s without it:\n%s",
+                            status, source.path, "\n".join(child.stderr_tail))
             return status == _EXIT_PASSED
         last_words = child.last_words()
         log.error("llama.cpp crashed (%s) loading %s in the probe; its last output:\n%s",
@@ -118,6 +137,7 @@ class _Child:
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=source_root if source_root.joinpath("app").is_dir() else None, text=True, errors="replace",
+            env={**os.environ, **_CHILD_ENVIRONMENT},
         )
         self._progress: queue.Queue[float] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=40)
@@ -168,19 +188,19 @@ class _Child:
 
     def last_words(self) -> str:
         """The line of llama.cpp's output that says why it stopped, shortened for a message."""
-        for line in reversed(self.stderr_tail):
-            if any(marker in line for marker in _ASSERT_MARKERS):
-                return line if len(line) <= _MAX_QUOTE else line[:_MAX_QUOTE - 1] + "…"
+        for markers in _LAST_WORDS_MARKERS:
+            for line in reversed(self.stderr_tail):
+                if any(marker in line for marker in markers):
+                    return line if len(line) <= _MAX_QUOTE else line[:_MAX_QUOTE - 1] + "…"
         return ""
 
 
 def _describe_status(status: int) -> str:
-    if status < 0:
-        try:
-            return signal.Signals(-status).name
-        except ValueError:
-            return f"signal {-status}"
-    return f"exit status {status}"
+    """A signal's name, for a child it killed (status -N)."""
+    try:
+        return signal.Signals(-status).name
+    except ValueError:
+        return f"signal {-status}"
 
 
 def _identity(path: Path) -> str | None:
@@ -235,9 +255,9 @@ class _PassedFiles:
 
 
 def run_child() -> int:
-    """The child's side: read the request from stdin, load, read one token, exit 0 or 1.
+    """The child's side: read the request from stdin, load, read one token, exit 0 or 65.
 
-    Progress goes to stdout as `progress F` lines. A polite failure exits 1 with its reason on
+    Progress goes to stdout as `progress F` lines. A polite failure exits 65 with its reason on
     stderr; an abort is the exit the parent is looking for.
     """
     from .context import ContextFullError

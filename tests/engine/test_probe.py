@@ -108,3 +108,25 @@ def test_the_window_keeps_its_model_when_a_file_crashes_the_probe(qapp, script, 
         assert models.current.path == gemma_path and [source.path for source, _ in script.loads] == [gemma_path]
     finally:
         bridge.shutdown()
+
+
+def test_a_child_stuck_on_a_file_is_given_up_on_with_a_message(gemma_path, tmp_path, monkeypatch):
+    """llama.cpp looping on a hostile file would otherwise hold the load until Cancel."""
+    import app.engine.probe as probe
+
+    monkeypatch.setattr(probe, "PROBE_BASE_SECONDS", 0.5)
+    monkeypatch.setattr(probe, "PROBE_BYTES_PER_SECOND", 10**15)
+    opener = RecordingOpener()
+    started = time.monotonic()
+    with pytest.raises(ModelFileError, match=f"did not load {gemma_path.name}: a test load of it had not finished"):
+        ProbingOpener(tmp_path / "probed.json", opener, command=HANGING_CHILD)(LocalModel(gemma_path), LoadOptions())
+    assert time.monotonic() - started < 5 and opener.opened == []
+
+
+def test_a_child_that_fails_on_its_own_does_not_condemn_the_file(gemma_path, tmp_path):
+    """A probe that cannot run (here: it exits 2 at once, as an argparse error would) is skipped:
+    the file loads as it did before there was a probe, and is probed again next time."""
+    opener = RecordingOpener()
+    broken_child = [sys.executable, "-c", "import sys; sys.exit(2)"]
+    ProbingOpener(tmp_path / "probed.json", opener, command=broken_child)(LocalModel(gemma_path), LoadOptions())
+    assert opener.opened == [LocalModel(gemma_path)] and not (tmp_path / "probed.json").exists()
