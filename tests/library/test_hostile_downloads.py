@@ -8,6 +8,7 @@ bound, so a regression fails the test instead of hanging the suite.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -63,8 +64,9 @@ def test_a_trickling_server_is_given_up_on_and_says_how_little_it_sent(qwen, hub
 
     assert isinstance(error, HubTimeout)
     assert str(error).startswith(f"Could not download {Q4}: the server sent only ")
-    assert " B in the last 0.6 seconds, too slow to finish." in str(error)
-    assert time.monotonic() - started < 3
+    # The seconds are the window as measured (0.6 s here), which a loaded machine stretches.
+    assert re.search(r" B in the last \d+(\.\d)? seconds, too slow to finish\.", str(error))
+    assert time.monotonic() - started < 10  # a trickle used to hold the download for ever
     assert (tmp_path / (Q4 + PARTIAL_SUFFIX)).stat().st_size > 0  # kept for a retry
 
 
@@ -97,7 +99,7 @@ def test_progress_pause_and_cancel_do_not_wait_for_a_silent_server(qwen, hub, tm
     assert wait_until(lambda: progress[-1].paused, timeout=1.0)
     control.cancel()
     worker.join(timeout=1.0)
-    assert not worker.is_alive() and time.monotonic() - silent_since < 3.5
+    assert not worker.is_alive() and time.monotonic() - silent_since < 8
     assert isinstance(outcome["error"], DownloadCancelled) and not partial.exists()
 
 
