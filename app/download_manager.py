@@ -34,7 +34,8 @@ from .library.quants import RemoteModel
 
 if TYPE_CHECKING:
     from .library.credentials import TokenSaved
-    from .library.downloads import DownloadProgress, DownloadQueue, QueuedDownload
+    from .library.download_progress import DownloadProgress
+    from .library.download_queue import DownloadQueue, QueuedDownload
     from .library.hub import HubClient
 
 SHUTDOWN_WAIT_S = 2  # how long quitting waits for the running download to stop and flush
@@ -178,7 +179,7 @@ class DownloadManager(QObject):
 
     def _download_queue(self) -> DownloadQueue:
         if self._queue is None:
-            from .library.downloads import DownloadQueue
+            from .library.download_queue import DownloadQueue
 
             self._queue = DownloadQueue(
                 self._clients.current, self._dest,

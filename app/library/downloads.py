@@ -21,35 +21,30 @@ name, so the model picker never sees a partial or corrupt file. A mismatch is mo
 last, once all of them are verified.
 
 A hostile or broken network is expected: the body is read on a thread of its own so Pause,
-Cancel and progress never wait on the server (`_BodyReader`); a server that trickles bytes
-is given up on (`_Pace`); a body that is not a GGUF (a web page served with status 200) is
-refused at its first bytes.
+Cancel and progress never wait on the server (`body_reader.BodyReader`); a server that
+trickles bytes is given up on (`body_reader.Pace`); a body that is not a GGUF (a web page
+served with status 200) is refused at its first bytes. Progress snapshots are built in
+`download_progress`; the queue that runs downloads one after another is `download_queue`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
-import queue
 import shutil
 import threading
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import httpx2
 from huggingface_hub import hf_hub_url
-from huggingface_hub.utils import get_session, hf_raise_for_status
 
+from app.library.body_reader import END, TICK_S, BodyReader, Head, Pace
+from app.library.download_progress import ProgressCallback, Reporter, format_bytes
 from app.library.errors import (
     DownloadCancelled,
     HubError,
     HubUnavailable,
-    HubTimeout,
     IntegrityError,
     NotEnoughSpace,
     WrongContent,
@@ -58,41 +53,12 @@ from app.library.errors import (
 from app.library.hub import HubClient
 from app.library.quants import QUARANTINE_DIR, RemoteFile, RemoteModel
 
-_log = logging.getLogger(__name__)
-
 CHUNK_SIZE = 1024 * 1024  # blocks read when hashing a file already on disk
 PARTIAL_SUFFIX = ".part"
 GGUF_MAGIC = b"GGUF"  # the first bytes of every GGUF file, each part of a split model included
 _WEB_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-# The longest the download loop waits for bytes before it looks at Pause and Cancel again,
-# reports progress and checks the pace.
-_TICK_S = 0.25
-_READ_AHEAD = 32  # chunks the reading thread may get ahead of the writing one
 # Dropped connections in a row, without a byte received between them, before giving up.
 MAX_RECONNECTS = 3
-_PROGRESS_INTERVAL_S = 0.1  # at most ten progress callbacks a second
-_SPEED_SAMPLE_S = 0.5
-_SPEED_SMOOTHING = 0.3  # weight of the newest sample in the moving average
-
-
-@dataclass(frozen=True)
-class DownloadProgress:
-    """A snapshot for a progress bar. Byte counts cover all parts of a split model."""
-
-    model_name: str
-    file_name: str  # the part being fetched now
-    bytes_done: int
-    bytes_total: int
-    speed: float  # bytes per second, smoothed; 0 until measured and while paused
-    eta_seconds: float | None
-    paused: bool = False
-
-    @property
-    def fraction(self) -> float:
-        return self.bytes_done / self.bytes_total if self.bytes_total else 1.0
-
-
-ProgressCallback = Callable[[DownloadProgress], None]
 
 
 class DownloadControl:
@@ -140,68 +106,6 @@ class DownloadControl:
     def wait_while_paused(self) -> None:
         with self._state:
             self._state.wait_for(lambda: not self._paused or self._cancelled)
-
-
-class _SpeedMeter:
-    """Bytes per second as an exponential moving average of half-second samples.
-
-    Raw per-chunk rates jump around with TCP bursts; the average keeps the ETA readable.
-    """
-
-    def __init__(self):
-        self.speed = 0.0
-        self.restart()
-
-    def restart(self) -> None:
-        """Forget the time spent paused; the average itself is kept."""
-        self._sample_start = time.monotonic()
-        self._sample_bytes = 0
-
-    def add(self, nbytes: int) -> None:
-        self._sample_bytes += nbytes
-        elapsed = time.monotonic() - self._sample_start
-        if elapsed >= _SPEED_SAMPLE_S:
-            rate = self._sample_bytes / elapsed
-            self.speed = rate if self.speed == 0 else self.speed + _SPEED_SMOOTHING * (rate - self.speed)
-            self.restart()
-
-
-class _Reporter:
-    """Turns bytes received into throttled DownloadProgress callbacks."""
-
-    def __init__(self, model: RemoteModel, callback: ProgressCallback | None):
-        self._model = model
-        self._callback = callback
-        self._meter = _SpeedMeter()
-        self._last_emit = 0.0
-        self.file_name = model.name
-        self.done = 0
-
-    def add(self, nbytes: int, counts_for_speed: bool = True) -> None:
-        self.done += nbytes
-        if counts_for_speed:
-            self._meter.add(nbytes)
-        if time.monotonic() - self._last_emit >= _PROGRESS_INTERVAL_S:
-            self.emit()
-
-    def emit(self, paused: bool = False) -> None:
-        self._last_emit = time.monotonic()
-        if self._callback is None:
-            return
-        speed = 0.0 if paused else self._meter.speed
-        remaining = self._model.size - self.done
-        self._callback(DownloadProgress(
-            model_name=self._model.name,
-            file_name=self.file_name,
-            bytes_done=self.done,
-            bytes_total=self._model.size,
-            speed=speed,
-            eta_seconds=remaining / speed if speed > 0 else None,
-            paused=paused,
-        ))
-
-    def resumed(self) -> None:
-        self._meter.restart()
 
 
 class _Checksum:
@@ -252,7 +156,7 @@ def download_model(
     """
     dest = Path(dest)
     control = control or DownloadControl()
-    reporter = _Reporter(model, on_progress)
+    reporter = Reporter(model, on_progress)
     try:
         missing = _parts_to_fetch(model, dest, control, reporter)
         if missing:
@@ -277,7 +181,7 @@ def download_model(
 
 
 def _parts_to_fetch(model: RemoteModel, dest: Path, control: DownloadControl,
-                    reporter: _Reporter) -> list[RemoteFile]:
+                    reporter: Reporter) -> list[RemoteFile]:
     """The parts not yet in `dest`; a part already there is hashed, and refused if it differs."""
     missing = []
     for part in model.parts:
@@ -290,7 +194,7 @@ def _parts_to_fetch(model: RemoteModel, dest: Path, control: DownloadControl,
         if final.stat().st_size == part.size:
             _hash_file(final, checksum, control, reporter)
         if control.cancelled:
-            raise _cancelled(model, control)
+            raise cancelled_error(model, control)
         if final.stat().st_size != part.size or not checksum.matches():
             raise HubError(
                 f"A different file named {part.local_path} is already in {dest}. "
@@ -299,7 +203,7 @@ def _parts_to_fetch(model: RemoteModel, dest: Path, control: DownloadControl,
     return missing
 
 
-def _hash_file(path: Path, checksum: _Checksum, control: DownloadControl, reporter: _Reporter) -> int:
+def _hash_file(path: Path, checksum: _Checksum, control: DownloadControl, reporter: Reporter) -> int:
     """Feed a file on disk into `checksum`, reporting progress; stops early when cancelled."""
     hashed = 0
     with open(path, "rb") as existing:
@@ -329,7 +233,7 @@ def _fetch_part(
     part: RemoteFile,
     dest: Path,
     control: DownloadControl,
-    reporter: _Reporter,
+    reporter: Reporter,
 ) -> None:
     """Bring `NAME.part` to the full, verified file, continuing whatever is there already."""
     partial = partial_path(dest, part)
@@ -348,119 +252,18 @@ def _fetch_part(
         raise _quarantine(partial, part, dest)
 
 
-@dataclass(frozen=True)
-class _Head:
-    """What a GET's answer says before its body."""
-
-    status: int
-    content_type: str
-
-
-_END = object()  # the body is complete
-
-
-class _BodyReader:
-    """One GET, read on a thread of its own and handed over a chunk at a time.
-
-    Why a thread: a read blocks until bytes come or the read timeout ends it, and a server
-    that trickles a byte every few seconds never lets the timeout end it. The download loop
-    instead waits for the next chunk at most _TICK_S, so it obeys Pause and Cancel, reports
-    progress and measures the pace every tick, whatever the server does. The response
-    belongs to this thread alone; once the loop stops listening (`stop`), the thread closes
-    it at its next chunk, or when the read timeout ends its wait.
-    """
-
-    def __init__(self, url: str, headers: dict[str, str], timeout: httpx2.Timeout):
-        self._items: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
-        self._stopped = threading.Event()
-        threading.Thread(target=self._read, args=(url, headers, timeout), name="hearth-download-read",
-                         daemon=True).start()
-
-    def next(self, wait: float):
-        """A _Head, then bytes, then _END; None if nothing came within `wait` seconds.
-        Raises what the request raised."""
-        try:
-            item = self._items.get(timeout=wait)
-        except queue.Empty:
-            return None
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    def _read(self, url: str, headers: dict[str, str], timeout: httpx2.Timeout) -> None:
-        try:
-            with get_session().stream("GET", url, headers=headers, timeout=timeout,
-                                      follow_redirects=True) as response:
-                hf_raise_for_status(response)
-                if not self._hand_over(_Head(response.status_code, response.headers.get("content-type", ""))):
-                    return
-                for chunk in response.iter_bytes():  # whatever each read brought, however little
-                    if not self._hand_over(chunk):
-                        return
-            self._hand_over(_END)
-        except Exception as exc:  # raised again on the download loop's thread
-            self._hand_over(exc)
-
-    def _hand_over(self, item) -> bool:
-        """Queue `item` for the download loop; False once it stopped listening."""
-        while not self._stopped.is_set():
-            try:
-                self._items.put(item, timeout=_TICK_S)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-
-class _Pace:
-    """Ends a download that receives too little for too long (Timeouts.slow_window).
-
-    Counted in whole windows across reconnections, so a server that sends a byte and drops
-    the connection, again and again, is caught too; time spent paused does not count.
-    """
-
-    def __init__(self, part: RemoteFile, window: float, least_bytes: int):
-        self._part = part
-        self._window = window
-        self._least_bytes = least_bytes
-        self.restart()
-
-    def restart(self) -> None:
-        self._since = time.monotonic()
-        self._received = 0
-
-    def add(self, nbytes: int) -> None:
-        self._received += nbytes
-
-    def check(self) -> None:
-        elapsed = time.monotonic() - self._since
-        if elapsed < self._window:
-            return
-        if self._received < self._least_bytes:
-            seconds = f"{elapsed:.0f}" if elapsed >= 10 else f"{elapsed:.1f}"
-            raise HubTimeout(
-                f"Could not download {self._part.name}: the server sent only {format_bytes(self._received)} "
-                f"in the last {seconds} seconds, too slow to finish. What was downloaded is kept; "
-                "try again later."
-            )
-        self.restart()
-
-
 class _PartTransfer:
     """The open `.part` file of one part, how much of it there is, and its running hash."""
 
     def __init__(self, client: HubClient, model: RemoteModel, part: RemoteFile, out: BinaryIO,
-                 reporter: _Reporter):
+                 reporter: Reporter):
         self._client = client
         self._model = model
         self._url = hf_hub_url(model.repo_id, part.path, revision=model.revision, endpoint=client.endpoint)
         self._part = part
         self._out = out
         self._reporter = reporter
-        self._pace = _Pace(part, client.timeouts.slow_window, client.timeouts.slow_bytes)
+        self._pace = Pace(part, client.timeouts.slow_window, client.timeouts.slow_bytes)
         self._expects_gguf = part.name.lower().endswith(".gguf")
         self._start = b""  # the file's first bytes, until there are enough to check the GGUF magic
         self.done = 0
@@ -482,7 +285,7 @@ class _PartTransfer:
         self._pace.restart()  # the time spent hashing what was there already does not count
         while self.done < self._part.size:
             if control.cancelled:
-                raise _cancelled(self._model, control)
+                raise cancelled_error(self._model, control)
             if control.paused:
                 self._reporter.emit(paused=True)
                 control.wait_while_paused()
@@ -511,15 +314,15 @@ class _PartTransfer:
         headers = self._client.headers()
         if self.done:
             headers["Range"] = f"bytes={self.done}-"
-        body = _BodyReader(self._url, headers, self._client.timeouts.for_httpx())
+        body = BodyReader(self._url, headers, self._client.timeouts.for_httpx())
         try:
             while self.done < self._part.size and not (control.paused or control.cancelled):
-                item = body.next(_TICK_S)
-                if item is _END:
+                item = body.next(TICK_S)
+                if item is END:
                     return
                 if item is None:
                     self._out.flush()  # the server is quiet: what arrived goes to disk meanwhile
-                if isinstance(item, _Head):
+                if isinstance(item, Head):
                     self._accept(item)
                 written = self._write(item) if isinstance(item, bytes) else 0
                 self._reporter.add(written)
@@ -529,7 +332,7 @@ class _PartTransfer:
             body.stop()
             self._out.flush()
 
-    def _accept(self, head: _Head) -> None:
+    def _accept(self, head: Head) -> None:
         if head.content_type.split(";")[0].strip().lower() in _WEB_PAGE_TYPES:
             raise self._wrong_content(web_page=True)
         if self.done and head.status != 206:
@@ -588,109 +391,6 @@ def _quarantine(partial: Path, part: RemoteFile, dest: Path) -> IntegrityError:
     )
 
 
-def _cancelled(model: RemoteModel, control: DownloadControl) -> DownloadCancelled:
+def cancelled_error(model: RemoteModel, control: DownloadControl) -> DownloadCancelled:
     kept = " What was downloaded is kept for next time." if control.keep_partial else ""
     return DownloadCancelled(f"The download of {model.name} was cancelled.{kept}", control.keep_partial)
-
-
-def format_bytes(count: float) -> str:
-    """'4.7 GB': decimal units, as Hugging Face and disk makers count."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(count) < 1000:
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} TB"
-
-
-@dataclass(eq=False)
-class QueuedDownload:
-    """One entry of a DownloadQueue; pause or cancel it through `control`."""
-
-    model: RemoteModel
-    control: DownloadControl = field(default_factory=DownloadControl)
-    path: Path | None = None  # set when it finished
-    error: HubError | None = None  # set when it failed or was cancelled
-
-
-class DownloadQueue:
-    """Downloads models one after another on a worker thread of its own.
-
-    `current_client()` is asked for the HubClient as each download starts, so a client
-    rebuilt with a new access token is used by the downloads still waiting.
-    The callbacks run on that worker thread; a Qt GUI forwards them with a queued signal.
-    A job cancelled before its turn is reported through `on_failed` with DownloadCancelled.
-    """
-
-    def __init__(
-        self,
-        current_client: Callable[[], HubClient],
-        dest: str | os.PathLike,
-        *,
-        on_progress: Callable[[QueuedDownload, DownloadProgress], None] | None = None,
-        on_finished: Callable[[QueuedDownload], None] | None = None,
-        on_failed: Callable[[QueuedDownload], None] | None = None,
-    ):
-        self._current_client = current_client
-        self._dest = Path(dest)
-        self._on_progress = on_progress
-        self._on_finished = on_finished
-        self._on_failed = on_failed
-        self._jobs: deque[QueuedDownload] = deque()
-        self._lock = threading.Lock()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._worker: threading.Thread | None = None
-        self.current: QueuedDownload | None = None
-
-    def add(self, model: RemoteModel) -> QueuedDownload:
-        job = QueuedDownload(model)
-        with self._lock:
-            self._jobs.append(job)
-            self._idle.clear()
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._run, name="hearth-downloads", daemon=True)
-                self._worker.start()
-        return job
-
-    def cancel_all(self, keep_partial: bool = False) -> None:
-        with self._lock:
-            jobs = [*self._jobs, *([self.current] if self.current else [])]
-        for job in jobs:
-            job.control.cancel(keep_partial)
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until every job has finished or failed; False on timeout."""
-        return self._idle.wait(timeout)
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if not self._jobs:
-                    self._worker = None
-                    self.current = None
-                    self._idle.set()
-                    return
-                job = self.current = self._jobs.popleft()
-            self._download(job)
-
-    def _download(self, job: QueuedDownload) -> None:
-        def progress(snapshot: DownloadProgress) -> None:
-            if self._on_progress:
-                self._on_progress(job, snapshot)
-
-        try:
-            if job.control.cancelled:
-                raise _cancelled(job.model, job.control)
-            job.path = download_model(self._current_client(), job.model, self._dest, on_progress=progress,
-                                      control=job.control)
-        except HubError as exc:
-            job.error = exc
-        except Exception as exc:  # a bug must fail one job, not stop the queue for good
-            _log.exception("download of %s failed", job.model.name)
-            job.error = HubError(f"The download of {job.model.name} failed: {exc}")
-        callback = self._on_finished if job.error is None else self._on_failed
-        if callback is not None:
-            try:
-                callback(job)
-            except Exception:
-                _log.exception("a download queue callback failed")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from app.library.downloads import DownloadProgress
+    from app.library.download_progress import DownloadProgress
 
 _BAR_WIDTH = 24
 _REDRAW_INTERVAL_S = 0.2
@@ -35,7 +35,8 @@ def run_pull(args: argparse.Namespace) -> int:
     # huggingface_hub and keyring load here, not at import: `hearth` builds this parser
     # on every start, and the GUI should not pay for a download it isn't doing.
     from app.library import credentials
-    from app.library.downloads import download_model, format_bytes
+    from app.library.download_progress import format_bytes
+    from app.library.downloads import download_model
     from app.library.errors import HubError
     from app.library.hub import HubClient
 
@@ -75,7 +76,7 @@ class ProgressBar:
         self._width = 0
 
     def update(self, progress: DownloadProgress) -> None:
-        from app.library.downloads import format_bytes
+        from app.library.download_progress import format_bytes
 
         now = time.monotonic()
         if now - self._last_draw < _REDRAW_INTERVAL_S and progress.bytes_done < progress.bytes_total:

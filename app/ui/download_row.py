@@ -8,7 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QPushButton
 
-from ..library.downloads import DownloadProgress, QueuedDownload, format_bytes
+from ..library.download_progress import DownloadProgress, format_bytes
+from ..library.download_queue import QueuedDownload
 from ..library.errors import DownloadCancelled, HubError
 from .model_picker import ERROR_COLOR
 

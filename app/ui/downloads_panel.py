@@ -13,7 +13,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..download_manager import DownloadManager
-from ..library.downloads import DownloadProgress, QueuedDownload
+from ..library.download_progress import DownloadProgress
+from ..library.download_queue import QueuedDownload
 from .download_row import DownloadRow
 
 

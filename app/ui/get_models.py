@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..download_manager import DownloadManager
-from ..library.downloads import QueuedDownload
+from ..library.download_queue import QueuedDownload
 from ..library.errors import OFFLINE_MESSAGE, GatedRepo, HubError, HubUnavailable
 from ..library.hub import RepoListing, RepoSummary, offline_mode
 from ..newest import NewestWins

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
 )
 
-from ..library.downloads import format_bytes
+from ..library.download_progress import format_bytes
 from ..library.hub import RepoSummary, memory_fit
 from ..library.quants import RemoteModel, by_quant
 

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from app.library import scan
-from app.library.downloads import PARTIAL_SUFFIX, DownloadControl, DownloadQueue, download_model
+from app.library.download_queue import DownloadQueue
+from app.library.downloads import PARTIAL_SUFFIX, DownloadControl, download_model
 from app.library.errors import DownloadCancelled, HubError, HubTimeout, HubUnavailable, WrongContent
 from app.library.hub import HubClient, Timeouts
 from app.library.quants import MAX_LOCAL_FOLDERS, MAX_NAME_BYTES, local_path, safe_file_name

@@ -9,12 +9,8 @@ import pytest
 from huggingface_hub import hf_hub_download
 
 from app.engine.modelfile import inspect_model
-from app.library.downloads import (
-    PARTIAL_SUFFIX,
-    DownloadControl,
-    DownloadQueue,
-    download_model,
-)
+from app.library.download_queue import DownloadQueue
+from app.library.downloads import PARTIAL_SUFFIX, DownloadControl, download_model
 from app.library.errors import DownloadCancelled, HubError, IntegrityError, NotEnoughSpace
 from app.library.quants import RemoteFile, RemoteModel
 from fake_hub import QWEN_REPO, FakeFile, wait_until
