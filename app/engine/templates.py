@@ -23,7 +23,9 @@ import jinja2.ext
 from jinja2.sandbox import SecurityError
 
 from .modelfile import ModelInfo
-from .template_sandbox import MAX_PROMPT_CHARS, MESSAGE_DETAIL_CHARS, BoundedSandbox, TemplateError, value_size
+from .template_limits import MAX_PROMPT_CHARS, MESSAGE_DETAIL_CHARS, TemplateError
+from .template_sandbox import BoundedSandbox
+from .template_sizes import value_size
 from .text import shorten
 
 MAX_MESSAGE_CHARS = MAX_PROMPT_CHARS

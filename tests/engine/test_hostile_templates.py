@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.template_sandbox import MAX_NESTING, MAX_TEMPLATE_CHARS
+from app.engine.template_source import MAX_NESTING, MAX_TEMPLATE_CHARS
 from app.engine.templates import MAX_MESSAGE_CHARS, ChatTemplate, MessageTooLongError, TemplateError, fallback_source
 
 ROOT = Path(__file__).resolve().parents[2]
