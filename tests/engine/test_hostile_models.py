@@ -28,7 +28,9 @@ from typing import Callable
 import pytest
 
 import gguf_corpus as g
-from app.engine.modelfile import LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS, MAX_HEADER_STRINGS, ModelFileError, inspect_model
+from app.engine.gguf_checks import LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS
+from app.engine.gguf_header import MAX_HEADER_STRINGS
+from app.engine.modelfile import ModelFileError, inspect_model
 
 NAN, INF = float("nan"), float("inf")
 MAX_SECONDS = 1.0
