@@ -3,7 +3,7 @@
 Two kinds of child run here. The real one (Hearth's own `--probe-model`, loading the real
 Gemma or a damaged file) shows the wiring and the verdicts. For a crash, the child is a small
 Python process that aborts the way llama.cpp does (GGML_ASSERT's line on stderr, then abort()):
-the validation in modelfile.py refuses every file we know llama.cpp aborts on before any child
+the validation in gguf_checks.py refuses every file we know llama.cpp aborts on before any child
 sees it, so no real file can be built that passes it and still aborts. That is the one stand-in.
 """
 
