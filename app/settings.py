@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from enum import StrEnum
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
@@ -29,8 +30,17 @@ EXTRA_FOLDERS = "models/extra_folders"
 EXTRA_FILES = "models/extra_files"
 WINDOW_GEOMETRY = "window/geometry"
 WINDOW_SPLITTER = "window/splitter"
+APPEARANCE = "window/appearance"
 MODEL_SETTINGS = "model_settings"
 ALL_GPU_LAYERS = -1  # the stored spelling of "all layers"
+
+
+class Appearance(StrEnum):
+    """The window's colours: as the system is set, or always light, or always dark."""
+
+    SYSTEM = "system"
+    LIGHT = "light"
+    DARK = "dark"
 
 
 class Settings:
@@ -134,6 +144,20 @@ class Settings:
     def save_window_state(self, geometry: QByteArray, splitter: QByteArray) -> None:
         self._store.setValue(WINDOW_GEOMETRY, geometry)
         self._store.setValue(WINDOW_SPLITTER, splitter)
+
+    @property
+    def appearance(self) -> Appearance:
+        """Light, dark or the system's (View → Appearance); System when unset or unreadable."""
+        value = str(self._store.value(APPEARANCE, Appearance.SYSTEM.value) or "")
+        try:
+            return Appearance(value.lower())
+        except ValueError:
+            log.warning("ignoring stored appearance %r", value)
+            return Appearance.SYSTEM
+
+    @appearance.setter
+    def appearance(self, choice: Appearance) -> None:
+        self._store.setValue(APPEARANCE, choice.value)
 
 
 def _model_group(key: str) -> str:

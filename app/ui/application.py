@@ -19,7 +19,7 @@ from ..download_manager import DownloadManager
 from ..library.default_model import ensure_default_model
 from ..model_session import ModelSession
 from ..session import ChatSession
-from ..settings import Settings
+from ..settings import Appearance, Settings
 from ..store import ConversationStore, DatabaseDamaged, StoreError
 from ..store.schema import move_aside
 from . import appearance
@@ -44,13 +44,14 @@ def _ensure_streams() -> None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
-def create_application() -> QApplication:
+def create_application(choice: Appearance = Appearance.SYSTEM) -> QApplication:
+    """The QApplication, in Hearth's style and in the appearance chosen (View → Appearance)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName(paths.APP_NAME)
     app.setApplicationDisplayName(paths.APP_NAME)
     app.setDesktopFileName("hearth")
     app.setStyle("Fusion")  # the same look everywhere
-    appearance.apply(app)  # light or dark, following the system
+    appearance.apply(app, choice)  # light or dark, or following the system
     icon = resources_dir() / "hearth.svg"
     if icon.exists():
         app.setWindowIcon(QIcon(str(icon)))
@@ -70,7 +71,8 @@ def first_model(args, config: Settings) -> Path | None:
 def run_gui(args) -> int:
     _ensure_streams()
     crash.install()
-    app = create_application()
+    config = Settings.for_profile()  # an INI file: readable before the QApplication exists
+    app = create_application(config.appearance)
     from .main_window import MainWindow  # after QApplication: widgets need it
 
     instance = SingleInstance(paths.data_dir())
@@ -81,7 +83,6 @@ def run_gui(args) -> int:
             QMessageBox.information(None, "Hearth", "Hearth is already running, but did not answer. "
                                     "Close it (or wait until it responds) before starting it again.")
         return 0
-    config = Settings.for_profile()
     store = open_store(paths.database_path())
     if store is None:
         return 1
