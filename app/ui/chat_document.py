@@ -2,8 +2,9 @@
 
 A message is written in parts (a label, a Markdown body, a footer of small links), each in a
 block of its own. Qt's HTML import and fragment insertion leave an empty line after every table
-(code blocks are tables), drop the format of a fragment's first block, and draw a rule that
-directly follows a table beside it; the helpers after the writer put these right.
+(code blocks and quotes are tables), drop the format of a fragment's first block, and draw a
+rule that directly follows a table beside it; the helpers after the writer put these right.
+A wrapped line of code hangs under its own indentation (CSS has no way to say that).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from PySide6.QtGui import (
     QTextFrameFormat,
 )
 
-from .markdown_render import MarkdownRenderer
+from .markdown_render import CODE_HANG_PX, MarkdownRenderer
 from .theme import ChatTheme
 
 
@@ -32,8 +33,10 @@ class DocumentWriter:
 
     BUBBLE_INDENT = 48  # user messages sit to the right, as in most chat apps
 
-    def __init__(self, theme: ChatTheme, renderer: MarkdownRenderer) -> None:
+    def __init__(self, theme: ChatTheme, renderer: MarkdownRenderer, code_space_px: float) -> None:
+        """code_space_px: the width of a space in the pane's code font."""
         self.theme = theme
+        self._code_space_px = code_space_px
         self._renderer = renderer
         self._style_sheet = renderer.style_sheet()
         self._muted = _small(QTextCharFormat())
@@ -69,6 +72,7 @@ class DocumentWriter:
         fragment.setDefaultStyleSheet(self._style_sheet)
         fragment.setHtml(self._renderer.render(text))
         _tidy_after_tables(fragment)
+        _hang_code_lines(fragment, self._code_space_px)
         first = fragment.begin()
         start = cursor.position()
         cursor.insertFragment(QTextDocumentFragment(fragment))
@@ -153,6 +157,24 @@ def _tidy_after_tables(document: QTextDocument) -> None:
             cursor.setBlockFormat(_spacer())
         else:
             cursor.deleteChar()  # the next block moves up, keeping its own format
+
+
+def _hang_code_lines(document: QTextDocument, space_px: float) -> None:
+    """A code line that wraps goes on CODE_HANG_PX further in than the line's own indentation,
+    so that it reads as the same line. The renderer gives every code line a negative text
+    indent (no other block has one) hanging from a margin of CODE_HANG_PX; an indented line's
+    margin grows by its leading spaces (tabs were made spaces)."""
+    block = document.begin()
+    while block.isValid():
+        text = block.text()
+        if text.startswith(" ") and block.blockFormat().textIndent() < 0:
+            hang = CODE_HANG_PX + (len(text) - len(text.lstrip(" "))) * space_px
+            cursor = QTextCursor(block)
+            hanging = block.blockFormat()
+            hanging.setLeftMargin(hang)
+            hanging.setTextIndent(-hang)
+            cursor.setBlockFormat(hanging)
+        block = block.next()
 
 
 def _stand_rule_on_spacer(cursor: QTextCursor) -> None:

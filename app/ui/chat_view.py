@@ -12,6 +12,11 @@ the window for seconds. The window may hand over only the newest messages of a c
 (it can hold a hundred thousand); the link then asks it for older ones (earlierRequested).
 A message longer than MESSAGE_SHOWN_CHARS shows its beginning and says so; Copy gives all of it.
 
+An empty chat shows a welcome (set_welcome) instead. Edit under a message opens an editor in
+its place (inline_editor); while a reply streams, a "Generating" line moves under the
+transcript; the end of a reply, and errors the window reports, are announced to assistive
+technology (announce).
+
 This module decides what is shown where; chat_document writes the messages into the document
 and streaming_reply writes the reply as it arrives.
 """
@@ -20,16 +25,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QTextCursor
-from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QUrl, Signal
+from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication, QPalette, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..engine.types import ReplyStats, ReplyStatus, StopReason
-from .chat_document import DocumentWriter, end_of
 from ..store import shorten
+from .announce import announce
+from .chat_browser import BottomFollower, ChatBrowser
+from .chat_document import DocumentWriter, end_of
+from .generating_indicator import GeneratingIndicator
+from .inline_editor import EditorOverlay
 from .markdown_render import ZERO_WIDTH_SPACE, MarkdownRenderer
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
+from .welcome import GET_MODELS_HREF, PROMPT_HREF, Welcome, welcome_html
 
 ACTION_SCHEME = "hearth"
 
@@ -41,6 +51,10 @@ HISTORY_SHOWN_CHARS = 12_000
 HISTORY_SHOWN_MESSAGES = 40
 # A message's text shown, at most (some 25,000 tokens): laying out a megabyte takes Qt a second.
 MESSAGE_SHOWN_CHARS = 100_000
+
+# What is announced when a reply ends, by how it ended.
+_ENDINGS = {ReplyStatus.COMPLETE: "Reply finished", ReplyStatus.CANCELLED: "Reply stopped",
+            ReplyStatus.ERROR: "Reply ended with an error"}
 
 # A reply with no stop reason (nothing was measured, or an imported record) says how it ended
 # by its status; a complete one says nothing.
@@ -79,67 +93,6 @@ def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
     return " · ".join(parts)
 
 
-class _Browser(QTextBrowser):
-    """A QTextBrowser that never navigates and never loads a resource named by the text."""
-
-    def __init__(self, parent: QWidget) -> None:
-        super().__init__(parent)
-        self.setOpenLinks(False)
-        self.setOpenExternalLinks(False)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.document().setUndoRedoEnabled(False)  # an undo stack of every streamed chunk
-        self.document().setDocumentMargin(14)
-
-    def loadResource(self, type: int, name: QUrl) -> None:  # noqa: A002 (Qt's name)
-        """Model text can name any file or URL as an image; none is ever read."""
-        return None
-
-    def createMimeDataFromSelection(self) -> QMimeData:
-        """A copied selection without the zero-width spaces added to break long runs."""
-        selected = super().createMimeDataFromSelection()
-        data = QMimeData()
-        data.setText(selected.text().replace(ZERO_WIDTH_SPACE, ""))
-        if selected.hasHtml():
-            data.setHtml(selected.html().replace(ZERO_WIDTH_SPACE, ""))
-        return data
-
-
-class _BottomFollower(QObject):
-    """Keeps a scroll bar at the bottom while the content grows, unless the user scrolls up.
-
-    Following stops when the bar leaves the bottom and resumes when it is brought back; both
-    are seen through valueChanged, and rangeChanged (the content grew) re-pins the bar.
-    """
-
-    SLACK_PX = 8
-
-    def __init__(self, bar: QScrollBar) -> None:
-        super().__init__(bar)
-        self._bar = bar
-        self.following = True
-        # The range grows many times while Qt lays out one update; scrolling (and so laying
-        # out and painting the bottom of the document) once per event-loop pass is enough.
-        self._pin = QTimer(self, singleShot=True, interval=0)
-        self._pin.timeout.connect(self._to_bottom)
-        bar.rangeChanged.connect(self._range_changed)
-        bar.valueChanged.connect(self._value_changed)
-
-    def follow(self) -> None:
-        self.following = True
-        self._to_bottom()
-
-    def _to_bottom(self) -> None:
-        if self.following:
-            self._bar.setValue(self._bar.maximum())
-
-    def _range_changed(self, _minimum: int, _maximum: int) -> None:
-        if self.following and not self._pin.isActive():
-            self._pin.start()
-
-    def _value_changed(self, value: int) -> None:
-        self.following = value >= self._bar.maximum() - self.SLACK_PX
-
-
 def _first_to_show(messages: list[MessageView]) -> int:
     """Index of the oldest message of the last page: HISTORY_SHOWN_CHARS and at most
     HISTORY_SHOWN_MESSAGES, at least two messages."""
@@ -167,8 +120,15 @@ class ChatView(QWidget):
     Signals:
         linkActivated(QUrl): an http(s) link in a message was clicked. Nothing is opened
             here: model text is untrusted, so the window asks the user first.
-        editRequested(int): Edit was clicked under the user message with this id.
+        editRequested(int): Edit was clicked under the user message with this id, and an editor
+            opened in its place (the window need do nothing).
+        editSubmitted(int, str): the editor of the message with this id sent this text (not
+            empty): the window calls ChatSession.edit. The editor stays until set_messages
+            shows the conversation again, so an edit refused (a reply is streaming) loses nothing.
         regenerateRequested(): Regenerate was clicked under the last assistant reply.
+        promptChosen(str): an example prompt of the welcome was clicked: the window puts it in
+            the message box.
+        getModelsRequested(): the welcome's "Get models" link was clicked.
         copied(str): something was put on the clipboard; the text says what, for a status bar.
         earlierRequested(): "Show earlier messages" was clicked when every message handed over
             is shown but older ones exist (set_messages' `earlier`): the window answers with
@@ -180,19 +140,26 @@ class ChatView(QWidget):
 
     linkActivated = Signal(QUrl)
     editRequested = Signal(int)
+    editSubmitted = Signal(int, str)
     regenerateRequested = Signal()
     copied = Signal(str)
     earlierRequested = Signal()
+    promptChosen = Signal(str)
+    getModelsRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._browser = _Browser(self)
+        self._browser = ChatBrowser(self)
         self._document = self._browser.document()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
         layout.addWidget(self._browser)
+        self._indicator = GeneratingIndicator(self)
+        layout.addWidget(self._indicator)
+        self._browser.sideMarginChanged.connect(self._indicator.set_indent)
         self._browser.anchorClicked.connect(self._anchor_clicked)
-        self._follower = _BottomFollower(self._browser.verticalScrollBar())
+        self._follower = BottomFollower(self._browser.verticalScrollBar())
         self._messages: list[MessageView] = []
         self._first_shown = 0  # index of the oldest message rendered; older ones wait
         self._earlier = 0  # older messages the window has not handed over
@@ -200,6 +167,9 @@ class ChatView(QWidget):
         self._reply: StreamingReply | None = None
         self._regenerate_footer: int | None = None  # position of the footer offering Regenerate
         self._last_body: tuple[int, int] | None = None  # the last finished reply's body span
+        self._welcome: Welcome | None = None
+        self._welcome_shown = False
+        self._editor: EditorOverlay | None = None
         self._writer = self._new_writer()
 
     # -- the window's API --------------------------------------------------------------------
@@ -210,6 +180,8 @@ class ChatView(QWidget):
         if self._reply is not None:
             self._reply.stop()
             self._reply = None
+            self._indicator.stop()
+        self._close_editor()
         self._messages = list(messages)
         self._earlier = earlier
         self._first_shown = _first_to_show(self._messages)
@@ -228,6 +200,7 @@ class ChatView(QWidget):
         """Append one finished message, e.g. the one the user just sent; scroll to it."""
         if self._reply is not None:
             raise RuntimeError("a reply is streaming: finish it before adding a message")
+        self._leave_welcome()
         self._drop_regenerate()
         self._messages.append(message)
         self._write_message(len(self._messages) - 1, regenerate=message.role == "assistant")
@@ -237,8 +210,10 @@ class ChatView(QWidget):
         """Start a streaming assistant reply at the bottom."""
         if self._reply is not None:
             raise RuntimeError("a reply is already streaming")
+        self._leave_welcome()
         self._drop_regenerate()
         self._reply = self._start_reply(message_id, model)
+        self._indicator.start()
         self._follower.follow()
 
     def show_prompt_progress(self, done: int, total: int) -> None:
@@ -263,6 +238,9 @@ class ChatView(QWidget):
         if reply is None:
             return
         self._reply = None
+        self._indicator.stop()
+        ending = ". ".join(part for part in (_ENDINGS[status], stats_text(stats, status)) if part)
+        announce(self._browser, ending + ".")
         self._messages.append(MessageView(reply.message_id, "assistant", content, stats, status, reply.model))
         finished_in_place = reply.finish_in_place(content)
         reply.stop()
@@ -275,6 +253,17 @@ class ChatView(QWidget):
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
         self._write_message(len(self._messages) - 1, regenerate=True)
+
+    def set_welcome(self, welcome: Welcome | None) -> None:
+        """What an empty chat says of the model (None: nothing); shown whenever the
+        conversation has no messages."""
+        self._welcome = welcome
+        if not self._messages and self._reply is None:
+            self._rebuild()
+
+    def announce_error(self, message: str) -> None:
+        """Have assistive technology say an error at once, e.g. a reply that could not start."""
+        announce(self._browser, message, urgent=True)
 
     def is_streaming(self) -> bool:
         """Whether a reply has begun and not yet finished."""
@@ -334,7 +323,11 @@ class ChatView(QWidget):
 
     def _new_writer(self) -> DocumentWriter:
         theme = ChatTheme.from_palette(self.palette())
-        return DocumentWriter(theme, MarkdownRenderer(theme.render, self._snippet_href))
+        code_font = QFont(self._browser.font())
+        code_font.setFamilies([theme.render.mono_family, "monospace"])
+        space_px = QFontMetricsF(code_font).horizontalAdvance(" ")
+        self._indicator.set_colours(theme.muted, self.palette().color(QPalette.ColorRole.Base))
+        return DocumentWriter(theme, MarkdownRenderer(theme.render, self._snippet_href), space_px)
 
     def _start_reply(self, message_id: int | None, model: str | None) -> StreamingReply:
         return StreamingReply(self._writer, self._document, message_id, model, self)
@@ -351,8 +344,12 @@ class ChatView(QWidget):
         """
         streamed = self._reply.text_so_far() if self._reply is not None else None
         self._document.clear()
+        self._browser.fit_column()
         self._snippets.clear()
         self._regenerate_footer = self._last_body = None
+        self._welcome_shown = not self._messages and streamed is None and self._welcome is not None
+        if self._welcome_shown:
+            end_of(self._document).insertHtml(welcome_html(self._welcome, self._writer.theme))
         if self.hidden_count():
             count = self.hidden_count()
             link = f"Show {count} earlier message{'s' if count != 1 else ''}"
@@ -369,6 +366,8 @@ class ChatView(QWidget):
             self._reply = self._start_reply(old.message_id, old.model)
             self._reply.append(streamed)
             self._reply.flush()
+        if self._editor is not None:
+            self._editor.place()
         return starts
 
     def _write_message(self, index: int, regenerate: bool) -> None:
@@ -378,6 +377,11 @@ class ChatView(QWidget):
         if message.role == "user":
             writer.bubble(cursor)
             writer.label(cursor, "You", top_margin=0)
+            if self._editor is not None and message.id == self._editor.message_id:
+                # The editor lies over a gap where the text was, in place of the text and footer.
+                writer.new_block(cursor, self._editor.gap_format(), QTextCharFormat())
+                self._editor.set_gap(cursor.block().position())
+                return
         else:
             label = {"system": "System prompt"}.get(message.role) or message.model or "Assistant"
             writer.label(cursor, shorten(label), top_margin=16)
@@ -415,14 +419,8 @@ class ChatView(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
-            bar = self._browser.verticalScrollBar()
-            value, following = bar.value(), self._follower.following
             self._writer = self._new_writer()
-            self._rebuild()
-            if following:
-                self._follower.follow()
-            else:
-                bar.setValue(value)
+            self._rebuild_in_place()
         super().changeEvent(event)
 
     def _anchor_clicked(self, url: QUrl) -> None:
@@ -439,11 +437,67 @@ class ChatView(QWidget):
         elif action == "copy-message" and argument.isdigit() and int(argument) < len(self._messages):
             self._copy(self._messages[int(argument)].content, "Message copied")
         elif action == "edit" and argument.isdigit():
-            self.editRequested.emit(int(argument))
+            self._open_editor(int(argument))
         elif action == "regenerate":
             self.regenerateRequested.emit()
         elif action == "show-earlier":
             self.show_earlier()
+        elif url.toString() == GET_MODELS_HREF:
+            self.getModelsRequested.emit()
+        elif url.toString().startswith(PROMPT_HREF) and self._welcome_shown and argument.isdigit():
+            prompts = self._welcome.prompts()
+            if int(argument) < len(prompts):
+                self.promptChosen.emit(prompts[int(argument)])
+
+    # -- the welcome and the editor ------------------------------------------------------------
+
+    def _leave_welcome(self) -> None:
+        """Clear the welcome before the conversation's first message is written."""
+        if self._welcome_shown:
+            self._welcome_shown = False
+            self._document.clear()
+            self._browser.fit_column()
+
+    def _open_editor(self, message_id: int) -> None:
+        """Edit was clicked under the user message with this id: open an editor in its place."""
+        shown = self._messages[self._first_shown:]
+        message = next((m for m in shown if m.id == message_id and m.role == "user"), None)
+        if message is None:
+            return
+        if self._editor is not None and self._editor.message_id == message_id:
+            self._editor.editor.box.setFocus()
+            return
+        self._close_editor(rebuild=False)
+        self._editor = EditorOverlay(self._browser, message_id, message.content)
+        self._editor.editor.submitted.connect(lambda text: self.editSubmitted.emit(message_id, text))
+        self._editor.editor.cancelled.connect(self._cancel_edit)
+        self._rebuild_in_place()
+        self._editor.scroll_into_view()
+        self._editor.editor.box.setFocus()
+        self.editRequested.emit(message_id)
+
+    def _cancel_edit(self) -> None:
+        self._close_editor()
+        self._browser.setFocus()
+
+    def _close_editor(self, rebuild: bool = True) -> None:
+        """Take the editor away; with `rebuild`, write its message again in place of its gap."""
+        if self._editor is None:
+            return
+        self._editor.close()
+        self._editor = None
+        if rebuild:
+            self._rebuild_in_place()
+
+    def _rebuild_in_place(self) -> None:
+        """Render again, keeping the pane scrolled where it was (or following the stream)."""
+        bar = self._browser.verticalScrollBar()
+        value, following = bar.value(), self._follower.following
+        self._rebuild()
+        if following:
+            self._follower.follow()
+        else:
+            bar.setValue(value)
 
     def _copy(self, text: str, what: str) -> None:
         QGuiApplication.clipboard().setText(text)

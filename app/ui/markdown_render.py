@@ -47,6 +47,9 @@ _TAB = " " * 4
 _THINKING = re.compile(r"\A\s*<think>(.*?)(?:</think>|\Z)", re.S)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 THINKING_CAPTION = "Thinking"
+# How far a code line's continuation lines hang under its start when it wraps.
+CODE_HANG_PX = 24
+_QUOTE_CLOSE = "</td></tr></table>"
 
 # Qt lays out a run of text that offers no line break in time quadratic in its length: a
 # 40,000-character word took half a second, a million-character one minutes, freezing the
@@ -107,9 +110,10 @@ class MarkdownRenderer:
             f"code {{ font-family: '{t.mono_family}', monospace;"
             f" background-color: {t.inline_code_background}; }}"
             "p, li, ul, ol { margin-top: 4px; margin-bottom: 4px; }"
-            "h1 { font-size: x-large; } h2 { font-size: large; }"
-            "h3, h4, h5, h6 { font-size: medium; }"
-            f"blockquote {{ color: {t.muted}; }}"
+            # Headings stand apart from the text above them more than from the text they head.
+            "h1 { font-size: x-large; margin-top: 18px; margin-bottom: 8px; }"
+            "h2 { font-size: large; margin-top: 16px; margin-bottom: 6px; }"
+            "h3, h4, h5, h6 { font-size: medium; margin-top: 12px; margin-bottom: 4px; }"
             f"th {{ background-color: {t.inline_code_background}; }}"
         )
 
@@ -124,15 +128,28 @@ class MarkdownRenderer:
         reasoning = thinking.group(1)
         caption = (f'<p style="margin-top:4px; margin-bottom:2px; font-size:small; color:{self.theme.muted}">'
                    f"{THINKING_CAPTION}</p>")
-        quote = f"<blockquote>{self._html(reasoning)}</blockquote>"
-        gap = '<p style="margin:0px; font-size:4px">&nbsp;</p>'  # Qt ignores a blockquote's margins
-        answer = text[thinking.end():]
-        shown = caption + quote + (gap if answer.strip() else "") if reasoning.strip() else ""
-        return shown + self._html(answer)
+        # Set apart like a quote, upright: pages of reasoning in italics tire the eye.
+        quote = self._quote_open(italic=False) + self._html(reasoning) + _QUOTE_CLOSE
+        shown = caption + quote if reasoning.strip() else ""
+        return shown + self._html(text[thinking.end():])
 
     def _html(self, text: str) -> str:
         self._markdown.reset()
-        return _CODE_BLOCK.sub(self._code_block, self._markdown.convert(text))
+        converted = _CODE_BLOCK.sub(self._code_block, self._markdown.convert(text))
+        # Model text cannot forge these tags: every "<" it writes reaches this point escaped.
+        return converted.replace("<blockquote>", self._quote_open(italic=True)).replace("</blockquote>", _QUOTE_CLOSE)
+
+    def _quote_open(self, italic: bool) -> str:
+        """A quote as a one-cell table with a rule down its left side, in muted (and italic)
+        text. Qt draws no border for a <blockquote> (only a 40 px indent, with its margins
+        ignored), but it does draw a table cell's left border when borders collapse."""
+        t = self.theme
+        slant = " font-style:italic;" if italic else ""
+        return (
+            '<table width="100%" cellspacing="0" cellpadding="0"'
+            ' style="margin-top:6px; margin-bottom:8px; border-collapse:collapse"><tr>'
+            f'<td style="border-left:3px solid {t.rule}; padding-left:12px; color:{t.muted};{slant}">'
+        )
 
     def _code_block(self, match: re.Match[str]) -> str:
         language, escaped = match.group(1) or "", match.group(2)
@@ -142,13 +159,19 @@ class MarkdownRenderer:
         # The caption paragraph comes first on purpose: a table that starts an HTML fragment
         # makes Qt leave an empty line before it.
         caption = html.escape(language or "code")
+        # A long line wraps inside its block, its continuation lines hanging under it, instead
+        # of widening the document: QTextDocument cannot scroll one block sideways, and a
+        # table as wide as the longest line made the whole pane scroll sideways for every
+        # message. The line itself is intact: Copy (and a copied selection) gives it whole.
         return (
             f'<p style="margin-top:8px; margin-bottom:2px; font-size:small; color:{self.theme.muted}">'
             f'{caption}&nbsp;&nbsp;&nbsp;<a href="{html.escape(self._code_href(code))}">Copy</a></p>'
             f'<table width="100%" cellspacing="0" cellpadding="8" bgcolor="{self._code_background}"'
             ' style="margin-bottom:8px"><tr><td>'
-            f'<pre style="margin:0px; font-family:\'{self.theme.mono_family}\', monospace;'
-            f' color:{self._code_colour}">{coloured}</pre></td></tr></table>'
+            f'<pre style="margin-top:0px; margin-bottom:0px; margin-right:0px; margin-left:{CODE_HANG_PX}px;'
+            f' text-indent:-{CODE_HANG_PX}px; white-space:pre-wrap;'
+            f' font-family:\'{self.theme.mono_family}\', monospace; color:{self._code_colour}">'
+            f"{coloured}</pre></td></tr></table>"
         )
 
 
@@ -176,18 +199,51 @@ def break_long_runs(text: str, run_before: int = 0) -> tuple[str, int]:
 
 def breakable_html(html_text: str) -> str:
     """The same for HTML: only the text between tags changes, never a tag, an attribute or an
-    entity. <pre> is left alone: Qt lays out an unwrapped line in linear time."""
-    if not _HTML_LONG_RUN.search(html_text):
+    entity (which counts as one character). A run goes on across inline tags (highlighted
+    code is a span per token, so `a.b.c…` is one run of many short pieces) and ends at the
+    others. Code blocks are broken too, now that their lines wrap."""
+    if len(html_text) <= LONG_RUN:
         return html_text
     pieces = _HTML_TAG.split(html_text)
-    in_pre = False
+    run = 0
     for index, piece in enumerate(pieces):
         if index % 2:  # a tag
-            name = piece[1:].split(None, 1)[0].rstrip(">").lower() if len(piece) > 2 else ""
-            in_pre = name == "pre" or (in_pre and name != "/pre")
-        elif not in_pre and len(piece) > LONG_RUN:
-            pieces[index] = _HTML_LONG_RUN.sub(lambda match: _chunked_html(match.group()), piece)
+            name = piece[1:].lstrip("/").split(None, 1)[0].rstrip(">/").lower() if len(piece) > 2 else ""
+            if name not in _INLINE_TAGS:
+                run = 0
+        elif piece:
+            pieces[index], run = _break_html_piece(piece, run)
     return "".join(pieces)
+
+
+# Tags that do not end a line, so a run of text goes on across them.
+_INLINE_TAGS = frozenset({"a", "span", "code", "strong", "em", "b", "i", "u", "s", "del", "sub", "sup", "font"})
+_HTML_LEADING_RUN = re.compile(r"(?:&#?\w+;|[^\s&])*")
+
+
+def _break_html_piece(piece: str, run_before: int) -> tuple[str, int]:
+    """break_long_runs for the text between two tags: the piece with its runs broken, and the
+    unbroken run it ends with."""
+    lead = _HTML_LEADING_RUN.match(piece).end()
+    head, rest = piece[:lead], piece[lead:]
+    if run_before + _html_length(head) > LONG_RUN:
+        characters = _HTML_CHARACTER.findall(head)
+        room = max(LONG_RUN - run_before, 0)
+        head = "".join(characters[:room]) + ZERO_WIDTH_SPACE + _chunked_html("".join(characters[room:]))
+    elif not rest:
+        return head, run_before + _html_length(head)
+    if len(rest) > LONG_RUN:
+        rest = _HTML_LONG_RUN.sub(lambda match: _chunked_html(match.group()), rest)
+    broken = head + rest
+    # The run it ends with: after its last whitespace (str.split, linear, where a regex
+    # anchored at the end backtracks over every long run) and its last break opportunity.
+    trailing = "" if broken[-1].isspace() else broken.split()[-1]
+    return broken, _html_length(trailing[trailing.rfind(ZERO_WIDTH_SPACE) + 1:])
+
+
+def _html_length(text: str) -> int:
+    """Characters shown for escaped HTML text, an entity counting as one."""
+    return len(_HTML_CHARACTER.findall(text)) if "&" in text else len(text)
 
 
 def _chunked(run: str) -> str:
@@ -289,18 +345,19 @@ class _SafeLinks(Treeprocessor):
 
 
 class _TableStyle(Treeprocessor):
-    """Give tables thin cell borders in the theme's rule colour: Qt draws none for a bare
-    <table>, and 3D ones for border="1" alone."""
+    """Give tables thin cell borders in the theme's rule colour (Qt draws none for a bare
+    <table>, and 3D ones for border="1" alone), padded cells and room above and below."""
 
     def __init__(self, md: markdown.Markdown, rule: str) -> None:
         super().__init__(md)
-        self._style = f"border-collapse: collapse; border-style: solid; border-color: {rule};"
+        self._style = (f"border-collapse: collapse; border-style: solid; border-color: {rule};"
+                       " margin-top: 6px; margin-bottom: 8px;")
 
     def run(self, root: etree.Element) -> None:
         for table in root.iter("table"):
             table.set("border", "1")
             table.set("cellspacing", "0")
-            table.set("cellpadding", "5")
+            table.set("cellpadding", "6")
             table.set("style", self._style)
 
 

@@ -1,0 +1,129 @@
+"""The chat pane's text browser: it never navigates, copies without layout aids, and keeps the
+text in a reading column.
+
+A line of prose much wider than about 48 em is hard to follow from its end back to the start
+of the next, so on a large window the text keeps to a centred column of READING_EM (widened
+to fit an 80-column line of code), and on a small one it takes the whole width. The column is
+the document's root frame with side margins, set again at every resize, so the margins are
+part of the pane: the scroll bar stays at its edge, and a wheel or a selection works there.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QObject, QTimer, QUrl, Signal
+from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QFontMetricsF, QResizeEvent
+from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QWidget
+
+from .markdown_render import ZERO_WIDTH_SPACE
+
+# The widest the text runs, in em of the pane's font...
+READING_EM = 48
+# ... but never narrower than this many columns of code (plus a code block's padding), so that
+# ordinary code does not wrap on a large window.
+CODE_COLUMNS = 80
+_CODE_PADDING_PX = 16
+# The document's margin, and the least margin at the sides of a small window.
+DOCUMENT_MARGIN = 14
+
+
+class ChatBrowser(QTextBrowser):
+    """A QTextBrowser that never navigates, never loads a resource named by the text, and keeps
+    its text in a reading column (reading_width).
+
+    Signals:
+        sideMarginChanged(int): the column now starts this many pixels from the left edge.
+    """
+
+    sideMarginChanged = Signal(int)
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAccessibleName("Conversation")
+        self.setAccessibleDescription(
+            "The messages of this conversation, oldest first. Tab moves through the links under "
+            "each message: Copy, Edit and Regenerate."
+        )
+        self.document().setUndoRedoEnabled(False)  # an undo stack of every streamed chunk
+        self.document().setDocumentMargin(DOCUMENT_MARGIN)
+
+    def reading_width(self) -> int:
+        """The widest the text column grows, in pixels, for the pane's font."""
+        em = QFontInfo(self.font()).pixelSize()
+        code = QFont(self.font())
+        code.setFamilies([QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family(), "monospace"])
+        columns = CODE_COLUMNS * QFontMetricsF(code).horizontalAdvance(" ") + _CODE_PADDING_PX
+        return round(max(READING_EM * em, columns))
+
+    def side_margin(self, viewport_width: int | None = None) -> int:
+        """The margin each side of the column, for the viewport's width (or the given one)."""
+        width = self.viewport().width() if viewport_width is None else viewport_width
+        return max(DOCUMENT_MARGIN, (width - self.reading_width()) // 2)
+
+    def fit_column(self, viewport_width: int | None = None) -> None:
+        """Set the column's side margins for the viewport's width; the document's clear()
+        forgets them, so it is called again after one."""
+        margin = self.side_margin(viewport_width)
+        root = self.document().rootFrame()
+        frame = root.frameFormat()
+        if frame.leftMargin() != margin or frame.rightMargin() != margin:
+            frame.setLeftMargin(margin)
+            frame.setRightMargin(margin)
+            root.setFrameFormat(frame)
+            self.sideMarginChanged.emit(margin)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # Before Qt lays the document out again for the new width, so it does that once.
+        self.fit_column(event.size().width())
+        super().resizeEvent(event)
+
+    def loadResource(self, type: int, name: QUrl) -> None:  # noqa: A002 (Qt's name)
+        """Model text can name any file or URL as an image; none is ever read."""
+        return None
+
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """A copied selection without the zero-width spaces added to break long runs."""
+        selected = super().createMimeDataFromSelection()
+        data = QMimeData()
+        data.setText(selected.text().replace(ZERO_WIDTH_SPACE, ""))
+        if selected.hasHtml():
+            data.setHtml(selected.html().replace(ZERO_WIDTH_SPACE, ""))
+        return data
+
+
+class BottomFollower(QObject):
+    """Keeps a scroll bar at the bottom while the content grows, unless the user scrolls up.
+
+    Following stops when the bar leaves the bottom and resumes when it is brought back; both
+    are seen through valueChanged, and rangeChanged (the content grew) re-pins the bar.
+    """
+
+    SLACK_PX = 8
+
+    def __init__(self, bar: QScrollBar) -> None:
+        super().__init__(bar)
+        self._bar = bar
+        self.following = True
+        # The range grows many times while Qt lays out one update; scrolling (and so laying
+        # out and painting the bottom of the document) once per event-loop pass is enough.
+        self._pin = QTimer(self, singleShot=True, interval=0)
+        self._pin.timeout.connect(self._to_bottom)
+        bar.rangeChanged.connect(self._range_changed)
+        bar.valueChanged.connect(self._value_changed)
+
+    def follow(self) -> None:
+        self.following = True
+        self._to_bottom()
+
+    def _to_bottom(self) -> None:
+        if self.following:
+            self._bar.setValue(self._bar.maximum())
+
+    def _range_changed(self, _minimum: int, _maximum: int) -> None:
+        if self.following and not self._pin.isActive():
+            self._pin.start()
+
+    def _value_changed(self, value: int) -> None:
+        self.following = value >= self._bar.maximum() - self.SLACK_PX
