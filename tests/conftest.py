@@ -14,6 +14,20 @@ os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cach
 
 import pytest  # noqa: E402
 
+from bundle_build import build as bundle_build  # noqa: E402
+
+
+def pytest_collection_finish(session):
+    """Start building the bundle now if its tests are going to run (tests/bundle_build.py)."""
+    if os.environ.get("HEARTH_SLOW_TESTS") == "1" and any(
+        item.path.name == "test_bundle.py" and item.get_closest_marker("slow") for item in session.items
+    ):
+        bundle_build.start()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    bundle_build.abandon()
+
 
 @pytest.fixture(scope="session")
 def gemma_path():
