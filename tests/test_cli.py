@@ -106,13 +106,19 @@ def test_errors_are_one_clear_line(args, message, status, gemma_path, tmp_path):
 
 def test_chat_takes_the_message_from_standard_input_or_a_file(gemma_path, tmp_path):
     greedy = ["--temperature", "0", "--max-tokens", "4"]
-    direct = hearth("chat", gemma_path, "The capital of France is", *greedy).stdout
-    piped = subprocess.run([sys.executable, "-m", "app", "chat", str(gemma_path), "-", *greedy],
-                           input=b"The capital of France is", capture_output=True, cwd=ROOT, timeout=300)
     long_message = tmp_path / "message.txt"
     long_message.write_text("The capital of France is", encoding="utf-8")
-    from_file = hearth("chat", gemma_path, "--message-file", long_message, *greedy).stdout
-    assert piped.returncode == 0 and piped.stdout == direct == from_file
+    chat = [sys.executable, "-m", "app", "chat", str(gemma_path)]
+    # The three run side by side: each spends most of its time starting up and loading.
+    runs = [
+        subprocess.Popen([*chat, "The capital of France is", *greedy], stdout=subprocess.PIPE, cwd=ROOT),
+        subprocess.Popen([*chat, "-", *greedy], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT),
+        subprocess.Popen([*chat, "--message-file", str(long_message), *greedy], stdout=subprocess.PIPE, cwd=ROOT),
+    ]
+    direct, piped, from_file = (run.communicate(stdin, timeout=300)[0] for run, stdin in
+                                zip(runs, (None, b"The capital of France is", None)))
+    assert [run.returncode for run in runs] == [0, 0, 0]
+    assert direct and piped == direct == from_file
 
 
 def test_a_reader_that_goes_away_ends_it_quietly_as_a_unix_tool(gemma_path):
