@@ -53,6 +53,7 @@ class EngineWorker(QObject):
         replyFailed(Ticket, str): why the reply could not start (template, context…).
         templateChanged(str): the chat template in use now ("model", "custom", "fallback:…").
         templateFailed(str): a template override that does not compile; the old one stays.
+        unloaded(): the loaded model, if any, is closed and its memory given back.
     """
 
     loadProgress = Signal(object, float)
@@ -64,6 +65,7 @@ class EngineWorker(QObject):
     replyFailed = Signal(object, str)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
+    unloaded = Signal()
 
     def __init__(self, opener: BackendOpener):
         super().__init__()
@@ -156,9 +158,11 @@ class EngineWorker(QObject):
 
     @Slot()
     def unload(self) -> None:
+        """Close the model: llama.cpp frees its weights, context and file mapping."""
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+        self.unloaded.emit()
 
 
 class EngineBridge(QObject):
@@ -168,7 +172,8 @@ class EngineBridge(QObject):
     load supersedes an older one; a stopped reply's late chunks are dropped):
         loadProgress(float), modelLoaded(ModelDescription), loadFailed(str),
         promptProgress(int, int), chunk(str), replyFinished(str, ReplyStats), failed(str).
-    The worker's templateChanged(str) and templateFailed(str) are exposed as they are.
+    The worker's templateChanged(str) and templateFailed(str) are exposed as they are, and
+    its unloaded() as modelUnloaded().
     """
 
     loadProgress = Signal(float)
@@ -201,6 +206,7 @@ class EngineBridge(QObject):
         self._requestTemplate.connect(self._worker.set_template)
         self.templateChanged = self._worker.templateChanged
         self.templateFailed = self._worker.templateFailed
+        self.modelUnloaded = self._worker.unloaded
         self._worker.loadProgress.connect(self._on_load_progress)
         self._worker.modelLoaded.connect(self._on_loaded)
         self._worker.loadFailed.connect(self._on_load_failed)
@@ -250,6 +256,14 @@ class EngineBridge(QObject):
     def set_template(self, source: str | None) -> None:
         """Apply a template override to the loaded model from the next reply (None: its own)."""
         self._requestTemplate.emit(source)
+
+    def unload(self) -> None:
+        """Close the loaded model and give its memory back. A reply or a load under way is
+        stopped first (a load ends with loadFailed); modelUnloaded follows once the engine
+        thread has let go of the model."""
+        self.stop()
+        self.cancel_load()
+        self._requestUnload.emit()
 
     def stop(self) -> None:
         """Stop the reply in progress after the current token; its text so far is kept."""

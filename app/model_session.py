@@ -1,4 +1,5 @@
-"""The model Hearth is using: which one, its settings, and loading, reloading and cancelling.
+"""The model Hearth is using: which one, its settings, and loading, reloading, cancelling and
+unloading.
 
 `ModelSession` is the one owner of the model's lifecycle on the GUI thread. The model list
 asks it to load a file, the parameters panel hands it edited settings, the chat session asks
@@ -37,6 +38,8 @@ class ModelSession(QObject):
             with in a way only a reload applies.
         templateChanged(str): the chat template in use now, after an override changed.
         templateFailed(str): an override that does not compile; the previous template stays.
+        modelUnloaded(): the current model was closed and its memory given back; there is no
+            model now, and `settings` are the defaults again.
     """
 
     loadStarted = Signal(object)
@@ -48,6 +51,7 @@ class ModelSession(QObject):
     reloadNeededChanged = Signal(bool)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
+    modelUnloaded = Signal()
 
     def __init__(self, bridge: EngineBridge, settings: Settings, parent: QObject | None = None):
         super().__init__(parent)
@@ -64,6 +68,7 @@ class ModelSession(QObject):
         bridge.loadFailed.connect(self._on_load_failed)
         bridge.templateChanged.connect(self.templateChanged)
         bridge.templateFailed.connect(self.templateFailed)
+        bridge.modelUnloaded.connect(self._on_unloaded)
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -114,6 +119,11 @@ class ModelSession(QObject):
         """Stop the load under way; the current model stays (loadFailed says it was cancelled)."""
         self._bridge.cancel_load()
 
+    def unload(self) -> None:
+        """Close the current model and free its memory (a load under way is cancelled too);
+        modelUnloaded follows once the engine has let go of it."""
+        self._bridge.unload()
+
     def update_settings(self, settings: ModelSettings) -> None:
         """The user changed the settings: keep them for this model and apply what applies now."""
         if settings == self._settings:
@@ -147,6 +157,15 @@ class ModelSession(QObject):
         self._apply_template()  # an override edited while the other model loaded
         self.loadFailed.emit(message)
         self.loadFinished.emit(message)
+
+    def _on_unloaded(self) -> None:
+        if self._current is None:  # nothing was loaded (a cancelled first load, or shutting down)
+            return
+        self._current, self._loaded_with, self._applied_template = None, None, None
+        self._settings = ModelSettings()
+        self.modelUnloaded.emit()
+        self.settingsChanged.emit(self._settings)
+        self._set_reload_needed(False)
 
     def _apply_template(self) -> None:
         """Give the current model the template its settings ask for. Not while another model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -152,3 +153,26 @@ def test_a_prompt_longer_than_a_batch_reports_its_progress_before_the_reply(brid
     finally:
         bridge.promptProgress.disconnect(on_progress)
         bridge.chunk.disconnect(on_chunk)
+
+
+def _mapped(path) -> bool:
+    """Whether this process has `path` mapped: llama.cpp maps a model's file while it holds it."""
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        return any(line.rstrip("\n").endswith(str(path)) for line in maps)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's list of mapped files")
+def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot):
+    bridge = EngineBridge()  # its own: the module's bridge keeps its model for the other tests
+    try:
+        with qtbot.waitSignal(bridge.modelLoaded, timeout=60_000):
+            bridge.load(LocalModel(gemma_path), LoadOptions(n_ctx=256))
+        assert _mapped(gemma_path)
+        with qtbot.waitSignal(bridge.modelUnloaded, timeout=30_000):
+            bridge.unload()
+        assert not _mapped(gemma_path)  # the weights' mapping (and the file handle) are gone
+        with qtbot.waitSignal(bridge.failed, timeout=30_000) as failed:
+            assert bridge.generate(ask("Hello"), PARAMS)
+        assert failed.args[0] == "No model is loaded."
+    finally:
+        bridge.shutdown()

@@ -119,3 +119,49 @@ def test_a_template_edited_while_another_model_loads_stays_with_its_own_model(qt
     qtbot.waitUntil(lambda: script.templates == ["{{ A }}"], timeout=WAIT_MS)  # a.gguf stayed: it gets it
     load(qtbot, models, "b.gguf")
     assert script.templates == ["{{ A }}"] and models.settings.template_override is None
+
+
+def test_unload_closes_the_model_and_leaves_no_model(qtbot, scripted_models, script, monkeypatch):
+    from scripted_backend import ScriptedBackend
+
+    closed = []
+    monkeypatch.setattr(ScriptedBackend, "close", lambda backend: closed.append(backend.describe().path.name))
+    models = scripted_models
+    load(qtbot, models, "a.gguf")
+    models.update_settings(models.settings.with_changes(n_ctx=1024))  # asks for a reload…
+    assert models.reload_needed
+    settings_seen = []
+    models.settingsChanged.connect(settings_seen.append)
+    with qtbot.waitSignal(models.modelUnloaded, timeout=WAIT_MS):
+        models.unload()
+    assert closed == ["a.gguf"]  # the engine thread closed it (llama.cpp frees it there)
+    assert models.current is None and not models.reload_needed  # …which no longer applies
+    assert models.settings == ModelSettings() and settings_seen == [ModelSettings()]
+    assert models._store.model_settings("a.gguf").n_ctx == 1024  # a.gguf's own settings are kept
+
+    load(qtbot, models, "a.gguf")  # and it loads again, with them
+    assert models.current.path.name == "a.gguf" and models.settings.n_ctx == 1024
+
+
+def test_unload_during_a_load_cancels_it_and_closes_the_current_model(qtbot, scripted_models, script, monkeypatch):
+    from scripted_backend import ScriptedBackend
+
+    closed = []
+    monkeypatch.setattr(ScriptedBackend, "close", lambda backend: closed.append(backend.describe().path.name))
+    models = scripted_models
+    load(qtbot, models, "a.gguf")
+    script.slow.add("slow.gguf")
+    failures = []
+    models.loadFailed.connect(failures.append)
+    with qtbot.waitSignal(models.modelUnloaded, timeout=WAIT_MS):
+        models.load(Path("/models/slow.gguf"))  # waits on the worker until it is cancelled…
+        models.unload()  # …which unloading does, before closing a.gguf
+    assert closed == ["a.gguf"] and models.current is None and models.loading is None
+    assert len(failures) == 1 and "cancelled" in failures[0]
+
+
+def test_unload_with_no_model_says_nothing(qtbot, scripted_models):
+    models = scripted_models
+    with qtbot.assertNotEmitted(models.modelUnloaded, wait=200):
+        models.unload()
+    assert models.current is None

@@ -5,13 +5,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QPushButton
 
 from ..library.download_progress import DownloadProgress, format_bytes
 from ..library.download_queue import QueuedDownload
 from ..library.errors import DownloadCancelled, HubError
-from .model_picker import ERROR_COLOR
+from .colors import Tone, muted_color, set_tone
 
 
 def format_duration(seconds: float) -> str:
@@ -41,11 +41,9 @@ class DownloadRow(QFrame):
         self.done = False
         self.setFrameShape(QFrame.StyledPanel)
 
-        # Names come from the server: escaped here, and every other label is plain text.
-        repo, quant = (html.escape(text, quote=False) for text in (job.model.repo_id, job.model.quant))
-        self.name_label = QLabel(f"<b>{html.escape(job.model.name, quote=False)}</b> "
-                                 f"<span style='color:gray'>{repo} · {quant}</span>")
+        self.name_label = QLabel()
         self.name_label.setTextFormat(Qt.RichText)
+        self._show_name()
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(False)
@@ -69,8 +67,25 @@ class DownloadRow(QFrame):
         layout.addWidget(self.status_label, 2, 0, 1, 3)
         layout.setColumnStretch(0, 1)
 
-        self.pause_button.clicked.connect(self._toggle_pause)
-        self.cancel_button.clicked.connect(self._cancel)
+        self._set_pause_text("Pause")
+        self.cancel_button.setAccessibleName(f"Cancel {job.model.name}")
+        self.progress.setAccessibleName(f"Download of {job.model.name}")
+        self.pause_button.clicked.connect(lambda _checked=False: self._toggle_pause())
+        self.cancel_button.clicked.connect(lambda _checked=False: self._cancel())
+
+    def _show_name(self) -> None:
+        """The file name in bold, and where it comes from in the palette's muted colour.
+        Names come from the server: escaped here, and every other label is plain text."""
+        model = self.job.model
+        repo, quant = (html.escape(text, quote=False) for text in (model.repo_id, model.quant))
+        muted = muted_color(self.palette()).name()
+        self.name_label.setText(f"<b>{html.escape(model.name, quote=False)}</b> "
+                                f"<span style='color:{muted}'>{repo} · {quant}</span>")
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # light to dark: the muted colour follows
+            self._show_name()
 
     def show_job_so_far(self, latest: DownloadProgress | None) -> None:
         """Show where the job stands now: how it ended, or `latest`, the progress it last reported."""
@@ -89,7 +104,7 @@ class DownloadRow(QFrame):
             return
         self.pause_button.setEnabled(True)
         # Paused here, or in a view since closed.
-        self.pause_button.setText("Resume" if self.job.control.paused else "Pause")
+        self._set_pause_text("Resume" if self.job.control.paused else "Pause")
         self.progress.setValue(round(progress.fraction * 1000))
         figures = f"{format_bytes(progress.bytes_done)} of {format_bytes(progress.bytes_total)}"
         if progress.paused:  # the worker's word that it has flushed the file and holds
@@ -116,15 +131,21 @@ class DownloadRow(QFrame):
         else:
             self._end(str(error), error=True)
 
+    def _set_pause_text(self, verb: str) -> None:
+        """"Pause" or "Resume"; a screen reader also hears which download it is for, as there
+        can be several rows of identical buttons."""
+        self.pause_button.setText(verb)
+        self.pause_button.setAccessibleName(f"{verb} {self.job.model.name}")
+
     def _toggle_pause(self) -> None:
         control = self.job.control
         if control.paused:
             control.resume()
-            self.pause_button.setText("Pause")
+            self._set_pause_text("Pause")
             self.status_label.setText("Resuming…")
         else:
             control.pause()
-            self.pause_button.setText("Resume")
+            self._set_pause_text("Resume")
             self.status_label.setText("Pausing…")
 
     def _cancel(self) -> None:
@@ -137,4 +158,4 @@ class DownloadRow(QFrame):
         self.pause_button.hide()
         self.cancel_button.hide()
         self.status_label.setText(text)
-        self.status_label.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
+        set_tone(self.status_label, Tone.ERROR if error else Tone.NORMAL)

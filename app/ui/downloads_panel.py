@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 from ..download_manager import DownloadManager
 from ..library.download_progress import DownloadProgress
 from ..library.download_queue import QueuedDownload
+from .colors import Tone, set_tone
 from .download_row import DownloadRow
 
 
@@ -27,7 +28,7 @@ class DownloadsPanel(QGroupBox):
         self._rows: dict[QueuedDownload, DownloadRow] = {}
 
         self.dest_label = QLabel(f"Models are saved in {manager.dest}")
-        self.dest_label.setStyleSheet("color: gray;")
+        set_tone(self.dest_label, Tone.MUTED)
         self.dest_label.setTextFormat(Qt.PlainText)
         self.dest_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.clear_button = QPushButton("Clear finished")
@@ -36,7 +37,7 @@ class DownloadsPanel(QGroupBox):
         self._rows_layout = QVBoxLayout(self._rows_widget)
         self._rows_layout.setContentsMargins(0, 0, 0, 0)
         self.no_downloads_label = QLabel("Nothing downloading. Choose a model above and press Download.")
-        self.no_downloads_label.setStyleSheet("color: gray;")
+        set_tone(self.no_downloads_label, Tone.MUTED)
         self._rows_layout.addWidget(self.no_downloads_label)
         self._rows_layout.addStretch(1)
         rows_scroll = QScrollArea()

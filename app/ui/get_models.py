@@ -34,9 +34,10 @@ from ..library.errors import OFFLINE_MESSAGE, GatedRepo, HubError, HubUnavailabl
 from ..library.hub import RepoListing, RepoSummary, offline_mode
 from ..newest import NewestWins
 from .background import run_in_background
+from .colors import Tone, set_tone
 from .downloads_panel import DownloadsPanel
 from .hub_lists import RepoModelsTree, SearchResultsTable
-from .model_picker import ERROR_COLOR
+
 
 _log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class GetModelsView(QWidget):
         self.token_label = QLabel()
         self.token_label.setTextFormat(Qt.PlainText)
         self.token_label.setWordWrap(True)
-        self.token_label.setStyleSheet("color: gray;")
+        set_tone(self.token_label, Tone.MUTED)
         self.token_label.hide()
 
         self.results = SearchResultsTable()
@@ -251,7 +252,7 @@ class GetModelsView(QWidget):
 
     def _show_message(self, text: str, error: bool = False) -> None:
         self.message_label.setText(text)
-        self.message_label.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
+        set_tone(self.message_label, Tone.ERROR if error else Tone.NORMAL)
         self._retry = None
         self.token_button.hide()
 

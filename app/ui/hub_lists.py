@@ -6,7 +6,6 @@ this machine's free RAM (or the GPU's memory, once the view knows it).
 
 from __future__ import annotations
 
-import html
 from enum import IntEnum
 
 from PySide6.QtCore import Qt
@@ -18,9 +17,9 @@ from PySide6.QtWidgets import (
 from ..library.download_progress import format_bytes
 from ..library.hub import RepoSummary, memory_fit
 from ..library.quants import RemoteModel, by_quant
+from .tooltips import plain_tooltip
 
 MODEL_ROLE = Qt.UserRole  # the RemoteModel behind a row of the models tree
-_TOOLTIP_CHARS = 2000  # a listing's names can be of any length
 
 
 class ResultColumn(IntEnum):
@@ -51,18 +50,6 @@ _MODEL_HEADERS = {
     ModelColumn.SIZE: ("Size", "Download size"),
     ModelColumn.FITS: ("Fits?", "Whether the model and room for its context fit this machine's free memory"),
 }
-
-
-def plain_tooltip(text: str) -> str:
-    """`text` as a tooltip that shows it as written.
-
-    Qt renders a tooltip as HTML whenever it looks like HTML, and repository and file names
-    come from the server; so the text is escaped and marked up as rich text, its line
-    breaks kept, and cut short if it is huge.
-    """
-    if len(text) > _TOOLTIP_CHARS:
-        text = text[:_TOOLTIP_CHARS - 1] + "…"
-    return f"<p style='white-space:pre-wrap'>{html.escape(text, quote=False)}</p>"
 
 
 def fit_text(size: int, vram_bytes: int | None) -> tuple[str, bool, str]:

@@ -14,7 +14,7 @@ import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+    QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
     QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QVBoxLayout, QWidget,
 )
 
@@ -23,6 +23,8 @@ from ..engine.sampling import BOUNDS, PRESETS, SamplingParams
 from ..engine.templates import fallback_name
 from ..engine.types import ModelDescription, ModelSettings
 from ..model_session import ModelSession
+from .colors import Tone, set_tone
+from .form_grid import FormGrid
 from .stop_strings import format_stop_strings, parse_stop_strings
 from .template_editor import TemplateEditor
 
@@ -56,7 +58,8 @@ class ParametersPanel(QWidget):
         self._template_override: str | None = None
         self._logit_bias: dict[int, float] = {}
 
-        self._labels: list[QLabel] = []
+        self._labels: list[QWidget] = []  # the label column's widgets, given one width
+        self._gpu_available = True
         self._build_sampling()
         self._build_reply()
         self._build_model()
@@ -67,6 +70,7 @@ class ParametersPanel(QWidget):
 
         content = QWidget()
         column = QVBoxLayout(content)
+        column.setContentsMargins(6, 6, 6, 6)  # a narrow side panel needs every pixel for the fields
         column.addWidget(self.sampling_box)
         column.addWidget(self.reply_box)
         column.addWidget(self.model_box)
@@ -83,6 +87,7 @@ class ParametersPanel(QWidget):
         self.show_settings(models.settings)
         self._show_model(models.current)
         models.modelLoaded.connect(self._show_model)
+        models.modelUnloaded.connect(lambda: self._show_model(None))
         models.settingsChanged.connect(self.show_settings)
         self.reload_notice.setVisible(models.reload_needed)
         models.reloadNeededChanged.connect(self.reload_notice.setVisible)
@@ -105,7 +110,7 @@ class ParametersPanel(QWidget):
         self.frequency_penalty = _sampling_spin("frequency_penalty")
 
         self.sampling_box = QGroupBox("Sampling")
-        form = _form(self.sampling_box)
+        form = FormGrid(self.sampling_box)
         self._row(form, "Preset", self.preset,
              "Ready-made sampling settings. Changing a value below switches this to Custom.")
         self._row(form, "Temperature", self.temperature,
@@ -142,21 +147,17 @@ class ParametersPanel(QWidget):
         self.max_tokens.setSuffix(" tokens")
         self.stop = QLineEdit()
         self.stop.setPlaceholderText("none (the model decides)")
-        self.fixed_seed = QCheckBox("Fixed")
+        self.fixed_seed = QCheckBox("Fixed seed")
         # A seed is 0…2³²−1, beyond a QSpinBox's 32-bit signed range; a double holds it exactly.
         self.seed = QDoubleSpinBox()
         self.seed.setDecimals(0)
         self.seed.setRange(BOUNDS["seed"].low, BOUNDS["seed"].high)
         self.seed.setKeyboardTracking(False)
         self.seed.setEnabled(False)
-        seed_row = QWidget()
-        seed_layout = QHBoxLayout(seed_row)
-        seed_layout.setContentsMargins(0, 0, 0, 0)
-        seed_layout.addWidget(self.fixed_seed)
-        seed_layout.addWidget(self.seed, 1)
+        _may_shrink(self.seed)
 
         self.reply_box = QGroupBox("Reply")
-        form = _form(self.reply_box)
+        form = FormGrid(self.reply_box)
         self._row(form, "Max length", self.max_tokens,
              "The longest a reply may get, in tokens (a token is roughly ¾ of a word). "
              "The reply stops here even mid-sentence. Typical: 512–2048.")
@@ -165,9 +166,15 @@ class ParametersPanel(QWidget):
              "Separate several with commas. Write \\n for a line break, \\, for a comma, "
              "\\s for a space at the start or end, \\\\ for a backslash. "
              "Example: \\n\\nUser:, ###")
-        self._row(form, "Seed", seed_row,
-             "The random seed. Fixed: the same settings and conversation give the same reply "
-             "every time, handy for comparing. Unticked: a new seed for every reply.")
+        # The tick box stands where a label would: "Fixed seed [1234]" reads as one setting.
+        seed_tip = ("The random seed. Fixed: the same settings and conversation give the same reply "
+                    "every time, handy for comparing. Unticked: a new seed for every reply.")
+        self.fixed_seed.setToolTip(seed_tip)
+        self.seed.setToolTip(seed_tip)
+        self.seed.setAccessibleName("Seed")
+        self.seed.setAccessibleDescription("The seed used while Fixed seed is ticked")
+        form.add_row(self.fixed_seed, self.seed)
+        self._labels.append(self.fixed_seed)
 
         self.max_tokens.valueChanged.connect(self._on_params_edited)
         self.stop.textEdited.connect(self._on_params_edited)
@@ -180,6 +187,7 @@ class ParametersPanel(QWidget):
         self.system_prompt_edit.setPlaceholderText("e.g. You are a concise, friendly assistant.")
         self.system_prompt_edit.setFixedHeight(90)
         self.system_prompt_edit.setTabChangesFocus(True)
+        self.system_prompt_edit.setAccessibleName("System prompt")
         self.system_prompt_edit.setToolTip(
             "Instructions the model reads before every conversation: who it is, tone, rules. "
             "Applies from the next reply.")
@@ -193,17 +201,13 @@ class ParametersPanel(QWidget):
         self.cpu_threads.setSpecialValueText("Automatic")
         self.gpu_reason = QLabel(NO_GPU_REASON)
         self.gpu_reason.setWordWrap(True)
-        self.gpu_reason.setStyleSheet("color: gray;")
+        set_tone(self.gpu_reason, Tone.MUTED)
         self.gpu_reason.hide()
         self.template_label = QLabel()
         self.template_label.setWordWrap(True)
         self.template_button = QPushButton("Edit…")
         self.template_button.setToolTip("See and change the chat template, with a preview of the exact prompt")
-        template_row = QWidget()
-        template_layout = QHBoxLayout(template_row)
-        template_layout.setContentsMargins(0, 0, 0, 0)
-        template_layout.addWidget(self.template_label, 1)
-        template_layout.addWidget(self.template_button)
+        self.template_button.setAccessibleName("Edit chat template")
 
         self.reload_notice = QFrame()
         self.reload_notice.setFrameShape(QFrame.StyledPanel)
@@ -217,51 +221,51 @@ class ParametersPanel(QWidget):
         self.reload_notice.hide()
 
         self.model_name = QLabel()
-        self.model_name.setStyleSheet("color: gray;")
+        set_tone(self.model_name, Tone.MUTED)
         # A long file name is clipped rather than widening the whole panel.
         self.model_name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
 
         self.model_box = QGroupBox("Model")
-        box = QVBoxLayout(self.model_box)
-        box.addWidget(self.model_name)
-        system_label = QLabel("System prompt")
+        form = FormGrid(self.model_box)
+        form.add_wide(self.model_name)
+        system_label = QLabel("S&ystem prompt")
         system_label.setToolTip(self.system_prompt_edit.toolTip())
-        box.addWidget(system_label)
-        box.addWidget(self.system_prompt_edit)
-        form = QFormLayout()
-        form.setContentsMargins(0, 0, 0, 0)
-        _configure(form)
-        box.addLayout(form)
+        system_label.setBuddy(self.system_prompt_edit)
+        form.add_wide(system_label)
+        form.add_wide(self.system_prompt_edit)
         self._row(form, "Context length", self.n_ctx,
              "How much of the conversation the model can see at once, in tokens. Longer "
              "needs more memory. Automatic: the model's own length, up to 4,096.")
         self._row(form, "GPU layers", self.gpu_layers,
              "How many of the model's layers run on the graphics card; the rest run on the "
              "CPU. All is fastest if it fits in the card's memory; 0 uses the CPU only.")
-        form.addRow("", self.gpu_reason)
+        form.add_field(self.gpu_reason)
         self._row(form, "CPU threads", self.cpu_threads,
              "How many threads generate on the CPU (for the layers not on the graphics card). "
              "Automatic: one per physical core, as llama.cpp's own tools do; the status bar "
              "shows the number in use. On a CPU with efficiency cores, the performance-core "
              "count can be faster.")
-        self._row(form, "Chat template", template_row,
-             "The format that turns the conversation into the text the model reads.")
-        box.addWidget(self.reload_notice)
+        self._row(form, "Chat template", self.template_button,
+             "The format that turns the conversation into the text the model reads.", Qt.AlignLeft)
+        form.add_field(self.template_label)  # under the button: a long name wraps in the field's width
+        form.add_wide(self.reload_notice)
 
         self.system_prompt_edit.textChanged.connect(self._on_model_edited)
         self.n_ctx.valueChanged.connect(self._on_model_edited)
         self.gpu_layers.valueChanged.connect(self._on_model_edited)
         self.cpu_threads.valueChanged.connect(self._on_model_edited)
-        self.template_button.clicked.connect(self.edit_template)
-        self.reload_button.clicked.connect(self._models.reload)
+        self.template_button.clicked.connect(lambda _checked=False: self.edit_template())
+        self.reload_button.clicked.connect(lambda _checked=False: self._models.reload())
 
-    def _row(self, form: QFormLayout, label: str, field: QWidget, tip: str) -> None:
+    def _row(self, form: FormGrid, label: str, field: QWidget, tip: str,
+             alignment: Qt.AlignmentFlag = Qt.AlignmentFlag(0)) -> None:
         """A labelled row whose label and field both explain themselves on hover."""
         label_widget = QLabel(label)
         label_widget.setToolTip(tip)
-        label_widget.setBuddy(field)
         field.setToolTip(tip)
-        form.addRow(label_widget, field)
+        if not field.accessibleName():
+            field.setAccessibleName(label)
+        form.add_row(label_widget, field, alignment)
         self._labels.append(label_widget)
 
     # --- sampling --------------------------------------------------------------------------------
@@ -359,7 +363,8 @@ class ParametersPanel(QWidget):
 
     def set_gpu_available(self, available: bool) -> None:
         """Without GPU offload the layer count means nothing, so it is off and says why."""
-        self.gpu_layers.setEnabled(available)
+        self._gpu_available = available
+        self.gpu_layers.setEnabled(available and self._info is not None)
         self.gpu_reason.setVisible(not available)
 
     def _show_model(self, description: ModelDescription | None) -> None:
@@ -376,8 +381,11 @@ class ParametersPanel(QWidget):
         name = description.record_name if description else None
         self.model_name.setText(name or "No model loaded")
         self.model_name.setToolTip(name or "")
-        self.model_box.setEnabled(description is not None)
-        self.template_button.setEnabled(info is not None)
+        # The fields wait for a model; the labels, its name ("No model loaded") and the GPU note
+        # stay readable (a disabled box greys them all, below the contrast text needs).
+        for field in (self.system_prompt_edit, self.n_ctx, self.cpu_threads, self.template_button):
+            field.setEnabled(info is not None)
+        self.gpu_layers.setEnabled(self._gpu_available and info is not None)
         self.template_label.setText(self._template_description())
 
     def _template_description(self) -> str:
@@ -434,6 +442,7 @@ def _sampling_spin(name: str) -> QSpinBox | QDoubleSpinBox:
         spin.setKeyboardTracking(False)
     if bounds.off_at_zero:
         spin.setSpecialValueText("Off")
+    _may_shrink(spin)
     return spin
 
 
@@ -443,18 +452,11 @@ def _int(low: int, high: int, step: int) -> QSpinBox:
     spin.setSingleStep(step)
     spin.setKeyboardTracking(False)  # one change when the typed number is complete, not per digit
     spin.setGroupSeparatorShown(True)
+    _may_shrink(spin)
     return spin
 
 
-def _configure(form: QFormLayout) -> None:
-    form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
-    form.setRowWrapPolicy(QFormLayout.WrapLongRows)
-    form.setLabelAlignment(Qt.AlignLeft | Qt.AlignVCenter)
-
-
-def _form(box: QGroupBox) -> QFormLayout:
-    form = QFormLayout(box)
-    _configure(form)
-    return form
-
-
+def _may_shrink(spin: QAbstractSpinBox) -> None:
+    """A spin box is never narrower than its widest value ("1,048,576 tokens") by default;
+    in a narrow side panel it may be, down to what shows a short value."""
+    spin.setSizePolicy(QSizePolicy.Preferred, spin.sizePolicy().verticalPolicy())

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ..store import StoreError
-from .model_picker import ERROR_COLOR
+from .colors import Tone, set_tone
 
 
 def reports_store_errors(slot):
@@ -43,7 +43,7 @@ class StoreProblemBanner(QFrame):
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setTextFormat(Qt.TextFormat.PlainText)  # paths and SQLite's words, not HTML
-        self.message.setStyleSheet(f"color: {ERROR_COLOR}")
+        set_tone(self.message, Tone.ERROR)
         self.export_button = QPushButton("Export readable conversations…")
         self.move_aside_button = QPushButton("Move aside and start fresh…")
         self.dismiss_button = QPushButton("Dismiss")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QPushButton, QSplitter, QTextEdit, QVBoxLayout, QWidget,
@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (
 
 from ..engine.modelfile import ModelInfo
 from ..engine.templates import ChatTemplate, TemplateError, template_for
-from .model_picker import ERROR_COLOR
+from .colors import Tone, muted_color, set_tone
+
 
 PREVIEW_DELAY_MS = 200
 SAMPLE_CONVERSATION = (
@@ -60,6 +61,7 @@ class TemplateEditor(QDialog):
         self.source_edit.setFont(mono)
         self.source_edit.setLineWrapMode(QPlainTextEdit.NoWrap)
         self.source_edit.setPlainText(override or self._default_source)
+        self.source_edit.setAccessibleDescription("The chat template's Jinja source; the preview follows as you type")
         self.preview = QTextEdit()
         self.preview.setReadOnly(True)
         self.preview.setFont(mono)
@@ -67,17 +69,18 @@ class TemplateEditor(QDialog):
             f"The exact text the model reads for a short sample conversation. Special tokens are "
             f"highlighted and {NEWLINE_MARK} marks each line break."
         )
+        self.preview.setAccessibleDescription(self.preview.toolTip())
 
         self.origin_label = QLabel()
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
         self.error_label.setTextFormat(Qt.PlainText)  # errors quote the template, which may hold HTML
         self.error_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.error_label.setStyleSheet(f"color: {ERROR_COLOR};")
+        set_tone(self.error_label, Tone.ERROR)
         self.error_label.hide()
 
-        editor_box = _titled("Template (Jinja)", self.source_edit)
-        preview_box = _titled("Prompt for a sample conversation", self.preview)
+        editor_box = _titled("&Template (Jinja)", self.source_edit)
+        preview_box = _titled("&Prompt for a sample conversation", self.preview)
         splitter = QSplitter(Qt.Horizontal)
         splitter.addWidget(editor_box)
         splitter.addWidget(preview_box)
@@ -149,9 +152,14 @@ class TemplateEditor(QDialog):
             if index % 2:  # re.split puts the matched separators at odd positions
                 body.append(f"<span style='{TOKEN_STYLE}'>{html.escape(piece)}</span>")
             else:
-                mark = f"<span style='color: gray'>{NEWLINE_MARK}</span>\n"
+                mark = f"<span style='color: {muted_color(self.palette()).name()}'>{NEWLINE_MARK}</span>\n"
                 body.append(html.escape(piece).replace("\n", mark))
         return "<pre style='white-space: pre-wrap'>" + "".join(body) + "</pre>"
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._render()  # the line-break marks take the new palette's muted colour
 
     def _save(self) -> None:
         self.templateOverrideChanged.emit(None if self._is_default() else self.source())
@@ -162,6 +170,9 @@ def _titled(title: str, widget: QWidget) -> QWidget:
     box = QWidget()
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
-    layout.addWidget(QLabel(title))
+    label = QLabel(title)
+    label.setBuddy(widget)  # the title names the field for screen readers; Alt+letter focuses it
+    widget.setAccessibleName(title.replace("&", ""))
+    layout.addWidget(label)
     layout.addWidget(widget, 1)
     return box

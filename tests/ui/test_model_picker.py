@@ -13,7 +13,8 @@ from PySide6.QtGui import QFont
 from app.settings import EXTRA_FILES as EXTRA_FILES_KEY
 from app.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
 from app.settings import Settings
-from app.ui.model_picker import Column, ModelPicker, format_parameters, format_size
+from app.ui.model_picker import Column, ModelPicker
+from app.ui.model_table import format_parameters, format_size
 
 SCAN_TIMEOUT_MS = 10_000
 
@@ -72,7 +73,7 @@ def double_click(qtbot, picker, row):
     picker.resize(900, 400)
     picker.show()
     qtbot.waitExposed(picker)
-    rect = picker.view.visualRect(picker.model.index(row, Column.NAME))
+    rect = picker.view.visualRect(picker.proxy.mapFromSource(picker.model.index(row, Column.NAME)))
     # A real double-click is a click and then a double-click event; QTest's mouseDClick alone
     # sends only the second half, which item views ignore.
     qtbot.mouseClick(picker.view.viewport(), Qt.LeftButton, pos=rect.center())

@@ -221,7 +221,9 @@ def test_model_settings_are_remembered_per_model(qtbot, panel, script, tmp_path,
 
 
 def test_sampling_works_before_any_model_is_loaded(panel, qtbot):
-    assert not panel.model_box.isEnabled() and not panel.template_button.isEnabled()
+    assert not any(field.isEnabled() for field in (panel.system_prompt_edit, panel.n_ctx, panel.gpu_layers,
+                                                   panel.cpu_threads, panel.template_button))
+    assert panel.model_name.isEnabled() and panel.model_name.text() == "No model loaded"  # readable, not greyed
     assert panel.edit_template() is None
     with qtbot.waitSignal(panel._models.settingsChanged) as changed:
         panel.temperature.setValue(1.9)

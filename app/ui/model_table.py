@@ -1,0 +1,224 @@
+"""The model list's data: one row per GGUF file the scan found, what each cell says, how it sorts.
+
+Kept apart from the view (`model_table_view.py`) and the picker widget so it can be tested and
+re-filled without touching widgets. Several files often carry the same internal name (one
+model in three quantizations), so every row also knows its file name (`FILE_ROLE`), which the
+name column shows under the name. Sorting goes through `SORT_ROLE`: the real numbers (sizes,
+parameter counts, context lengths), not their display strings, where "4.9 GB" < "253 MB".
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QFont, QGuiApplication
+
+from ..engine.templates import fallback_name
+from ..engine.text import printable
+from ..library import scan
+from ..library.scan import ModelEntry
+from .colors import muted_color
+from .tooltips import plain_tooltip
+
+FILE_ROLE = Qt.UserRole  # the row's file name, as Qt can show it
+SORT_ROLE = Qt.UserRole + 1  # the value a column sorts by
+UNUSABLE_ROLE = Qt.UserRole + 2  # why the row's file can't be used, or None
+UNKNOWN = -1  # sorts a file with no figure (it can't be read) before every real one
+
+
+def format_parameters(count: int) -> str:
+    """268098176 -> "268M", 8030261248 -> "8B", 1543714304 -> "1.5B"."""
+    if count >= 1e9:
+        return f"{count / 1e9:.1f}".removesuffix(".0") + "B"
+    if count >= 1e6:
+        return f"{count / 1e6:.0f}M"
+    return f"{count / 1e3:.0f}K"
+
+
+def format_size(size: int) -> str:
+    """Decimal units, as file managers and Hugging Face show them: "253 MB", "4.9 GB"."""
+    if size >= 1e9:
+        return f"{size / 1e9:.1f} GB"
+    if size >= 1e6:
+        return f"{size / 1e6:.0f} MB"
+    return f"{size / 1e3:.0f} KB"
+
+
+class Column(IntEnum):
+    NAME = 0
+    ARCHITECTURE = 1
+    PARAMETERS = 2
+    QUANTIZATION = 3
+    SIZE = 4
+    CONTEXT = 5
+    TEMPLATE = 6
+    FOLDER = 7
+
+
+_HEADERS = {
+    Column.NAME: ("Name", "The name the model's file gives itself, and under it the file's own name"),
+    Column.ARCHITECTURE: ("Arch", "The model architecture (family)"),
+    Column.PARAMETERS: ("Params", "How many parameters (weights) the model has"),
+    Column.QUANTIZATION: ("Quant", "How the weights are compressed; Q4_K_M is a good balance, Q8_0 is near-lossless"),
+    Column.SIZE: ("Size", "Size on disk (roughly the memory it needs, plus the context)"),
+    Column.CONTEXT: ("Context", "The longest conversation, in tokens, the model was trained for"),
+    Column.TEMPLATE: ("Template", "✓: the file has its own chat template. fallback: Hearth picks one by model family"),
+    Column.FOLDER: ("Folder", "Where the file was found"),
+}
+_NUMERIC = (Column.PARAMETERS, Column.SIZE, Column.CONTEXT)
+
+
+def file_name(entry: ModelEntry) -> str:
+    """The entry's file name as text Qt can show (see `shown_path`)."""
+    return printable(entry.path.name, limit=None)
+
+
+def shown_path(entry: ModelEntry) -> str:
+    """The entry's path as text Qt can show: a name that is not valid UTF-8 keeps a "�" where
+    Qt would silently drop its undecodable bytes, and control characters cannot split it."""
+    return printable(str(entry.path), limit=None)
+
+
+class ModelTableModel(QAbstractTableModel):
+    """Scan results as table rows; unusable files are muted, marked ⚠, with their reason."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._entries: list[ModelEntry] = []
+        self._keys: list[Path] = []  # each entry's resolved path: data() compares it per cell
+        self._current: Path | None = None
+
+    def set_entries(self, entries: list[ModelEntry]) -> None:
+        self.beginResetModel()
+        self._entries = list(entries)
+        self._keys = [scan.resolved(entry.path) for entry in self._entries]
+        self.endResetModel()
+
+    def entries(self) -> list[ModelEntry]:
+        return list(self._entries)
+
+    def entry(self, row: int) -> ModelEntry:
+        return self._entries[row]
+
+    def row_of(self, path: Path) -> int | None:
+        wanted = scan.resolved(Path(path))
+        return next((row for row, key in enumerate(self._keys) if key == wanted), None)
+
+    def set_current(self, path: Path | None) -> None:
+        """Mark the loaded model (bold), so the list shows which one the chat is using."""
+        self._current = scan.resolved(Path(path)) if path else None
+        if self._entries:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._entries) - 1, len(Column) - 1), [Qt.FontRole])
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._entries)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(Column)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation != Qt.Horizontal:
+            return None
+        if role == Qt.DisplayRole:
+            return _HEADERS[Column(section)][0]
+        if role == Qt.ToolTipRole:
+            return _HEADERS[Column(section)][1]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        entry, column = self._entries[index.row()], Column(index.column())
+        if role == Qt.DisplayRole:
+            return _cell_text(entry, column)
+        if role == SORT_ROLE:
+            return _sort_key(entry, column)
+        if role == FILE_ROLE:
+            return file_name(entry)
+        if role == UNUSABLE_ROLE:
+            return entry.error
+        if role == Qt.ToolTipRole:
+            return _tooltip(entry, column)
+        if role == Qt.AccessibleTextRole and column == Column.NAME:
+            # What a screen reader says for the row's first cell: the name, the file, and the
+            # marker that sighted users see as ⚠.
+            text = f"{entry.name}, file {file_name(entry)}" if entry.usable else file_name(entry)
+            return text if entry.usable else f"{text}, can't be used"
+        if role == Qt.AccessibleDescriptionRole and not entry.usable:
+            return f"This file can't be loaded: {entry.error}"
+        if role == Qt.ForegroundRole and not entry.usable:
+            return muted_color(QGuiApplication.palette())
+        if role == Qt.FontRole and self._current is not None and self._keys[index.row()] == self._current:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.TextAlignmentRole and column in _NUMERIC:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.TextAlignmentRole and column == Column.TEMPLATE:
+            return int(Qt.AlignCenter)
+        return None
+
+
+def sorting_proxy(model: ModelTableModel) -> QSortFilterProxyModel:
+    """The table as the view shows it: sorted by the clicked column's real values."""
+    proxy = QSortFilterProxyModel(model)
+    proxy.setSourceModel(model)
+    proxy.setSortRole(SORT_ROLE)
+    proxy.setSortCaseSensitivity(Qt.CaseInsensitive)
+    return proxy
+
+
+def _cell_text(entry: ModelEntry, column: Column) -> str:
+    info = entry.info
+    if column == Column.NAME:
+        return entry.name
+    if column == Column.FOLDER:
+        return entry.origin
+    if column == Column.SIZE:
+        return format_size(entry.size)
+    if info is None:
+        # The whole reason is in the tooltip and under the list; a long one here would
+        # widen the column for every row.
+        return "⚠ can't be used" if column == Column.ARCHITECTURE else ""
+    if column == Column.ARCHITECTURE:
+        return info.architecture
+    if column == Column.PARAMETERS:
+        return format_parameters(info.parameter_count)
+    if column == Column.QUANTIZATION:
+        return info.quantization
+    if column == Column.CONTEXT:
+        return f"{info.context_length:,}" if info.context_length else "?"
+    return "✓" if info.has_chat_template else "fallback"
+
+
+def _sort_key(entry: ModelEntry, column: Column) -> int | str:
+    """What `column` sorts by: numbers as numbers; a name, then its file name, as text."""
+    info = entry.info
+    if column == Column.NAME:
+        return f"{entry.name.casefold()}\t{file_name(entry).casefold()}"
+    if column == Column.SIZE:
+        return entry.size
+    if column == Column.PARAMETERS:
+        return info.parameter_count if info else UNKNOWN
+    if column == Column.CONTEXT:
+        return info.context_length or UNKNOWN if info else UNKNOWN
+    return _cell_text(entry, column).casefold()
+
+
+def summary(entry: ModelEntry) -> str:
+    """Every column in one line, for the selected model: a narrow panel hides some columns."""
+    info = entry.info
+    context = f"{info.context_length:,} tokens of context" if info.context_length else "context length unknown"
+    template = "its own chat template" if info.has_chat_template else f"“{fallback_name(info)}” fallback template"
+    return (f"{info.architecture} · {format_parameters(info.parameter_count)} parameters · {info.quantization} · "
+            f"{format_size(entry.size)} · {context} · {template} · in {entry.origin}")
+
+
+def _tooltip(entry: ModelEntry, column: Column) -> str:
+    if entry.info is None:
+        return plain_tooltip(f"{shown_path(entry)}\n\nThis file can't be loaded: {entry.error}")
+    if column == Column.TEMPLATE and not entry.info.has_chat_template:
+        return plain_tooltip(f"The file has no chat template; Hearth uses its “{fallback_name(entry.info)}” format.")
+    return plain_tooltip(shown_path(entry))
