@@ -11,13 +11,16 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import (
-    QAbstractButton, QAbstractItemView, QAbstractSlider, QAbstractSpinBox, QComboBox, QLineEdit,
-    QPlainTextEdit, QTabBar, QTabWidget, QTextEdit, QWidget,
+    QAbstractButton, QAbstractScrollArea, QAbstractSlider, QAbstractSpinBox, QComboBox, QLabel, QLineEdit,
+    QTabBar, QTabWidget, QWidget,
 )
 
+# Buttons and check boxes, line edits, text boxes, item views and scroll areas, spin boxes,
+# combo boxes, sliders, tab bars and tab widgets (a focusable pane to a screen reader); labels
+# only where Tab stops on them (selectable or links).
 INTERACTIVE = (
-    QAbstractButton, QLineEdit, QPlainTextEdit, QTextEdit, QAbstractSpinBox, QComboBox, QAbstractSlider,
-    QAbstractItemView, QTabBar,
+    QAbstractButton, QLineEdit, QAbstractScrollArea, QAbstractSpinBox, QComboBox, QAbstractSlider, QTabBar,
+    QTabWidget, QLabel,
 )
 
 
@@ -25,6 +28,8 @@ def is_interactive(widget: QWidget) -> bool:
     """A control a user can reach and work now: shown, enabled, taking focus."""
     if not isinstance(widget, INTERACTIVE) or widget.focusPolicy() == Qt.FocusPolicy.NoFocus:
         return False
+    if isinstance(widget, QLabel) and not widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
+        return False  # selectable with the mouse only: not a stop on the keyboard path
     if isinstance(widget.parentWidget(), (QAbstractSpinBox, QComboBox)):
         return False  # the line edit inside a spin or combo box: the box itself is what is read
     return widget.isVisible() and widget.isEnabled()
