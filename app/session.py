@@ -7,6 +7,10 @@ signals; it never calls back into them. Saving follows the "nothing lost" rule: 
 message is stored before generation starts, the reply is stored as 'streaming' at once and
 rewritten every PARTIAL_SAVE_MS while it grows, so a killed process leaves the reply as far as
 it got.
+
+A reply belongs to the conversation it was asked in: opening another conversation does not
+stop it, it goes on being written and saved there, and `reply_so_far()` lets a window show it
+again, as far as it got, when that conversation is opened again. One reply runs at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 
 from .bridge import EngineBridge
+from .context_use import ContextUse, estimate_prompt, estimate_tokens, measured
 from .engine.types import ReplyStats, ReplyStatus
 from .model_session import ModelSession
 from .store import Conversation, ConversationStore, StoredMessage, StoreError
@@ -27,16 +32,45 @@ NO_MODEL_MESSAGE = "No model is loaded yet. Pick one in the model panel."
 # engine drops the oldest that do not fit), few enough that a conversation of a hundred
 # thousand messages does not make every Send read all of them.
 HISTORY_MESSAGES = 5_000
+# The newest messages searched for the last reply whose tokens the engine counted (the context
+# meter starts from it): replies that failed to start or were imported were not counted.
+MEASURED_LOOKBACK = 20
 
 
 @dataclass(frozen=True)
 class FinishedReply:
-    """A reply that ended, as it was stored."""
+    """A reply that ended, as it was stored, in the conversation it was asked in."""
 
     message_id: int
+    conversation_id: int
     text: str
     stats: ReplyStats
     status: ReplyStatus
+
+
+@dataclass(frozen=True)
+class ReplySoFar:
+    """The reply being written: where it is stored, the model writing it (its record name, the
+    file name) and its text so far, which is ahead of what was last saved."""
+
+    message_id: int
+    conversation_id: int
+    model: str | None
+    text: str
+
+
+@dataclass
+class _Reply:
+    message_id: int
+    conversation_id: int
+    model: str | None
+    prompt_estimate: int  # tokens, until the engine's count comes with the finished reply
+    pieces: list[str]
+    saved_length: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
 
 
 class ChatSession(QObject):
@@ -49,9 +83,13 @@ class ChatSession(QObject):
         replyStarted(StoredMessage): the (empty) assistant reply that begins streaming.
         promptProgress(int, int): prompt tokens read so far, and of how many, before a reply
             to a long prompt starts.
-        replyChunk(str): more text of the streaming reply.
+        replyChunk(str): more text of the streaming reply (in whichever conversation it is:
+            `reply_conversation_id`).
         replyFinished(FinishedReply): the reply ended and was stored.
         busyChanged(bool): a reply started (True) or ended (False).
+        contextChanged(ContextUse): how much of the context window the open conversation fills
+            changed: another conversation was opened, its reply grew (estimated) or ended
+            (the engine's count).
         error(str): something the user should read (the reply could not start, …).
         conversationsChanged(): titles or the list changed (a new or renamed conversation).
         storeFailed(StoreError): saving the streaming reply failed (a damaged or full
@@ -65,6 +103,7 @@ class ChatSession(QObject):
     replyChunk = Signal(str)
     replyFinished = Signal(object)
     busyChanged = Signal(bool)
+    contextChanged = Signal(object)
     error = Signal(str)
     conversationsChanged = Signal()
     storeFailed = Signal(object)
@@ -75,9 +114,7 @@ class ChatSession(QObject):
         self._bridge = bridge
         self._models = models
         self._conversation_id: int | None = None
-        self._reply_id: int | None = None
-        self._reply_text: list[str] = []
-        self._saved_length = 0
+        self._reply: _Reply | None = None
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(PARTIAL_SAVE_MS)
         self._save_timer.timeout.connect(self._save_partial)
@@ -93,17 +130,67 @@ class ChatSession(QObject):
 
     @property
     def busy(self) -> bool:
-        return self._reply_id is not None
+        """A reply is being written (in any conversation): another cannot start until it ends."""
+        return self._reply is not None
+
+    @property
+    def reply_conversation_id(self) -> int | None:
+        """The conversation whose reply is being written, if one is."""
+        return self._reply.conversation_id if self._reply is not None else None
+
+    def reply_so_far(self) -> ReplySoFar | None:
+        """The reply being written, with all its text so far, or None."""
+        reply = self._reply
+        if reply is None:
+            return None
+        return ReplySoFar(reply.message_id, reply.conversation_id, reply.model, reply.text)
+
+    def context_use(self) -> ContextUse:
+        """How much of the context window the open conversation fills: while its reply is
+        written, estimated from the prompt and the text so far; else the engine's count after
+        its last reply, or an estimate when none was counted (an imported conversation)."""
+        reply = self._reply
+        if reply is not None and reply.conversation_id == self._conversation_id:
+            return ContextUse(reply.prompt_estimate + estimate_tokens(reply.text), estimated=True)
+        if self._conversation_id is None:
+            return ContextUse(0, estimated=False)
+        tokens = self._last_measured(self._conversation_id)
+        if tokens is not None:
+            return ContextUse(tokens, estimated=False)
+        history = [message for message in self.history() if message["role"] != "system"]
+        return ContextUse(estimate_prompt(history, None), estimated=bool(history))
+
+    def _last_measured(self, conversation_id: int) -> int | None:
+        """The context the engine counted after the conversation's last reply it measured (a
+        reply that failed to start, or an imported one, was not)."""
+        recent = self.store.recent_messages(conversation_id, MEASURED_LOOKBACK).messages
+        return next((tokens for message in reversed(recent) if message.role == "assistant"
+                     and (tokens := measured(message.stats)) is not None), None)
+
+    def _emit_context(self) -> None:
+        """contextChanged for the open conversation; a store that fails to say is said once,
+        as for saving (the meter is not worth a second message)."""
+        try:
+            use = self.context_use()
+        except StoreError as exc:
+            self.storeFailed.emit(exc)
+            return
+        self.contextChanged.emit(use)
 
     # --- conversations -------------------------------------------------------------------------
 
     def open(self, conversation_id: int) -> None:
-        if self.busy:
-            self.stop()
+        """Show another conversation; a reply being written in this one goes on (and is saved)."""
         self._conversation_id = conversation_id
         self.conversationChanged.emit(conversation_id)
+        self._emit_context()
 
     def new_conversation(self) -> int:
+        """Open a new conversation, or stay in the open one if nothing was said in it yet: each
+        "New chat" does not leave another empty conversation in the list."""
+        open_id = self._conversation_id
+        if open_id is not None and self._is_empty(open_id):
+            return open_id
         current = self._models.current
         conversation_id = self.store.create_conversation(
             model=current.record_name if current else None, system_prompt=self._models.settings.system_prompt)
@@ -112,15 +199,21 @@ class ChatSession(QObject):
         return conversation_id
 
     def delete_conversation(self, conversation_id: int) -> Conversation:
-        """Move a conversation to the trash (the store can restore it); if it is the open one,
-        its reply stops and nothing is open any more."""
+        """Move a conversation to the trash (the store can restore it): a reply being written in
+        it stops (kept as stopped, in the trash with it); if it is the open one, nothing is
+        open any more."""
         deleted = self.store.delete(conversation_id)
-        if conversation_id == self._conversation_id:
+        if conversation_id == self.reply_conversation_id:
             self.stop()
+        if conversation_id == self._conversation_id:
             self._conversation_id = None
             self.conversationChanged.emit(None)
+            self._emit_context()
         self.conversationsChanged.emit()
         return deleted
+
+    def _is_empty(self, conversation_id: int) -> bool:
+        return not self.store.recent_messages(conversation_id, 1).messages
 
     def messages(self) -> list[StoredMessage]:
         """Every message of the open conversation (the window shows pages of recent_messages)."""
@@ -131,18 +224,20 @@ class ChatSession(QObject):
         is stopped and forgotten, since its message is in the old file, and nothing is open."""
         self.stop()
         self._save_timer.stop()
-        was_busy, self._reply_id = self.busy, None
+        was_busy, self._reply = self.busy, None
         self.store = store
         self._conversation_id = None
         if was_busy:
             self.busyChanged.emit(False)
         self.conversationChanged.emit(None)
+        self._emit_context()
         self.conversationsChanged.emit()
 
     # --- the four actions ----------------------------------------------------------------------
 
     def send(self, text: str) -> bool:
-        """Store the user's message and start a reply. False (nothing sent) while busy."""
+        """Store the user's message and start a reply in the open conversation. False (nothing
+        sent) while a reply is being written, here or in another conversation."""
         text = text.strip()
         if not text or self.busy or self._bridge.generating:
             return False
@@ -151,7 +246,7 @@ class ChatSession(QObject):
             return False
         if self._conversation_id is None:
             self.new_conversation()
-        first = not self.store.recent_messages(self._conversation_id, 1).messages
+        first = self._is_empty(self._conversation_id)
         message_id = self.store.add_message(self._conversation_id, "user", text)
         self.messageAdded.emit(self._message(message_id))
         if first:
@@ -189,7 +284,7 @@ class ChatSession(QObject):
 
     def edit(self, message_id: int, text: str) -> bool:
         """Change a user message, forget everything after it, and answer it again."""
-        if self.busy or not text.strip():
+        if self.busy or self._conversation_id is None or not text.strip():
             return False
         self.store.update_message_content(message_id, text.strip())
         self.store.truncate_after(self._conversation_id, message_id)
@@ -216,37 +311,44 @@ class ChatSession(QObject):
     def _start_reply(self) -> bool:
         settings, current = self._models.settings, self._models.current
         history = self.history()
+        prompt_estimate = estimate_prompt(history, self._last_measured(self._conversation_id))
         self.store.set_system_prompt(self._conversation_id, settings.system_prompt)  # kept for the record
-        self._reply_id = self.store.add_message(
-            self._conversation_id, "assistant", "", model=current.record_name if current else None,
+        model = current.record_name if current else None
+        reply_id = self.store.add_message(
+            self._conversation_id, "assistant", "", model=model,
             params=settings.sampling.to_dict(), status=ReplyStatus.STREAMING,
         )
-        self._reply_text = []
-        self._saved_length = 0
         if not self._bridge.generate(history, settings.sampling):
-            self.store.finish_message(self._reply_id, "", ReplyStats.failed("busy"), ReplyStatus.ERROR)
-            self._reply_id = None
+            self.store.finish_message(reply_id, "", ReplyStats.failed("busy"), ReplyStatus.ERROR)
             return False
+        self._reply = _Reply(reply_id, self._conversation_id, model, prompt_estimate, [])
         self._save_timer.start()
-        self.replyStarted.emit(self._message(self._reply_id))
+        self.replyStarted.emit(self._message(reply_id))
         self.busyChanged.emit(True)
+        self._emit_context()
         return True
 
     def _on_chunk(self, text: str) -> None:
-        if self._reply_id is not None:
-            self._reply_text.append(text)
+        reply = self._reply
+        if reply is not None:
+            reply.pieces.append(text)
             self.replyChunk.emit(text)
+            if reply.conversation_id == self._conversation_id:
+                self.contextChanged.emit(self.context_use())
 
     def _save_partial(self) -> None:
-        text = "".join(self._reply_text)
-        if self._reply_id is not None and len(text) != self._saved_length:
+        reply = self._reply
+        if reply is None:
+            return
+        text = reply.text
+        if len(text) != reply.saved_length:
             try:
-                self.store.update_partial(self._reply_id, text)
+                self.store.update_partial(reply.message_id, text)
             except StoreError as exc:
                 self._save_timer.stop()  # said once; the reply still streams and is shown
                 self.storeFailed.emit(exc)
                 return
-            self._saved_length = len(text)
+            reply.saved_length = len(text)
 
     def _on_finished(self, text: str, stats: ReplyStats) -> None:
         self._finish(text, stats, ReplyStatus.after(stats.stop_reason))
@@ -256,16 +358,18 @@ class ChatSession(QObject):
         self.error.emit(message)
 
     def _finish(self, text: str, stats: ReplyStats, status: ReplyStatus) -> None:
-        if self._reply_id is None:
+        reply, self._reply = self._reply, None
+        if reply is None:
             return
         self._save_timer.stop()
-        reply_id, self._reply_id = self._reply_id, None
         try:
-            self.store.finish_message(reply_id, text, stats, status)
+            self.store.finish_message(reply.message_id, text, stats, status)
         except StoreError as exc:  # the reply is still shown, and the chat is not left busy
             self.storeFailed.emit(exc)
-        self.replyFinished.emit(FinishedReply(reply_id, text, stats, status))
+        self.replyFinished.emit(FinishedReply(reply.message_id, reply.conversation_id, text, stats, status))
         self.busyChanged.emit(False)
+        if reply.conversation_id == self._conversation_id:
+            self._emit_context()
 
     def _message(self, message_id: int) -> StoredMessage:
         return self.store.message(message_id)

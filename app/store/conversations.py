@@ -24,12 +24,14 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.engine.text import shorten
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import exchange, search
 from app.store.records import ROLES, STATUSES, Conversation, StoredMessage, StoreError, require_choice, utc_now
 from app.store.schema import connect, database_error, transaction
 
 TITLE_LENGTH = 40
+SNIPPET_SHOWN_CHARS = 100  # a search hit's snippet, on one line
 
 
 def auto_title(text: str, limit: int = TITLE_LENGTH) -> str:
@@ -162,6 +164,16 @@ class ConversationStore:
         if not words:
             return self.list_conversations()
         return [Conversation.from_row(row) for row in search.find(self._conn, words, self.full_text_search)]
+
+    def search_snippets(self, text: str, conversation_ids: list[int]) -> dict[int, str]:
+        """What a search for text found in each of these conversations (search's results, the
+        first ones a list shows): the words around the match in the newest message that has
+        them all, on one line. A conversation found by its title alone has none."""
+        words = text.split()
+        if not words:
+            return {}
+        found = search.snippets(self._conn, words, self.full_text_search, conversation_ids)
+        return {conversation_id: shorten(snippet, SNIPPET_SHOWN_CHARS) for conversation_id, snippet in found.items()}
 
     # Messages
 

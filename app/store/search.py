@@ -17,6 +17,9 @@ from app.store.schema import transaction
 # index table -> (content table, indexed column)
 _INDEXES = {"conversation_fts": ("conversations", "title"), "message_fts": ("messages", "content")}
 _TRIGGER_SUFFIXES = ("insert", "delete", "update")
+# A search hit's snippet: about this many words around the match (FTS5), or characters (LIKE).
+SNIPPET_WORDS = 10
+SNIPPET_CHARS = 90
 
 
 def fts5_available(conn: sqlite3.Connection) -> bool:
@@ -79,6 +82,42 @@ def find(conn: sqlite3.Connection, words: list[str], full_text: bool) -> list[sq
         f"AND (({title_match}) OR ({message_match})) ORDER BY c.updated_at DESC, c.id DESC"
     )
     return conn.execute(sql, params).fetchall()
+
+
+def snippets(conn: sqlite3.Connection, words: list[str], full_text: bool, conversation_ids: list[int]) -> dict[int, str]:
+    """For each of conversation_ids with a message that has all the words: the words around
+    them in its newest such message, raw (the caller puts them on one line). Conversations
+    found by their title alone have none."""
+    if not conversation_ids:
+        return {}
+    wanted = set(conversation_ids)
+    if full_text:
+        query = " ".join(_fts_phrase(word) for word in words)
+        newest = conn.execute(
+            "SELECT m.conversation_id, MAX(m.id) FROM message_fts JOIN messages m ON m.id = message_fts.rowid "
+            "WHERE message_fts MATCH ? GROUP BY m.conversation_id", (query,)).fetchall()
+        found = {}
+        for conversation_id, message_id in newest:
+            if conversation_id in wanted:
+                row = conn.execute(
+                    f"SELECT snippet(message_fts, 0, '', '', '…', {SNIPPET_WORDS}) FROM message_fts "
+                    "WHERE message_fts MATCH ? AND rowid = ?", (query, message_id)).fetchone()
+                if row is not None:
+                    found[conversation_id] = row[0]
+        return found
+    params = {f"w{i}": "%" + _like_escape(word) + "%" for i, word in enumerate(words)}
+    matches = " AND ".join(f"content LIKE :{name} ESCAPE '\\'" for name in params)
+    found = {}
+    for conversation_id in conversation_ids:
+        # A window of characters around the first word, read by SQLite: a message may be a megabyte.
+        row = conn.execute(
+            f"SELECT instr(lower(content), lower(:first)) AS at, substr(content, max(1, instr(lower(content), "
+            f"lower(:first)) - {SNIPPET_CHARS // 3}), {SNIPPET_CHARS}) AS around FROM messages "
+            f"WHERE conversation_id = :conversation AND {matches} ORDER BY position DESC LIMIT 1",
+            params | {"first": words[0], "conversation": conversation_id}).fetchone()
+        if row is not None:
+            found[conversation_id] = ("…" if row["at"] > SNIPPET_CHARS // 3 + 1 else "") + row["around"] + "…"
+    return found
 
 
 def _fts_phrase(word: str) -> str:

@@ -1,9 +1,21 @@
-"""The message input: Enter sends, Shift+Enter makes a new line, one button is Send or Stop."""
+"""The message input: Enter sends, Shift+Enter makes a new line, one button is Send or Stop.
+
+A message can also wait to be sent: while the model loads, or while a reply is still being
+written in another conversation. The text stays in the box, a line above it says what it waits
+for, and the button cancels the wait; the window sends the text when it can.
+"""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+_BUTTON = {  # state -> text, tooltip and accessible description
+    "send": ("Send", "Send (Enter)", "Sends the message (Enter)"),
+    "stop": ("Stop", "Stop the reply (Esc); what was written is kept", "Stops the reply (Esc); what was written is kept"),
+    "wait": ("Cancel", "Don't send it; the text stays in the box", "Cancels the waiting message; the text stays in the box"),
+}
 
 
 class _InputEdit(QPlainTextEdit):
@@ -30,39 +42,87 @@ class Composer(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.note = QLabel()  # what a waiting message waits for
+        self.note.setTextFormat(Qt.TextFormat.PlainText)  # it names models and conversations
+        self.note.setWordWrap(True)
+        self.note.hide()
         self.edit = _InputEdit()
         self.edit.setPlaceholderText("Message Hearth…  (Enter sends, Shift+Enter for a new line)")
+        self.edit.setAccessibleName("Message")
+        self.edit.setAccessibleDescription("Enter sends; Shift+Enter starts a new line")
         self.edit.setTabChangesFocus(True)
         self.edit.setFixedHeight(self.edit.fontMetrics().lineSpacing() * 4 + 12)
-        self.button = QPushButton("Send")
+        self.button = QPushButton()
         self.button.setDefault(True)
         self.button.setMinimumWidth(80)
-        layout = QHBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(self.edit, 1)
+        row.addWidget(self.button, 0, Qt.AlignBottom)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 8)
-        layout.addWidget(self.edit, 1)
-        layout.addWidget(self.button, 0, Qt.AlignBottom)
+        layout.setSpacing(4)
+        layout.addWidget(self.note)
+        layout.addLayout(row)
         self.edit.submitted.connect(self._submit)
         self.button.clicked.connect(self._on_button)
         self._busy = False
+        self._waiting = False
+        self._show_state()
+
+    @property
+    def waiting(self) -> bool:
+        """A message waits to be sent (see wait())."""
+        return self._waiting
 
     def set_busy(self, busy: bool) -> None:
         """While a reply generates, the button stops it and Enter sends nothing (no double sends)."""
         self._busy = busy
-        self.button.setText("Stop" if busy else "Send")
-        self.button.setToolTip("Stop the reply (Esc); what was written is kept" if busy else "Send (Enter)")
+        self._show_state()
+
+    def wait(self, reason: str) -> None:
+        """The message could not be sent yet: keep it, say why (reason: "Will send when …"), and
+        let the button cancel the wait. The window sends the text when it can (and calls
+        stop_waiting()), as long as `waiting` is still True."""
+        self._waiting = True
+        self.note.setText(reason)
+        self.note.show()
+        self._show_state()
+        QAccessible.updateAccessibility(QAccessibleAnnouncementEvent(self.edit, reason))
+
+    def stop_waiting(self, reason: str = "") -> None:
+        """Nothing waits any more (it was sent, cancelled, or can no longer be: `reason` says so
+        in the line above the box, else the line goes)."""
+        self._waiting = False
+        self.note.setText(reason)
+        self.note.setVisible(bool(reason))
+        self._show_state()
+        if reason:
+            QAccessible.updateAccessibility(QAccessibleAnnouncementEvent(self.edit, reason))
 
     def text(self) -> str:
         return self.edit.toPlainText()
 
     def clear(self) -> None:
         self.edit.clear()
+        if not self._waiting:
+            self.note.hide()
+
+    def _show_state(self) -> None:
+        state = "wait" if self._waiting else "stop" if self._busy else "send"
+        text, tip, description = _BUTTON[state]
+        self.button.setText(text)
+        self.button.setToolTip(tip)
+        self.button.setAccessibleName(text)
+        self.button.setAccessibleDescription(description)
 
     def _on_button(self) -> None:
-        if self._busy:
+        if self._waiting:
+            self.stop_waiting()
+        elif self._busy:
             self.stopRequested.emit()
         else:
             self._submit()
 
     def _submit(self) -> None:
-        if not self._busy and self.text().strip():
+        if not self._busy and not self._waiting and self.text().strip():
             self.sendRequested.emit(self.text())

@@ -4,63 +4,55 @@ The window lays out widgets and wires them to the owner objects it is given: the
 conversation (`ChatSession`), the model (`ModelSession`) and the downloads (`DownloadManager`),
 which outlive it. It holds no chat or model logic of its own and never touches llama.cpp.
 
+A reply goes on being written when another conversation is opened; opening its conversation
+again shows it as far as it got, still streaming. A message sent while the model loads, or
+while a reply is being written in another conversation, waits in the message box (which says
+so) and is sent when it can be.
+
 Store errors (a damaged or full database, a bad import) are shown in one place, the banner
-above the chat (ui/store_problems.py), whichever slot meets them; a damaged database offers
-to export what is readable and to move the file aside and start afresh.
+above the chat (ui/store_problems.py), whichever slot meets them; window_files.py holds what
+the window does with conversation files and a damaged database.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import (
-    QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
-    QTabWidget, QVBoxLayout, QWidget,
-)
+from PySide6.QtWidgets import QApplication, QInputDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
 
+from ..context_use import ContextUse
 from ..download_manager import DownloadManager
+from ..engine.text import printable
 from ..engine.types import LocalModel, ModelDescription
 from ..model_session import ModelSession
 from ..session import ChatSession, FinishedReply
 from ..settings import Settings
-from ..store import ConversationStore, DatabaseDamaged, StoredMessage, StoreError, import_file, shorten
-from ..store.schema import move_aside, quick_check
-from .background import run_in_background
+from ..store import Conversation, StoredMessage, StoreError
+from .chat_header import ChatHeader
 from .chat_view import ChatView, MessageView
 from .composer import Composer
-from .conversation_list import TITLE_SHOWN_CHARS, ConversationList, shown_title
+from .conversation_list import ConversationList, shown_title
+from .focus_order import next_in_order
 from .model_picker import ModelPicker
 from .parameters_panel import ParametersPanel
-from .shortcuts import SHORTCUTS, ShortcutsDialog
+from .shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
 from .store_problems import StoreProblemBanner, reports_store_errors
+from .undo_bar import UndoBar
+from .window_files import ConversationFiles
+from .window_splitter import PanelSplitter
 
 log = logging.getLogger(__name__)
 
-UNDO_SECONDS = 10
 # Messages read from the store when a conversation opens, and per "Show earlier messages"
 # beyond them: the view renders a page of these at a time.
 MESSAGES_LOADED = 200
-_UNSAFE_IN_FILE_NAMES = re.compile(r'[\x00-\x1f<>:"/\\|?*]+')
+# The first search results that show what matched under their titles.
+SNIPPETS_SHOWN = 100
 
 
-def export_file_name(title: str) -> str:
-    """A title as a file name: shortened, no path separators or characters a file system refuses."""
-    return _UNSAFE_IN_FILE_NAMES.sub("_", shorten(title, TITLE_SHOWN_CHARS)).strip(" .") or "conversation"
-
-
-def message_view(message: StoredMessage) -> MessageView:
-    return MessageView(
-        id=message.id, role=message.role, content=message.content, stats=message.stats,
-        status=message.status, model=message.model,
-    )
-
-
-class MainWindow(QMainWindow):
+class MainWindow(ConversationFiles, QMainWindow):
     """Signals:
         importFinished(object): an import ended: the new conversation's id, or None when it
             failed (the reason was shown).
@@ -78,20 +70,32 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self._get_models_dialog = None
         self._imports_running = 0  # imports on worker threads, each with its own connection
+        self._model_names: dict[str, str] = {}  # a reply's recorded model (its file name) -> the model's own name
+        self.actions_with_keys: list[QAction] = []
+        self._shown_id: int | None = None  # the conversation the chat shows
 
         self.conversations = ConversationList()
+        self.undo_bar = UndoBar()
         self.store_banner = StoreProblemBanner()
+        self.chat_header = ChatHeader()
         self.chat = ChatView()
         self.composer = Composer()
         self.picker = ModelPicker(settings)
         self.parameters = ParametersPanel(models)
         self.parameters.set_gpu_available(models.gpu_available)
 
+        self.left_panel = QWidget()
+        left_layout = QVBoxLayout(self.left_panel)
+        left_layout.setContentsMargins(0, 0, 0, 6)
+        left_layout.addWidget(self.conversations, 1)
+        left_layout.addWidget(self.undo_bar)
+
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
         centre_layout.setContentsMargins(0, 0, 0, 0)
         centre_layout.setSpacing(0)
         centre_layout.addWidget(self.store_banner)
+        centre_layout.addWidget(self.chat_header)
         centre_layout.addWidget(self.chat, 1)
         centre_layout.addWidget(self.composer)
 
@@ -99,13 +103,7 @@ class MainWindow(QMainWindow):
         self.side_panel.addTab(self.picker, "Model")
         self.side_panel.addTab(self.parameters, "Parameters")
 
-        self.splitter = QSplitter(Qt.Horizontal)
-        self.splitter.addWidget(self.conversations)
-        self.splitter.addWidget(centre)
-        self.splitter.addWidget(self.side_panel)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setCollapsible(1, False)
-        self.splitter.setSizes([220, 640, 380])
+        self.splitter = PanelSplitter(self.left_panel, centre, self.side_panel)
         self.setCentralWidget(self.splitter)
 
         self._build_status_bar()
@@ -113,12 +111,17 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore_state()
         self.refresh_conversations()
+        # Tab goes round these, in this order (focus_order.py)
+        self.focus_regions = [self.composer, self.store_banner, self.chat_header, self.chat, self.side_panel,
+                              self.left_panel]
 
     # --- construction ------------------------------------------------------------------------
 
     def _build_status_bar(self) -> None:
         self.model_label = QLabel("No model")
         self.context_label = QLabel("")
+        self.context_label.setToolTip("How much of the model's context window the conversation fills, in tokens "
+                                      "(≈: estimated while a reply is written)")
         self.speed_label = QLabel("")
         for label in (self.model_label, self.context_label, self.speed_label):
             label.setContentsMargins(6, 0, 6, 0)
@@ -132,6 +135,7 @@ class MainWindow(QMainWindow):
         if shortcut:
             action.setShortcut(QKeySequence(shortcut))
             action.setShortcutContext(Qt.ApplicationShortcut)
+            self.actions_with_keys.append(action)
         if tip:
             action.setStatusTip(tip)
         # triggered(bool) would land in a slot's first optional parameter (import_conversation's
@@ -143,10 +147,10 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        self._action(file_menu, "New chat", self.session.new_conversation, SHORTCUTS["new_chat"])
+        self._action(file_menu, "New chat", self.new_chat, SHORTCUTS["new_chat"])
         self._action(file_menu, "Add model file…", self.picker.add_model_file, SHORTCUTS["add_model"])
         self._action(file_menu, "Add model folder…", self.picker.add_folder)
-        self._action(file_menu, "Get models from Hugging Face…", self.show_get_models, "Ctrl+Shift+G")
+        self._action(file_menu, "Get models from Hugging Face…", self.show_get_models, SHORTCUTS["get_models"])
         file_menu.addSeparator()
         self._action(file_menu, "Import conversation…", self.import_conversation)
         self._action(file_menu, "Export as Markdown…", lambda: self.export_conversation(None, "markdown"))
@@ -154,18 +158,30 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "Quit", self.close, QKeySequence.Quit)
 
+        edit_menu = bar.addMenu("&Edit")
+        self.undo_action = self._action(edit_menu, "Undo delete conversation", self.undo_bar.undo, SHORTCUTS["undo_delete"])
+        # Only while the bar offers it; a text box with focus keeps Ctrl+Z for its own undo.
+        self.undo_action.setShortcutContext(Qt.WindowShortcut)
+        self.undo_action.setEnabled(False)
+
         chat_menu = bar.addMenu("&Chat")
         self.stop_action = self._action(chat_menu, "Stop", self.session.stop, SHORTCUTS["stop"])
         self.regenerate_action = self._action(chat_menu, "Regenerate", self.session.regenerate, SHORTCUTS["regenerate"])
-        self._action(chat_menu, "Focus the input", self.composer.edit.setFocus, SHORTCUTS["focus_input"])
+        self._action(chat_menu, "Focus the message box", self.composer.edit.setFocus, SHORTCUTS["focus_input"])
 
         view_menu = bar.addMenu("&View")
-        self.panel_action = self._action(view_menu, "Model and parameters panel", self.toggle_side_panel, "Ctrl+Shift+M")
-        self.panel_action.setCheckable(True)
-        self.panel_action.setChecked(True)
+        self.conversations_action = self._action(
+            view_menu, "Conversations", lambda: self._toggle(self.left_panel, self.conversations_action),
+            SHORTCUTS["conversations_panel"])
+        self.panel_action = self._action(
+            view_menu, "Model and parameters panel", lambda: self._toggle(self.side_panel, self.panel_action),
+            SHORTCUTS["side_panel"])
+        for action in (self.conversations_action, self.panel_action):
+            action.setCheckable(True)
+            action.setChecked(True)
 
         help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(), "F1")
+        self._action(help_menu, "Keyboard shortcuts", self.show_shortcuts, SHORTCUTS["shortcuts"])
 
     def _guarded(self, call):
         """call (a session method the window connects to) with its StoreError shown in the banner."""
@@ -184,20 +200,22 @@ class MainWindow(QMainWindow):
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(session.stop)
         self.conversations.opened.connect(self._guarded(session.open))
-        self.conversations.newRequested.connect(self._guarded(session.new_conversation))
+        self.conversations.newRequested.connect(self.new_chat)
         self.conversations.renameRequested.connect(self.rename_conversation)
         self.conversations.deleteRequested.connect(self.delete_conversation)
         self.conversations.exportRequested.connect(self.export_conversation)
         self.conversations.searchChanged.connect(lambda _text: self.refresh_conversations())
+        self.undo_bar.offerChanged.connect(self.undo_action.setEnabled)
 
         session.conversationChanged.connect(self.show_conversation)
         session.conversationsChanged.connect(self.refresh_conversations)
-        session.messageAdded.connect(lambda message: self.chat.add_message(message_view(message)))
-        session.replyStarted.connect(lambda reply: self.chat.begin_reply(reply.id, model=reply.model))
-        session.promptProgress.connect(self.chat.show_prompt_progress)
-        session.replyChunk.connect(self.chat.append_text)
+        session.messageAdded.connect(lambda message: self.chat.add_message(self.message_view(message)))
+        session.replyStarted.connect(lambda reply: self.chat.begin_reply(reply.id, model=self.model_name(reply.model)))
+        session.promptProgress.connect(self._show_prompt_progress)
+        session.replyChunk.connect(self._show_chunk)
         session.replyFinished.connect(self.on_reply_finished)
         session.busyChanged.connect(self.on_busy_changed)
+        session.contextChanged.connect(self._show_context)
         session.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         session.storeFailed.connect(self.show_store_error)
         self.store_banner.export_button.clicked.connect(self.choose_export_folder)
@@ -212,6 +230,8 @@ class MainWindow(QMainWindow):
         self.downloads.modelDownloaded.connect(self.picker.rescan)
         self.picker.modelChosen.connect(models.load)
         self.picker.loadCancelRequested.connect(models.cancel_load)
+        self.picker.scanFinished.connect(self._on_models_found)
+        self.chat_header.modelChosen.connect(models.load)
         models.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
         models.templateFailed.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         models.loadStarted.connect(self.on_load_started)
@@ -223,9 +243,26 @@ class MainWindow(QMainWindow):
 
     # --- models ------------------------------------------------------------------------------
 
+    def model_name(self, record: str | None) -> str | None:
+        """The name a reply's model is shown by: the model's own name (what the status bar and
+        the model list say), found from the file name a reply records; the file name when the
+        file is no longer listed."""
+        return self._model_names.get(record, record) if record else record
+
+    def _on_models_found(self) -> None:
+        entries = self.picker.entries()
+        self._model_names.update({entry.path.name: entry.name for entry in entries if entry.usable})
+        self.chat_header.set_entries(entries)
+        current = self.models.current
+        if current is not None:
+            self.chat_header.set_current(current.path, current.name)
+        if self.models.loading is not None:
+            self.chat_header.set_loading(self.models.loading.path)
+
     def on_load_started(self, source: LocalModel) -> None:
         self.picker.set_loading(0.0)
-        self.model_label.setText(f"Loading {source.path.name}…")
+        self.chat_header.set_loading(source.path)
+        self.model_label.setText(f"Loading {printable(source.path.name)}…")
 
     def show_get_models(self) -> None:
         """The "Get models" window, kept between openings (its search stays); the downloads are
@@ -248,35 +285,120 @@ class MainWindow(QMainWindow):
         self._get_models_dialog.raise_()
 
     def on_model_loaded(self, loaded: ModelDescription) -> None:
+        self._model_names[loaded.record_name] = loaded.name
         self.picker.set_loading(None)
         self.picker.set_current(loaded.path)
+        self.chat_header.set_current(loaded.path, loaded.name)
         self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}")
         self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
-        self.context_label.setText(f"Context 0 / {loaded.n_ctx:,}")
-        self.statusBar().showMessage(f"Loaded {loaded.path.name}", 5000)
+        self._guarded(lambda: self._show_context(self.session.context_use()))()
+        self.statusBar().showMessage(f"Loaded {loaded.name} ({printable(loaded.path.name)})", 5000)
+        self._send_waiting()
 
     def on_load_failed(self, message: str) -> None:
         self.picker.show_load_error(message)
         loaded = self.models.current
+        self.chat_header.set_current(loaded.path if loaded else None, loaded.name if loaded else None)
         self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}" if loaded else "No model")
         self.statusBar().showMessage(message, 15_000)
+        if self.composer.waiting and self.models.loading is None:
+            self.composer.stop_waiting("Not sent: the model could not be loaded. Your message is still here.")
 
     # --- chat --------------------------------------------------------------------------------
 
     @reports_store_errors
     def send(self, text: str) -> None:
-        if self.session.send(text):
+        """Send text, or let it wait in the box while the model loads or a reply is being
+        written in another conversation (the box says so)."""
+        if self.composer.waiting:
+            return
+        waits_for = self._send_waits_for()
+        if waits_for is not None:
+            self.composer.wait(waits_for)
+        elif self.session.send(text):
             self.composer.clear()
+
+    def _send_waits_for(self) -> str | None:
+        """Why a message cannot be sent now but can soon, or None."""
+        loading = self.models.loading
+        if loading is not None:
+            name = self.model_name(loading.settings_key)
+            return f"Will send when {name} has loaded."
+        reply_in = self.session.reply_conversation_id
+        if reply_in is not None and reply_in != self.session.conversation_id:
+            title = shown_title(self.store.get_conversation(reply_in).title)
+            return f"Will send when the reply in “{title}” is finished (Esc stops it)."
+        return None
+
+    @reports_store_errors
+    def _send_waiting(self) -> None:
+        """Send the message waiting in the box, if nothing holds it back any more."""
+        if self.composer.waiting and self._send_waits_for() is None:
+            self.composer.stop_waiting()
+            self.send(self.composer.text())
+
+    def new_chat(self) -> None:
+        """A new conversation (the open one, if nothing was said in it yet), ready to type in."""
+        self._guarded(self.session.new_conversation)()
+        self.composer.edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def message_view(self, message: StoredMessage) -> MessageView:
+        return MessageView(
+            id=message.id, role=message.role, content=message.content, stats=message.stats,
+            status=message.status, model=self.model_name(message.model),
+        )
 
     @reports_store_errors
     def show_conversation(self, conversation_id: int | None) -> None:
-        """Show the newest MESSAGES_LOADED messages; older ones are read when asked for."""
+        """Show the newest MESSAGES_LOADED messages (older ones are read when asked for); a reply
+        still being written in it is shown as far as it got, and goes on streaming."""
+        if self.composer.waiting and conversation_id != self._shown_id:
+            self.composer.stop_waiting("Not sent: another conversation was opened. Your message is still here.")
+        self._shown_id = conversation_id
         if conversation_id is None:
             self.chat.set_messages([])
         else:
             page = self.store.recent_messages(conversation_id, MESSAGES_LOADED)
-            self.chat.set_messages([message_view(m) for m in page.messages], page.earlier)
+            reply = self.session.reply_so_far()
+            streaming = reply is not None and reply.conversation_id == conversation_id
+            shown = [m for m in page.messages if not (streaming and m.id == reply.message_id)]
+            self.chat.set_messages([self.message_view(m) for m in shown], page.earlier)
+            if streaming:
+                self.chat.begin_reply(reply.message_id, model=self.model_name(reply.model))
+                self.chat.append_text(reply.text)
+        self._show_busy()
         self.refresh_conversations()
+
+    def _reply_is_shown(self) -> bool:
+        reply_in = self.session.reply_conversation_id
+        return reply_in is not None and reply_in == self.session.conversation_id
+
+    def _show_chunk(self, text: str) -> None:
+        if self._reply_is_shown():
+            self.chat.append_text(text)
+
+    def _show_prompt_progress(self, done: int, total: int) -> None:
+        if self._reply_is_shown():
+            self.chat.show_prompt_progress(done, total)
+
+    def on_busy_changed(self, busy: bool) -> None:
+        self._show_busy()
+        if not busy:
+            self._send_waiting()
+
+    def _show_busy(self) -> None:
+        """Stop in place of Send while the open conversation's reply is written; Regenerate
+        only when no reply is being written anywhere (one runs at a time)."""
+        self.composer.set_busy(self._reply_is_shown())
+        self.regenerate_action.setEnabled(not self.session.busy)
+
+    def _show_context(self, use: ContextUse) -> None:
+        current = self.models.current
+        if current is None:
+            self.context_label.setText("")
+            return
+        about = "≈" if use.estimated else ""
+        self.context_label.setText(f"Context {about}{use.tokens:,} / {current.n_ctx:,}")
 
     @reports_store_errors
     def load_earlier_messages(self) -> None:
@@ -285,25 +407,19 @@ class MainWindow(QMainWindow):
         if conversation_id is None or shown is None:
             return
         page = self.store.recent_messages(conversation_id, MESSAGES_LOADED, before=self.store.message(shown).position)
-        self.chat.prepend_messages([message_view(m) for m in page.messages], page.earlier)
+        self.chat.prepend_messages([self.message_view(m) for m in page.messages], page.earlier)
 
     def on_reply_finished(self, reply: FinishedReply) -> None:
         stats = reply.stats
-        self.chat.finish_reply(reply.text, stats, reply.status)
-        if stats.tokens_per_s:
-            self.speed_label.setText(f"{stats.tokens_per_s:.1f} tok/s · first token {stats.ttft_s:.2f} s")
-        if self.models.current is not None and stats.prompt_tokens:
-            used = stats.prompt_tokens + (stats.completion_tokens or 0)
-            self.context_label.setText(f"Context {used:,} / {self.models.current.n_ctx:,}")
-        if stats.dropped_messages:
-            self.statusBar().showMessage(
-                f"The conversation was longer than the context window: the oldest "
-                f"{stats.dropped_messages} messages were left out of this reply.", 10_000)
+        if reply.conversation_id == self.session.conversation_id:
+            self.chat.finish_reply(reply.text, stats, reply.status)
+            if stats.tokens_per_s:
+                self.speed_label.setText(f"{stats.tokens_per_s:.1f} tok/s · first token {stats.ttft_s:.2f} s")
+            if stats.dropped_messages:
+                self.statusBar().showMessage(
+                    f"The conversation was longer than the context window: the oldest "
+                    f"{stats.dropped_messages} messages were left out of this reply.", 10_000)
         self.refresh_conversations()
-
-    def on_busy_changed(self, busy: bool) -> None:
-        self.composer.set_busy(busy)
-        self.regenerate_action.setEnabled(not busy)
 
     @reports_store_errors
     def edit_message(self, message_id: int) -> None:
@@ -327,8 +443,12 @@ class MainWindow(QMainWindow):
     @reports_store_errors
     def refresh_conversations(self) -> None:
         query = self.conversations.search.text().strip()
-        found = self.store.search(query) if query else self.store.list_conversations()
-        self.conversations.set_conversations(found, self.session.conversation_id)
+        if not query:
+            self.conversations.set_conversations(self.store.list_conversations(), self.session.conversation_id)
+            return
+        found = self.store.search(query)
+        snippets = self.store.search_snippets(query, [c.id for c in found[:SNIPPETS_SHOWN]])
+        self.conversations.set_conversations(found, self.session.conversation_id, snippets, query)
 
     @reports_store_errors
     def rename_conversation(self, conversation_id: int, title: str) -> None:
@@ -337,160 +457,39 @@ class MainWindow(QMainWindow):
 
     @reports_store_errors
     def delete_conversation(self, conversation_id: int) -> None:
-        self._offer_undo(self.session.delete_conversation(conversation_id))
-
-    def _offer_undo(self, deleted) -> None:
-        from PySide6.QtWidgets import QPushButton
-
-        button = QPushButton("Undo")
-        status = self.statusBar()
-        status.showMessage(f"Deleted “{shown_title(deleted.title)}”", UNDO_SECONDS * 1000)
-        status.addWidget(button)
-
-        @self._guarded
-        def undo():
-            self.store.restore(deleted.id)
-            status.clearMessage()
-            button.deleteLater()
-            self.refresh_conversations()
-
-        button.clicked.connect(undo)
-        QTimer.singleShot(UNDO_SECONDS * 1000, button.deleteLater)
-        self._undo_button = button
+        """Move it to the trash (a reply being written in it stops) and offer Undo."""
+        was_open = conversation_id == self.session.conversation_id
+        deleted = self.session.delete_conversation(conversation_id)
+        self.undo_bar.offer(f"Deleted “{shown_title(deleted.title)}”.", lambda: self.restore_conversation(deleted, was_open))
 
     @reports_store_errors
-    def export_conversation(self, conversation_id: int | None, kind: str) -> None:
-        conversation_id = conversation_id or self.session.conversation_id
-        if conversation_id is None:
-            return
-        suffix = ".md" if kind == "markdown" else ".json"
-        name = export_file_name(self.store.get_conversation(conversation_id).title) + suffix
-        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", name)
-        if path:
-            self.write_export(conversation_id, kind, Path(path))
-
-    @reports_store_errors
-    def write_export(self, conversation_id: int, kind: str, path: Path) -> None:
-        if kind == "markdown":
-            text = self.store.export_markdown(conversation_id)
+    def restore_conversation(self, deleted: Conversation, reopen: bool) -> None:
+        self.store.restore(deleted.id)
+        if reopen:
+            self.session.open(deleted.id)
         else:
-            text = json.dumps(self.store.export_json(conversation_id), ensure_ascii=False, indent=2)
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            QMessageBox.warning(self, "Export failed", f"Can't write {shorten(str(path))}: {exc.strerror or exc}.")
-            return
-        self.statusBar().showMessage(f"Exported to {shorten(str(path))}", 5000)
-
-    def import_conversation(self, path: Path | None = None) -> None:
-        """Import an export file on a worker thread (a large one takes seconds to read and
-        check), then open it; every failure is one message and imports nothing."""
-        if path is None:
-            chosen, _ = QFileDialog.getOpenFileName(self, "Import conversation", "", "Hearth conversation (*.json)")
-            if not chosen:
-                return
-            path = Path(chosen)
-        path, database = Path(path), self.store.path
-        self.statusBar().showMessage(f"Importing {shorten(path.name)}…")
-        self._imports_running += 1
-        run_in_background(lambda: import_file(database, path), lambda result, error: self._imported(path, result, error), self)
-
-    def _imported(self, path: Path, conversation_id: int | None, error: Exception | None) -> None:
-        self._imports_running -= 1
-        self.statusBar().clearMessage()
-        if error is not None:
-            if not isinstance(error, StoreError):  # a case the checks missed: still a message, logged
-                log.error("importing %s failed", path, exc_info=error)
-            self.store_banner.show_problem(f"Could not import {shorten(path.name)}: {shorten(str(error), 300)}", False)
-            self.importFinished.emit(None)
-            return
-        self._guarded(self.session.open)(conversation_id)
-        self.statusBar().showMessage(f"Imported {shorten(path.name)}", 5000)
-        self.importFinished.emit(conversation_id)
-
-    # --- a damaged database ------------------------------------------------------------------------
-
-    def show_store_error(self, error: StoreError) -> None:
-        damaged = isinstance(error, DatabaseDamaged)
-        text = shorten(str(error), 400)
-        if damaged:
-            text += (" Some conversations may not open or be found. Export what is readable, or move the "
-                     "file aside (it is kept) and start with an empty one.")
-        self.store_banner.show_problem(text, damaged)
-
-    def check_database(self) -> None:
-        """PRAGMA quick_check on a worker thread (it reads the whole file), so that damage is
-        said at start-up rather than when a conversation fails to open."""
-        path = self.store.path
-        run_in_background(lambda: quick_check(path), self._checked, self)
-
-    def _checked(self, problems: list[str] | None, error: Exception | None) -> None:
-        if error is None and problems:
-            self.show_store_error(DatabaseDamaged(
-                f"The conversation database {self.store.path} is damaged ({problems[0]})."))
-
-    def choose_export_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Export readable conversations to")
-        if folder:
-            self.export_readable(Path(folder))
-
-    def export_readable(self, folder: Path) -> tuple[int, int]:
-        """Write each conversation that can still be read as JSON into folder; returns how many
-        were written and how many could not be read."""
-        try:
-            conversations = self.store.list_conversations()
-        except StoreError as exc:
-            self.show_store_error(exc)
-            return 0, 0
-        written = failed = 0
-        for conversation in conversations:
-            target = folder / f"{conversation.id} {export_file_name(conversation.title)}.json"
-            try:
-                data = self.store.export_json(conversation.id)
-                target.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-                written += 1
-            except (StoreError, OSError):
-                failed += 1
-        unread = f"; {failed} could not be read" if failed else ""
-        self.statusBar().showMessage(f"Exported {written} conversations to {shorten(str(folder))}{unread}.", 15_000)
-        return written, failed
-
-    @reports_store_errors
-    def confirm_start_fresh(self) -> None:
-        answer = QMessageBox.question(
-            self, "Start with an empty database?",
-            f"Hearth will rename {self.store.path.name} (keeping it beside the new one) and start with "
-            "an empty conversation database.")
-        if answer == QMessageBox.Yes:
-            self.start_fresh()
-
-    def start_fresh(self) -> Path | None:
-        """Move the damaged database aside (never deleted) and carry on with an empty one;
-        returns where the old one went."""
-        path = self.store.path
-        if self._imports_running:  # its own connection writes to the file by name
-            self.store_banner.show_problem(
-                "An import is still being written into the database; move it aside when it has finished.", True)
-            return None
-        self.store.close()
-        try:
-            moved = move_aside(path)
-            fresh = ConversationStore(path)
-        except (OSError, StoreError) as exc:
-            self.store = self.session.store = ConversationStore(path)  # as it was, or StoreError
-            self.show_store_error(StoreError(f"Could not move {path} aside: {shorten(str(exc))}."))
-            return None
-        self.store = fresh
-        self.session.replace_store(fresh)
-        self.store_banner.show_problem(f"The damaged database was moved to {moved}; Hearth started an empty one.", False)
-        return moved
+            self.refresh_conversations()
+        self.statusBar().showMessage(f"Restored “{shown_title(deleted.title)}”", 5000)
 
     # --- window state ----------------------------------------------------------------------------
 
-    def toggle_side_panel(self) -> None:
-        visible = not self.side_panel.isVisible()
-        self.side_panel.setVisible(visible)
-        self.panel_action.setChecked(visible)
+    def show_shortcuts(self) -> None:
+        """Help → Keyboard shortcuts: every action with keys (from the actions themselves), and
+        the keys that are not actions."""
+        ShortcutsDialog(shortcut_rows(self.actions_with_keys), self).exec()
+
+    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: A002 (Qt's name)
+        """Tab and Shift+Tab go round the regions in focus_regions' order."""
+        target = next_in_order(self.focus_regions, QApplication.focusWidget(), next)
+        if target is None:
+            return super().focusNextPrevChild(next)
+        target.setFocus(Qt.FocusReason.TabFocusReason if next else Qt.FocusReason.BacktabFocusReason)
+        return True
+
+    def _toggle(self, panel: QWidget, action: QAction) -> None:
+        visible = not panel.isVisible()
+        panel.setVisible(visible)
+        action.setChecked(visible)
 
     def _restore_state(self) -> None:
         geometry, splitter = self.settings.window_state()

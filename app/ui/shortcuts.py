@@ -1,8 +1,14 @@
-"""The keyboard shortcuts, defined once: the menus use them and Help → Shortcuts lists them."""
+"""The keyboard shortcuts: defined once here, given to the window's actions, and listed by
+Help → Keyboard shortcuts from those actions themselves (their text and their keys), so the
+list cannot leave one out. Keys that are not actions (Enter in the message box, Delete in the
+conversation list, …) are listed from KEYS_WITHOUT_ACTIONS."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTableWidget, QTableWidgetItem, QVBoxLayout
+from collections.abc import Iterable
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QAbstractItemView, QDialog, QDialogButtonBox, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 SHORTCUTS = {
     "new_chat": "Ctrl+N",
@@ -10,37 +16,55 @@ SHORTCUTS = {
     "stop": "Esc",
     "regenerate": "Ctrl+R",
     "add_model": "Ctrl+O",
+    "get_models": "Ctrl+Shift+G",
+    "side_panel": "Ctrl+Shift+M",
+    "conversations_panel": "Ctrl+Shift+L",
+    "undo_delete": "Ctrl+Z",
+    "shortcuts": "F1",
 }
 
-DESCRIPTIONS = [
-    ("Enter", "Send the message"),
+KEYS_WITHOUT_ACTIONS = [
+    ("Enter", "Send the message (in the message box)"),
     ("Shift+Enter", "New line in the message"),
-    (SHORTCUTS["new_chat"], "New chat"),
-    (SHORTCUTS["focus_input"], "Focus the message input"),
-    (SHORTCUTS["stop"], "Stop the reply (the text so far is kept)"),
-    (SHORTCUTS["regenerate"], "Regenerate the last reply"),
-    (SHORTCUTS["add_model"], "Add a model file"),
-    ("Ctrl+Shift+M", "Show or hide the model and parameters panel"),
-    ("F1", "This list"),
+    ("Tab, Shift+Tab", "Move between the message box, the chat, the side panel and the conversations"),
+    ("F2", "Rename the selected conversation (in the list)"),
+    ("Delete", "Delete the selected conversation (in the list; Undo brings it back)"),
+    ("Menu, Shift+F10", "The selected conversation's menu (in the list)"),
 ]
 
 
+def shortcut_rows(actions: Iterable[QAction]) -> list[tuple[str, str]]:
+    """(keys, what they do) for each action that has keys, then the keys that are not actions."""
+    rows = []
+    for action in actions:
+        keys = ", ".join(sequence.toString(QKeySequence.SequenceFormat.NativeText) for sequence in action.shortcuts())
+        if keys:
+            rows.append((keys, action.text().replace("&", "").removesuffix("…")))
+    return rows + KEYS_WITHOUT_ACTIONS
+
+
 class ShortcutsDialog(QDialog):
-    def __init__(self, parent=None):
+    def __init__(self, rows: list[tuple[str, str]], parent=None):
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
-        table = QTableWidget(len(DESCRIPTIONS), 2)
-        table.setHorizontalHeaderLabels(["Keys", "Action"])
-        table.verticalHeader().hide()
-        table.setEditTriggers(QTableWidget.NoEditTriggers)
-        for row, (keys, action) in enumerate(DESCRIPTIONS):
-            table.setItem(row, 0, QTableWidgetItem(keys))
-            table.setItem(row, 1, QTableWidgetItem(action))
-        table.resizeColumnsToContents()
-        table.horizontalHeader().setStretchLastSection(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        self.table = QTableWidget(len(rows), 2)
+        self.table.setAccessibleName("Keyboard shortcuts")
+        self.table.setHorizontalHeaderLabels(["Keys", "Action"])
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table for Close, not cell by cell
+        for row, (keys, action) in enumerate(rows):
+            self.table.setItem(row, 0, QTableWidgetItem(keys))
+            self.table.setItem(row, 1, QTableWidgetItem(action))
+        self.table.resizeColumnsToContents()
+        self.table.horizontalHeader().setStretchLastSection(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        layout.addWidget(table)
+        layout.addWidget(self.table)
         layout.addWidget(buttons)
-        self.resize(420, 340)
+        self.resize(560, 460)
+
+    def rows(self) -> list[tuple[str, str]]:
+        return [(self.table.item(row, 0).text(), self.table.item(row, 1).text()) for row in range(self.table.rowCount())]

@@ -181,9 +181,10 @@ def test_conversations_persist_and_reload(harness, qtbot):
     _, text, _, _ = harness.send_and_wait("Remember me")
     conversation_id = harness.window.session.conversation_id
     harness.reopen_window()
-    items = [harness.window.conversations.list.item(i) for i in range(harness.window.conversations.list.count())]
-    assert [item.text() for item in items] == ["Remember me"]
-    harness.window.conversations.list.setCurrentItem(items[0])
+    listing = harness.window.conversations
+    assert listing.conversation_ids() == [conversation_id] and listing.headings() == ["Today"]
+    assert listing.item_of(conversation_id).text() == "Remember me"
+    listing.list.setCurrentItem(listing.item_of(conversation_id))
     assert harness.window.session.conversation_id == conversation_id
     assert harness.window.chat.text_of_reply().strip() == text.strip()
 
@@ -208,18 +209,20 @@ def test_delete_offers_undo(harness):
     harness.send_and_wait("Delete me")
     conversation_id = harness.window.session.conversation_id
     harness.window.delete_conversation(conversation_id)
-    assert harness.window.conversations.list.count() == 0
-    harness.window._undo_button.click()
-    assert harness.window.conversations.list.count() == 1
+    assert harness.window.conversations.conversation_ids() == []
+    assert harness.window.undo_bar.undo_button.isVisible()
+    harness.window.undo_bar.undo_button.click()
+    assert harness.window.conversations.conversation_ids() == [conversation_id]
 
 
 def test_search_by_content(harness, qtbot):
     harness.send_and_wait("Pineapples are tropical")
     harness.window.session.new_conversation()
     harness.send_and_wait("Something else")
-    harness.window.conversations.search.setText("pineapple")
-    qtbot.waitUntil(lambda: harness.window.conversations.list.count() == 1, timeout=3000)
-    assert harness.window.conversations.list.item(0).text() == "Pineapples are tropical"
+    listing = harness.window.conversations
+    listing.search.setText("pineapple")
+    qtbot.waitUntil(lambda: len(listing.conversation_ids()) == 1, timeout=3000)
+    assert listing.item_of(listing.conversation_ids()[0]).text() == "Pineapples are tropical"
 
 
 def test_corrupt_model_in_the_picker_keeps_the_loaded_model(harness, qtbot, tmp_path):

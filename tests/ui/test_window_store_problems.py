@@ -95,7 +95,7 @@ def test_a_hostile_import_is_one_message_in_the_window_and_imports_nothing(qtbot
     assert banner.isVisible() and banner.message.text().startswith(f"Could not import {name}: ")
     assert len(banner.message.text()) < 400
     assert not banner.export_button.isVisible()
-    assert window.store.list_conversations() == [] and window.conversations.list.count() == 0
+    assert window.store.list_conversations() == [] and window.conversations.conversation_ids() == []
 
 
 def test_a_conversation_of_thousands_of_messages_imports_off_the_gui_thread_and_opens_at_once(qtbot, windows, tmp_path):
@@ -107,7 +107,7 @@ def test_a_conversation_of_thousands_of_messages_imports_off_the_gui_thread_and_
     assert window.chat.hidden_count() == 2_000 - HISTORY_SHOWN_MESSAGES
     window.session.new_conversation()
     started = time.monotonic()
-    window.conversations.list.setCurrentRow(1)  # opened as a user opens it
+    window.conversations.list.setCurrentItem(window.conversations.item_of(conversation_id))  # as a user opens it
     assert time.monotonic() - started < 1
     assert window.session.conversation_id == conversation_id
     assert window.chat.text_of_reply() == "hi 1999"
@@ -126,7 +126,7 @@ def test_a_megabyte_title_is_shown_shortened_and_never_cut_by_an_unchanged_edit(
     for _ in range(5):
         window.refresh_conversations()
     assert time.monotonic() - started < 0.5
-    item = window.conversations.list.item(0)
+    item = window.conversations.item_of(conversation_id)
     assert len(item.text()) <= TITLE_SHOWN_CHARS and len(item.toolTip()) < 200
     item.setText(item.text())  # the in-place editor closed without a change
     assert window.store.get_conversation(conversation_id).title == title
@@ -138,9 +138,10 @@ def test_a_damaged_database_is_said_in_the_window_with_what_to_do(qtbot, windows
     ids = damaged_database(windows.path)
     window = windows.open()
     banner = window.store_banner
-    assert window.conversations.list.count() == len(ids)
-    for row in range(len(ids)):  # opening each, as a user clicks through the list
-        window.conversations.list.setCurrentRow(row)
+    listed = window.conversations.conversation_ids()
+    assert len(listed) == len(ids)
+    for conversation_id in listed:  # opening each, as a user clicks through the list
+        window.conversations.list.setCurrentItem(window.conversations.item_of(conversation_id))
     assert banner.isVisible() and "conversations.sqlite3 is damaged" in banner.message.text()
     assert banner.export_button.isVisible() and banner.move_aside_button.isVisible()
 
@@ -163,7 +164,7 @@ def test_a_damaged_database_is_said_in_the_window_with_what_to_do(qtbot, windows
     damaged_bytes = windows.path.read_bytes()
     moved = window.start_fresh()
     assert moved.read_bytes() == damaged_bytes  # kept, beside the new one
-    assert window.conversations.list.count() == 0 and window.session.store is window.store
+    assert window.conversations.conversation_ids() == [] and window.session.store is window.store
     assert "moved to" in banner.message.text() and not banner.move_aside_button.isVisible()
     window.session.new_conversation()
     assert len(window.store.list_conversations()) == 1

@@ -1,0 +1,100 @@
+"""The real main window over scripted backends (tests/scripted_backend.py) whose replies can be
+held piece by piece, for tests of the window's flow: sending, waiting, switching conversations
+while a reply streams, deleting and undoing. Nothing here is about generation itself."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+
+from app.bridge import CHUNK_INTERVAL_S, EngineBridge
+from app.download_manager import DownloadManager
+from app.model_session import ModelSession
+from app.session import ChatSession
+from app.settings import Settings
+from app.store import ConversationStore
+from app.ui.main_window import MainWindow
+from scripted_backend import Script, ScriptedBackend
+
+WAIT_MS = 5_000
+MODEL = Path("/models/gemma-3-270m-it.gguf")  # scripted: no file is read
+
+
+class GatedScript(Script):
+    """A Script whose replies, while `gated`, wait before each piece until the test lets one
+    through (`release()`): a reply that is still streaming when the test looks."""
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.gated = False
+        self._gate = threading.Semaphore(0)
+
+    def release(self) -> None:
+        """Let the next piece through, once the bridge's coalescing interval has passed since
+        the last one (else it would wait, unsent, for the piece after it)."""
+        time.sleep(CHUNK_INTERVAL_S * 1.5)
+        self._gate.release()
+
+    def open(self, source, options, progress=None, cancel=None):
+        backend = super().open(source, options, progress, cancel)
+        return GatedBackend(self, backend.describe())
+
+
+class GatedBackend(ScriptedBackend):
+    def _reply(self, text: str, cancel: threading.Event):
+        for piece in super()._reply(text, cancel):
+            if self._script.gated and isinstance(piece, str):
+                while not (self._script._gate.acquire(timeout=0.01) or cancel.is_set()):
+                    pass
+            yield piece
+
+
+class FlowWindow:
+    """The window at 1024×640 with a scripted model loaded; closes everything it opened."""
+
+    def __init__(self, qtbot, script: GatedScript, folder: Path):
+        self.qtbot, self.script = qtbot, script
+        self.bridge = EngineBridge(script.open)
+        settings = QSettings(str(folder / "hearth.ini"), QSettings.IniFormat)
+        self.models = ModelSession(self.bridge, Settings(settings))
+        with qtbot.waitSignal(self.models.modelLoaded, timeout=WAIT_MS):
+            self.models.load(MODEL)
+        self.store = ConversationStore(folder / "conversations.sqlite3")
+        self.session = ChatSession(self.store, self.bridge, self.models)
+        self.downloads = DownloadManager()
+        self.window = MainWindow(self.models, self.session, Settings(settings), self.downloads)
+        self.window.resize(1024, 640)
+        self.window.show()
+        qtbot.waitExposed(self.window)
+        self.window.activateWindow()
+
+    def type_and_send(self, text: str) -> None:
+        """Type into the message box and press Enter, as a user does."""
+        edit = self.window.composer.edit
+        edit.setFocus()
+        edit.setPlainText(text)
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+
+    def send_and_wait(self, text: str):
+        with self.qtbot.waitSignal(self.session.replyFinished, timeout=WAIT_MS) as finished:
+            self.type_and_send(text)
+        return finished.args[0]
+
+    def click_conversation(self, conversation_id: int) -> None:
+        """Click its row in the list, as a user opens it."""
+        listing = self.window.conversations.list
+        item = self.window.conversations.item_of(conversation_id)
+        assert item is not None, f"conversation {conversation_id} is not listed"
+        QTest.mouseClick(listing.viewport(), Qt.MouseButton.LeftButton, pos=listing.visualItemRect(item).center())
+        assert self.session.conversation_id == conversation_id
+
+    def close(self) -> None:
+        self.script.gated = False
+        self.window.close()
+        self.downloads.shutdown()
+        self.bridge.shutdown()
+        self.store.close()
