@@ -10,7 +10,7 @@ part of the pane: the scroll bar stays at its edge, and a wheel or a selection w
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QObject, QTimer, QUrl, Signal
+from PySide6.QtCore import QMimeData, QObject, QTimer, QUrl
 from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QFontMetricsF, QResizeEvent
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QWidget
 
@@ -28,13 +28,8 @@ DOCUMENT_MARGIN = 14
 
 class ChatBrowser(QTextBrowser):
     """A QTextBrowser that never navigates, never loads a resource named by the text, and keeps
-    its text in a reading column (reading_width).
-
-    Signals:
-        sideMarginChanged(int): the column now starts this many pixels from the left edge.
-    """
-
-    sideMarginChanged = Signal(int)
+    its text in a reading column (reading_width), with room below it for a line that is not
+    part of the text (set_bottom_room)."""
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
@@ -48,6 +43,7 @@ class ChatBrowser(QTextBrowser):
         )
         self.document().setUndoRedoEnabled(False)  # an undo stack of every streamed chunk
         self.document().setDocumentMargin(DOCUMENT_MARGIN)
+        self._bottom_room = 0
 
     def reading_width(self) -> int:
         """The widest the text column grows, in pixels, for the pane's font."""
@@ -62,17 +58,26 @@ class ChatBrowser(QTextBrowser):
         width = self.viewport().width() if viewport_width is None else viewport_width
         return max(DOCUMENT_MARGIN, (width - self.reading_width()) // 2)
 
+    def set_bottom_room(self, room: int) -> None:
+        """Leave `room` pixels below the text (0: none), e.g. for a line laid over the pane."""
+        self._bottom_room = room
+        self.fit_column()
+
+    def bottom_room(self) -> int:
+        return self._bottom_room
+
     def fit_column(self, viewport_width: int | None = None) -> None:
-        """Set the column's side margins for the viewport's width; the document's clear()
-        forgets them, so it is called again after one."""
+        """Set the column's side margins for the viewport's width, and the room below it; the
+        document's clear() forgets them, so it is called again after one."""
         margin = self.side_margin(viewport_width)
+        bottom = DOCUMENT_MARGIN + self._bottom_room
         root = self.document().rootFrame()
         frame = root.frameFormat()
-        if frame.leftMargin() != margin or frame.rightMargin() != margin:
+        if (frame.leftMargin(), frame.rightMargin(), frame.bottomMargin()) != (margin, margin, bottom):
             frame.setLeftMargin(margin)
             frame.setRightMargin(margin)
+            frame.setBottomMargin(bottom)
             root.setFrameFormat(frame)
-            self.sideMarginChanged.emit(margin)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         # Before Qt lays the document out again for the new width, so it does that once.

@@ -114,6 +114,16 @@ def _shown_text(content: str) -> str:
             "more characters, not shown here: Copy or export it to read all of it.]*")
 
 
+def _ending(stats: ReplyStats | None, status: ReplyStatus) -> str:
+    """What is announced when a reply ends, e.g. "Reply finished. 12 tokens · end of turn."
+    A reply that did not complete says how it ended once, not again as its stop reason."""
+    details = stats_text(stats, status)
+    reason = (stats.stop_reason if stats is not None else None) or _STATUS_REASONS.get(status)
+    if status is not ReplyStatus.COMPLETE and reason is not None:
+        details = details.removesuffix(reason.words).rstrip(" ·")
+    return f"{_ENDINGS[status]}. {details}." if details else f"{_ENDINGS[status]}."
+
+
 class ChatView(QWidget):
     """The conversation pane: finished messages rendered as Markdown, a reply streaming below.
 
@@ -153,11 +163,8 @@ class ChatView(QWidget):
         self._document = self._browser.document()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
         layout.addWidget(self._browser)
-        self._indicator = GeneratingIndicator(self)
-        layout.addWidget(self._indicator)
-        self._browser.sideMarginChanged.connect(self._indicator.set_indent)
+        self._indicator = GeneratingIndicator(self._browser)
         self._browser.anchorClicked.connect(self._anchor_clicked)
         self._follower = BottomFollower(self._browser.verticalScrollBar())
         self._messages: list[MessageView] = []
@@ -239,8 +246,7 @@ class ChatView(QWidget):
             return
         self._reply = None
         self._indicator.stop()
-        ending = ". ".join(part for part in (_ENDINGS[status], stats_text(stats, status)) if part)
-        announce(self._browser, ending + ".")
+        announce(self._browser, _ending(stats, status))
         self._messages.append(MessageView(reply.message_id, "assistant", content, stats, status, reply.model))
         finished_in_place = reply.finish_in_place(content)
         reply.stop()

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 # Lines of text the box shows before it scrolls, at least and at most.
-MIN_LINES, MAX_LINES = 2, 10
+MIN_LINES, MAX_LINES = 3, 12
 # Room kept between the editor and the pane's edge when it is scrolled into view.
 _SCROLL_MARGIN = 12
 
@@ -59,7 +59,7 @@ class InlineEditor(QFrame):
 
     def __init__(self, text: str, parent: QWidget) -> None:
         super().__init__(parent)
-        self.setAutoFillBackground(True)
+        self.setAccessibleName("Editing a message")  # over the message's bubble, which shows through
         self.box = _EditBox(self)
         self.box.setPlainText(text)
         self.box.setTabChangesFocus(True)

@@ -6,9 +6,9 @@ import re
 import time
 
 import pytest
-from PySide6.QtCore import QObject, QPoint, Qt, QUrl, Slot
+from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, QTextCursor, QTextFormat
-from PySide6.QtWidgets import QApplication, QTextBrowser
+from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.ui.chat_view import (
@@ -16,8 +16,7 @@ from app.ui.chat_view import (
 )
 from app.ui.markdown_render import LONG_RUN, BlockSplitter
 from app.ui.streaming_reply import FLUSH_INTERVAL_MS
-
-WAIT_MS = FLUSH_INTERVAL_MS * 20
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, stream
 
 REPLY_STATS = ReplyStats(completion_tokens=128, tokens_per_s=34.5, stop_reason=StopReason.END_OF_TURN, ttft_s=0.21)
 
@@ -29,59 +28,6 @@ def view(qtbot):
     qtbot.addWidget(widget)
     widget.show()
     return widget
-
-
-def browser(view: ChatView) -> QTextBrowser:
-    return view.findChild(QTextBrowser)
-
-
-def plain_text(view: ChatView) -> str:
-    return browser(view).document().toPlainText()
-
-
-def fragments(view: ChatView):
-    """(text, char format) of every run of text in the document, table cells included."""
-    block = browser(view).document().begin()
-    while block.isValid():
-        it = block.begin()
-        while not it.atEnd():
-            yield it.fragment().text(), it.fragment().charFormat()
-            it += 1
-        block = block.next()
-
-
-def hrefs(view: ChatView) -> list[str]:
-    return [fmt.anchorHref() for _text, fmt in fragments(view) if fmt.isAnchor()]
-
-
-def click_anchor(qtbot, view: ChatView, href: str) -> None:
-    """A real mouse click on the link's text, as the user would make it."""
-    text_browser = browser(view)
-    block = text_browser.document().begin()
-    position = None
-    while block.isValid() and position is None:
-        it = block.begin()
-        while not it.atEnd():
-            if it.fragment().charFormat().anchorHref() == href:
-                position = it.fragment().position()
-                break
-            it += 1
-        block = block.next()
-    assert position is not None, f"no link to {href}"
-    cursor = QTextCursor(text_browser.document())
-    cursor.setPosition(position + 1)
-    text_browser.setTextCursor(cursor)
-    text_browser.ensureCursorVisible()
-    rect = text_browser.cursorRect(cursor)
-    qtbot.mouseClick(text_browser.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(rect.left() - 3, rect.center().y()))
-
-
-def stream(qtbot, view: ChatView, chunks: list[str]) -> None:
-    """Send chunks and wait for the timer's flush (one, as they are all sent at once)."""
-    flushes = view.flush_count
-    for chunk in chunks:
-        view.append_text(chunk)
-    qtbot.waitUntil(lambda: view.flush_count > flushes, timeout=WAIT_MS)
 
 
 # -- streaming ----------------------------------------------------------------------------------
@@ -594,7 +540,9 @@ def _longest_unbroken_run(view: ChatView) -> int:
 @pytest.mark.parametrize(
     "content",
     ["x" * 1_000_000, "`" + "x" * 90_000 + "`", "# " + "y" * 90_000, "[" + "z" * 90_000 + "](https://example.com)",
-     "> " + "q" * 90_000, "| a |\n|---|\n| " + "w" * 90_000 + " |", "a&b<c>" * 15_000],
+     "> " + "q" * 90_000, "| a |\n|---|\n| " + "w" * 90_000 + " |", "a&b<c>" * 15_000,
+     # Code lines wrap now: a line of one token, and one of 30,000 tokens (a span each).
+     "```\n" + "x" * 90_000 + "\n```", "```python\n" + "a.b" * 10_000 + "\n```"],
 )
 def test_an_unbroken_run_renders_in_well_under_a_second_and_copies_as_it_was(view, qtbot, content):
     started = time.monotonic()

@@ -1,0 +1,65 @@
+"""Helpers for the chat pane's tests: reading its document, clicking its links as a user does."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QTextBrowser
+
+from app.ui.chat_view import ChatView
+from app.ui.streaming_reply import FLUSH_INTERVAL_MS
+
+WAIT_MS = FLUSH_INTERVAL_MS * 20
+
+
+def browser(view: ChatView) -> QTextBrowser:
+    return view.findChild(QTextBrowser)
+
+
+def plain_text(view: ChatView) -> str:
+    return browser(view).document().toPlainText()
+
+
+def fragments(view: ChatView):
+    """(text, char format) of every run of text in the document, table cells included."""
+    block = browser(view).document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            yield it.fragment().text(), it.fragment().charFormat()
+            it += 1
+        block = block.next()
+
+
+def hrefs(view: ChatView) -> list[str]:
+    return [fmt.anchorHref() for _text, fmt in fragments(view) if fmt.isAnchor()]
+
+
+def click_anchor(qtbot, view: ChatView, href: str) -> None:
+    """A real mouse click on the link's text, as the user would make it."""
+    text_browser = browser(view)
+    block = text_browser.document().begin()
+    position = None
+    while block.isValid() and position is None:
+        it = block.begin()
+        while not it.atEnd():
+            if it.fragment().charFormat().anchorHref() == href:
+                position = it.fragment().position()
+                break
+            it += 1
+        block = block.next()
+    assert position is not None, f"no link to {href}"
+    cursor = QTextCursor(text_browser.document())
+    cursor.setPosition(position + 1)
+    text_browser.setTextCursor(cursor)
+    text_browser.ensureCursorVisible()
+    rect = text_browser.cursorRect(cursor)
+    qtbot.mouseClick(text_browser.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(rect.left() - 3, rect.center().y()))
+
+
+def stream(qtbot, view: ChatView, chunks: list[str]) -> None:
+    """Send chunks and wait for the timer's flush (one, as they are all sent at once)."""
+    flushes = view.flush_count
+    for chunk in chunks:
+        view.append_text(chunk)
+    qtbot.waitUntil(lambda: view.flush_count > flushes, timeout=WAIT_MS)
