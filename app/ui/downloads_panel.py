@@ -44,6 +44,8 @@ class DownloadsPanel(QGroupBox):
         rows_scroll.setWidget(self._rows_widget)
         rows_scroll.setWidgetResizable(True)
         rows_scroll.setFrameShape(QFrame.NoFrame)
+        rows_scroll.setAccessibleName("Downloads list")
+        rows_scroll.setAccessibleDescription("Each download with its progress, Pause or Resume, and Cancel")
 
         footer = QHBoxLayout()
         footer.addWidget(self.dest_label, 1)
@@ -61,7 +63,7 @@ class DownloadsPanel(QGroupBox):
         manager.jobFinished.connect(self._on_finished)
         manager.jobFailed.connect(self._on_failed)
         manager.jobRemoved.connect(self._remove_row)
-        self.clear_button.clicked.connect(manager.clear_finished)
+        self.clear_button.clicked.connect(lambda _checked=False: manager.clear_finished())
 
     def _add_row(self, job: QueuedDownload) -> DownloadRow:
         row = DownloadRow(job)

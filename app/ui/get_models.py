@@ -10,8 +10,12 @@ Why it is built the way it is:
 * The view only shows downloads: they belong to the application's DownloadManager, which
   also holds the Hub client. Closing or deleting the view stops none of them, and a view
   opened later shows them all (`DownloadsPanel`).
-* Nothing touches the network until the user searches, so opening the view with no network,
-  or with HF_HUB_OFFLINE set, just says that Hugging Face can't be reached.
+* Nothing touches the network until the user searches or chooses a model, so opening the
+  view with no network, or with HF_HUB_OFFLINE set, just says that Hugging Face can't be
+  reached. Before a search, and whenever the Hub can't be reached, the view shows Hearth's
+  own suggestions (`curated_list.py`): a few small instruct models, each marked as fitting
+  this machine or not; choosing one lists its repository as a search result does, with its
+  recommended file selected.
 * A gated or private repository asks for an access token, which the manager keeps in the
   system keyring (or for this session only); the client is rebuilt with it and the action
   that failed is tried again.
@@ -23,18 +27,20 @@ import logging
 import re
 from collections.abc import Callable
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtWidgets import (
-    QHBoxLayout, QInputDialog, QLabel, QLineEdit, QPushButton, QSplitter, QVBoxLayout, QWidget,
+    QHBoxLayout, QInputDialog, QLabel, QLineEdit, QPushButton, QSplitter, QStackedWidget, QVBoxLayout, QWidget,
 )
 
 from ..download_manager import DownloadManager
+from ..library.curated import CuratedListError, CuratedModel, load_curated
 from ..library.download_queue import QueuedDownload
 from ..library.errors import OFFLINE_MESSAGE, GatedRepo, HubError, HubUnavailable
 from ..library.hub import RepoListing, RepoSummary, offline_mode
 from ..newest import NewestWins
 from .background import run_in_background
 from .colors import Tone, set_tone
+from .curated_list import CuratedModelsTable
 from .downloads_panel import DownloadsPanel
 from .hub_lists import RepoModelsTree, SearchResultsTable
 
@@ -50,7 +56,8 @@ _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 class GetModelsView(QWidget):
     """Search Hugging Face for GGUF models, see what fits this machine, and download them.
 
-    Searching takes text or an exact `owner/name`; choosing a repository lists its models
+    Before a search (and when the Hub can't be reached) it suggests a few small instruct
+    models. Searching takes text or an exact `owner/name`; choosing a repository lists its models
     grouped by quantization with their size and whether they fit in RAM (or VRAM, once
     `set_vram` gave a figure). Download queues the chosen model with `manager`, whose
     downloads (also those queued before this view was made) are listed below.
@@ -68,6 +75,8 @@ class GetModelsView(QWidget):
         super().__init__(parent)
         self._manager = manager
         self._vram: int | None = None
+        self._curated: list[CuratedModel] = []
+        self._wanted_file: str | None = None  # a suggestion's file, selected when its listing comes
         self._listing: RepoListing | None = None
         self._searches = NewestWins()
         self._listings = NewestWins()
@@ -76,7 +85,13 @@ class GetModelsView(QWidget):
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText("Search GGUF models (e.g. qwen3), or enter owner/name")
         self.search_box.setClearButtonEnabled(True)
+        self.search_box.setAccessibleName("Search Hugging Face")
+        self.search_box.setAccessibleDescription("Words to search GGUF models for, or a repository as owner/name; "
+                                                 "Enter searches")
         self.search_button = QPushButton("Search")
+        self.suggestions_button = QPushButton("Suggestions")
+        self.suggestions_button.setToolTip("Back to Hearth's suggested models")
+        self.suggestions_button.hide()
 
         # The labels below quote what the server sent (repository and file names, messages):
         # plain text, so none of it is rendered as HTML.
@@ -93,7 +108,25 @@ class GetModelsView(QWidget):
         set_tone(self.token_label, Tone.MUTED)
         self.token_label.hide()
 
+        self.suggestions = CuratedModelsTable()
+        self.suggestions_label = QLabel("Suggested models: small, well-known models that follow instructions. "
+                                        "Choose one to see its files.")
+        self.suggestions_label.setWordWrap(True)
+        self.suggestions_label.setTextFormat(Qt.PlainText)
+        self.suggestion_details = QLabel()
+        self.suggestion_details.setWordWrap(True)
+        self.suggestion_details.setTextFormat(Qt.PlainText)
+        self.suggestion_details.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self._suggestions_page = suggestions_page = QWidget()
+        suggestions_layout = QVBoxLayout(suggestions_page)
+        suggestions_layout.setContentsMargins(0, 0, 0, 0)
+        suggestions_layout.addWidget(self.suggestions_label)
+        suggestions_layout.addWidget(self.suggestions, 1)
+        suggestions_layout.addWidget(self.suggestion_details)
         self.results = SearchResultsTable()
+        self.browse_pages = QStackedWidget()
+        self.browse_pages.addWidget(suggestions_page)
+        self.browse_pages.addWidget(self.results)
         self.repo_label = QLabel("Choose a repository to see its models.")
         self.repo_label.setTextFormat(Qt.PlainText)
         self.repo_label.setWordWrap(True)
@@ -106,6 +139,7 @@ class GetModelsView(QWidget):
         search_row = QHBoxLayout()
         search_row.addWidget(self.search_box, 1)
         search_row.addWidget(self.search_button)
+        search_row.addWidget(self.suggestions_button)
         message_row = QHBoxLayout()
         message_row.addWidget(self.message_label, 1)
         message_row.addWidget(self.token_button, 0, Qt.AlignTop)
@@ -121,7 +155,7 @@ class GetModelsView(QWidget):
         repo_layout.addLayout(download_row)
 
         browse = QSplitter(Qt.Horizontal)
-        browse.addWidget(self.results)
+        browse.addWidget(self.browse_pages)
         browse.addWidget(repo_panel)
         browse.setStretchFactor(0, 1)
         browse.setStretchFactor(1, 1)
@@ -142,18 +176,23 @@ class GetModelsView(QWidget):
         layout.addWidget(self.token_label)
         layout.addWidget(body, 1)
 
-        self.search_box.returnPressed.connect(self.search)
-        self.search_button.clicked.connect(self.search)
-        self.token_button.clicked.connect(self._ask_for_token)
+        # clicked(bool) would land in search(text): a button's slots take no arguments.
+        self.search_box.returnPressed.connect(lambda: self.search())
+        self.search_button.clicked.connect(lambda _checked=False: self.search())
+        self.suggestions_button.clicked.connect(lambda _checked=False: self.show_suggestions())
+        self.token_button.clicked.connect(lambda _checked=False: self._ask_for_token())
+        self.suggestions.itemSelectionChanged.connect(self._on_suggestion_selected)
         self.results.itemSelectionChanged.connect(self._on_result_selected)
         self.models.itemSelectionChanged.connect(self._update_download_button)
-        self.download_button.clicked.connect(self._download_selected)
+        self.download_button.clicked.connect(lambda _checked=False: self._download_selected())
         manager.jobFailed.connect(self._on_download_failed)
 
+        self._load_suggestions()
         if offline_mode():
             self._show_offline(OFFLINE_MESSAGE)
         else:
-            self._show_message("Search for a model by name, or enter a repository as owner/name.")
+            self._show_message("Choose a suggested model, search for one by name, or enter a repository as "
+                               "owner/name.")
 
     # --- public API ------------------------------------------------------------------------------
 
@@ -165,6 +204,7 @@ class GetModelsView(QWidget):
         ticket = self._searches.begin()
         self._listings.begin()  # an older repository's files no longer belong on show
         self.results.setRowCount(0)
+        self._show_page(self.results)
         self._clear_models("Choose a repository to see its models.")
         self._show_message("Searching…")
         client = self._manager.client()
@@ -178,16 +218,62 @@ class GetModelsView(QWidget):
     def set_vram(self, vram_bytes: int | None) -> None:
         """The GPU memory models may use, or None for none; the fits markers follow it."""
         self._vram = vram_bytes
-        if self._listing is not None:
-            self._show_listing(self._listing)
+        self._refresh_fits()
+
+    def show_suggestions(self) -> None:
+        """Show Hearth's suggested models again (after a search)."""
+        self._show_page(self._suggestions_page)
+        self._refresh_fits()  # free memory changes: a model downloaded or loaded since
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # light to dark: muted rows follow
+            self._refresh_fits()
 
     def sizeHint(self) -> QSize:
         return QSize(980, 680)  # room for repository and file names without eliding them
+
+    # --- suggestions -----------------------------------------------------------------------------
+
+    def _load_suggestions(self) -> None:
+        """Read the suggestions file; a broken one is said where the list would be."""
+        try:
+            self._curated = load_curated()
+        except CuratedListError as exc:
+            _log.error("%s", exc)
+            self.suggestions_label.setText(f"The suggested models can't be shown: {exc}")
+            set_tone(self.suggestions_label, Tone.ERROR)
+        self.suggestions.show_models(self._curated, self._vram)
+
+    def _refresh_fits(self) -> None:
+        """Mark what fits again (the GPU's memory became known, or the palette changed)."""
+        self.suggestions.show_models(self._curated, self._vram)
+        if self._listing is not None:
+            chosen = self.models.selected_model()
+            self._show_listing(self._listing)
+            if chosen is not None:
+                self.models.select_file(chosen.name)
+
+    def _show_page(self, page: QWidget) -> None:
+        self.browse_pages.setCurrentWidget(page)
+        self.suggestions_button.setVisible(page is self.results)
+
+    def _on_suggestion_selected(self) -> None:
+        model = self.suggestions.selected_model()
+        if model is None:
+            self.suggestion_details.clear()
+            return
+        self.suggestion_details.setText(
+            f"{model.summary}\n{model.repo_id} · {model.file} · {model.context_length:,} tokens of context")
+        self._wanted_file = model.file
+        self._list_repo(model.repo_id)
 
     # --- searching and listing -------------------------------------------------------------------
 
     def _on_searched(self, query: str, results: list[RepoSummary] | None, error: Exception | None) -> None:
         if error is not None:
+            if isinstance(error, HubUnavailable):
+                self.show_suggestions()  # offline: what Hearth can suggest without the Hub
             self._show_error(error, retry=lambda: self.search(query))
         elif not results and _REPO_ID.match(query):
             self._show_message(f"{query} is not in the search results; looking it up directly…")
@@ -205,6 +291,7 @@ class GetModelsView(QWidget):
     def _on_result_selected(self) -> None:
         repo_id = self.results.selected_repo()
         if repo_id is not None:
+            self._wanted_file = None
             self._list_repo(repo_id)
 
     def _list_repo(self, repo_id: str) -> None:
@@ -244,6 +331,8 @@ class GetModelsView(QWidget):
             text += " · gated: downloading needs an access token with approved access"
         self.repo_label.setText(text)
         self.models.show_models(listing.models, self._vram)
+        if self._wanted_file is not None and not self.models.select_file(self._wanted_file):
+            self.repo_label.setText(f"{text} · the suggested {self._wanted_file} is not among them")
 
     def _update_download_button(self) -> None:
         self.download_button.setEnabled(self.models.selected_model() is not None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
 )
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 from ..library.download_progress import format_bytes
 from ..library.hub import RepoSummary, memory_fit
 from ..library.quants import RemoteModel, by_quant
+from .colors import muted_color
 from .tooltips import plain_tooltip
 
 MODEL_ROLE = Qt.UserRole  # the RemoteModel behind a row of the models tree
@@ -83,6 +84,9 @@ class SearchResultsTable(QTableWidget):
         self.horizontalHeader().setHighlightSections(False)
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.horizontalHeader().setSectionResizeMode(ResultColumn.REPO, QHeaderView.Stretch)
+        self.setTabKeyNavigation(False)  # Tab leaves the table; the arrows move in it
+        self.setAccessibleName("Search results")
+        self.setAccessibleDescription("Repositories with GGUF models. Choosing one lists its model files.")
 
     def show_results(self, results: list[RepoSummary]) -> None:
         self.setRowCount(len(results))
@@ -132,6 +136,9 @@ class RepoModelsTree(QTreeWidget):
         self.header().setStretchLastSection(False)
         self.header().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.header().setSectionResizeMode(ModelColumn.FILE, QHeaderView.Stretch)
+        self.setAccessibleName("Model files")
+        self.setAccessibleDescription("The chosen repository's models by quantization, with their size "
+                                      "and whether they fit this machine. Download adds the selected one.")
 
     def show_models(self, models: list[RemoteModel], vram_bytes: int | None) -> None:
         """Replace what is on show with `models`, marked for `vram_bytes` of GPU memory (None: none)."""
@@ -150,6 +157,25 @@ class RepoModelsTree(QTreeWidget):
         items = self.selectedItems()
         return items[0].data(0, MODEL_ROLE) if items else None
 
+    def select_file(self, file_name: str) -> bool:
+        """Select (and make current) the model whose file is `file_name`; False if none is."""
+        for item in self._model_items():
+            if item.data(0, MODEL_ROLE).name == file_name:
+                self.setCurrentItem(item)
+                self.scrollToItem(item)
+                return True
+        return False
+
+    def _model_items(self) -> list[QTreeWidgetItem]:
+        """Every downloadable row, groups opened."""
+        items = []
+        for top in range(self.topLevelItemCount()):
+            item = self.topLevelItem(top)
+            for candidate in [item] + [item.child(i) for i in range(item.childCount())]:
+                if candidate.data(0, MODEL_ROLE) is not None:
+                    items.append(candidate)
+        return items
+
     @staticmethod
     def _model_item(model: RemoteModel, quant: str, vram_bytes: int | None) -> QTreeWidgetItem:
         fits, usable, tooltip = fit_text(model.size, vram_bytes)
@@ -159,8 +185,8 @@ class RepoModelsTree(QTreeWidget):
         item.setToolTip(ModelColumn.FITS, tooltip)
         parts = f"{len(model.parts)} parts, loaded together:\n" if len(model.parts) > 1 else ""
         item.setToolTip(ModelColumn.FILE, plain_tooltip(parts + "\n".join(part.path for part in model.parts)))
-        if not usable:
-            grey = QGuiApplication.palette().color(QPalette.Disabled, QPalette.Text)
+        if not usable:  # muted, still readable (4.5:1): it can be downloaded all the same
+            muted = muted_color(QGuiApplication.palette())
             for column in ModelColumn:
-                item.setForeground(column, grey)
+                item.setForeground(column, muted)
         return item
