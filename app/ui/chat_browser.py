@@ -59,7 +59,8 @@ class ChatBrowser(QTextBrowser):
         return max(DOCUMENT_MARGIN, (width - self.reading_width()) // 2)
 
     def set_bottom_room(self, room: int) -> None:
-        """Leave `room` pixels below the text (0: none), e.g. for a line laid over the pane."""
+        """Leave `room` pixels below the text, e.g. for a line laid over the pane. Changing it
+        lays the whole document out again."""
         self._bottom_room = room
         self.fit_column()
 

@@ -39,7 +39,7 @@ from .inline_editor import EditorOverlay
 from .markdown_render import ZERO_WIDTH_SPACE, MarkdownRenderer
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
-from .welcome import GET_MODELS_HREF, PROMPT_HREF, Welcome, welcome_html
+from .welcome import GET_MODELS_HREF, PROMPT_HREF, Welcome, write_welcome
 
 ACTION_SCHEME = "hearth"
 
@@ -130,9 +130,8 @@ class ChatView(QWidget):
     Signals:
         linkActivated(QUrl): an http(s) link in a message was clicked. Nothing is opened
             here: model text is untrusted, so the window asks the user first.
-        editRequested(int): Edit was clicked under the user message with this id, and an editor
-            opened in its place (the window need do nothing).
-        editSubmitted(int, str): the editor of the message with this id sent this text (not
+        editSubmitted(int, str): Edit under a user message opens an editor in its place; this is
+            the editor of the message with this id sending this text (not
             empty): the window calls ChatSession.edit. The editor stays until set_messages
             shows the conversation again, so an edit refused (a reply is streaming) loses nothing.
         regenerateRequested(): Regenerate was clicked under the last assistant reply.
@@ -149,7 +148,6 @@ class ChatView(QWidget):
     """
 
     linkActivated = Signal(QUrl)
-    editRequested = Signal(int)
     editSubmitted = Signal(int, str)
     regenerateRequested = Signal()
     copied = Signal(str)
@@ -188,7 +186,7 @@ class ChatView(QWidget):
             self._reply.stop()
             self._reply = None
             self._indicator.stop()
-        self._close_editor()
+        self._close_editor(rebuild=False)  # all is rendered afresh below
         self._messages = list(messages)
         self._earlier = earlier
         self._first_shown = _first_to_show(self._messages)
@@ -355,7 +353,7 @@ class ChatView(QWidget):
         self._regenerate_footer = self._last_body = None
         self._welcome_shown = not self._messages and streamed is None and self._welcome is not None
         if self._welcome_shown:
-            end_of(self._document).insertHtml(welcome_html(self._welcome, self._writer.theme))
+            write_welcome(self._document, self._welcome, self._writer.theme)
         if self.hidden_count():
             count = self.hidden_count()
             link = f"Show {count} earlier message{'s' if count != 1 else ''}"
@@ -480,7 +478,6 @@ class ChatView(QWidget):
         self._rebuild_in_place()
         self._editor.scroll_into_view()
         self._editor.editor.box.setFocus()
-        self.editRequested.emit(message_id)
 
     def _cancel_edit(self) -> None:
         self._close_editor()

@@ -3,8 +3,10 @@
 A model can think for seconds before its first word, or pause mid-reply; without a sign of
 life the window looks stuck. While a reply streams, a muted "Generating" with moving dots sits
 right under the reply's last line, lined up with the text, and goes when the reply ends. It
-is laid over the pane (the document cannot hold a moving widget): the browser keeps room for
-it below the text, and the line follows the end of the text as it grows and scrolls.
+is laid over the pane (the document cannot hold a moving widget), and follows the end of the
+text as it grows and scrolls. The browser always keeps room for it below the text: making
+room at each reply's start and end changed the document's root frame, which lays out the
+whole conversation again (50 ms at the end of a 20,000-token reply).
 
 Its accessible name stays "Generating a reply" while the dots move, so a screen reader that
 looks at it hears that, and is not told of a change several times a second.
@@ -41,6 +43,7 @@ class GeneratingIndicator(QLabel):
         self._timer.timeout.connect(self._next_frame)
         self.setText("Generating" + _DOTS[-1])
         self.setFixedSize(self.sizeHint())
+        browser.set_bottom_room(self.height() + _GAP_PX)
         self._show_frame()
         self.hide()
         browser.verticalScrollBar().valueChanged.connect(self._place)
@@ -56,7 +59,6 @@ class GeneratingIndicator(QLabel):
     def start(self) -> None:
         self._frame = 0
         self._show_frame()
-        self._browser.set_bottom_room(self.height() + _GAP_PX)
         self._timer.start()
         self.show()
         self._place()
@@ -64,7 +66,6 @@ class GeneratingIndicator(QLabel):
     def stop(self) -> None:
         self._timer.stop()
         self.hide()
-        self._browser.set_bottom_room(0)
 
     def is_running(self) -> bool:
         return self._timer.isActive()

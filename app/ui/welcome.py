@@ -15,6 +15,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from PySide6.QtGui import QTextBlockFormat, QTextCursor, QTextDocument
+
 from ..engine.text import shorten
 from .theme import ChatTheme
 
@@ -22,6 +24,7 @@ from .theme import ChatTheme
 GET_MODELS_KEYS = "Ctrl+Shift+G"
 GET_MODELS_HREF = "hearth:get-models"
 PROMPT_HREF = "hearth:prompt/"
+TOP_ROOM_PX = 40
 
 INSTRUCT_PROMPTS = (
     "Explain how a rainbow forms, in three sentences.",
@@ -56,16 +59,29 @@ class Welcome:
         return BASE_PROMPTS if self.base_model and self.model_name is not None else INSTRUCT_PROMPTS
 
 
+def write_welcome(document: QTextDocument, welcome: Welcome, theme: ChatTheme) -> None:
+    """Write the welcome into an empty document, some way down from its top."""
+    cursor = QTextCursor(document)
+    cursor.insertHtml(welcome_html(welcome, theme))
+    # Qt ignores the first block's top margin: room above the heading is a block of its own.
+    cursor.movePosition(QTextCursor.MoveOperation.Start)
+    cursor.insertBlock(cursor.blockFormat(), cursor.charFormat())
+    cursor.movePosition(QTextCursor.MoveOperation.Start)
+    room = QTextBlockFormat()
+    room.setLineHeight(TOP_ROOM_PX, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
+    cursor.setBlockFormat(room)
+
+
 def welcome_html(welcome: Welcome, theme: ChatTheme) -> str:
     """The welcome as HTML for the chat pane's document, in the pane's colours."""
     render = theme.render
     muted = f"color:{render.muted}"
     get_models = f'<a href="{GET_MODELS_HREF}" style="color:{render.link}">Get models</a>'
     keys = f'<span style="{muted}">({GET_MODELS_KEYS})</span>'
-    parts = ['<h2 style="margin-top:32px; margin-bottom:10px">Start a conversation</h2>']
+    parts = ['<h2 style="margin-bottom:10px">Start a conversation</h2>']
     name = None if welcome.model_name is None else f"<b>{html.escape(shorten(welcome.model_name))}</b>"
     if name is None:
-        parts.append(f"<p>No model is loaded. Choose one in the side panel, or {get_models} {keys}.</p>")
+        parts.append(f"<p>No model is loaded. Choose one of your models, or {get_models} {keys}.</p>")
     elif welcome.loading:
         parts.append(f"<p>Loading {name}…</p>")
     else:
@@ -76,7 +92,7 @@ def welcome_html(welcome: Welcome, theme: ChatTheme) -> str:
             "answer what you ask. It continues the text you give it, and tends to ramble. For a model that "
             f"answers and follows instructions, {get_models} {keys} and choose an <i>instruct</i> model.</p>"
         )
-    lead = "Begin a text for it to continue:" if welcome.prompts() is BASE_PROMPTS else "Or try one of these:"
+    lead = "Begin a text for it to continue:" if welcome.prompts() is BASE_PROMPTS else "Try one of these:"
     parts.append(f'<p style="margin-top:16px; {muted}">{lead}</p>')
     parts.append(_prompt_cards(welcome.prompts(), theme))
     parts.append(

@@ -39,7 +39,7 @@ def test_an_empty_chat_says_the_model_is_a_base_model_and_offers_continuations(v
 @pytest.mark.parametrize("welcome, says", [
     (Welcome("Qwen3 1.7B Instruct"), "Qwen3 1.7B Instruct is ready."),
     (Welcome("Qwen3 1.7B Instruct", loading=True), "Loading Qwen3 1.7B Instruct…"),
-    (Welcome(None), "No model is loaded. Choose one in the side panel, or Get models (Ctrl+Shift+G)."),
+    (Welcome(None), "No model is loaded. Choose one of your models, or Get models (Ctrl+Shift+G)."),
 ])
 def test_an_instruct_model_loading_or_none_is_said_with_questions_to_ask(view, welcome, says):
     view.set_welcome(welcome)
