@@ -39,7 +39,7 @@ from .inline_editor import EditorOverlay
 from .markdown_render import ZERO_WIDTH_SPACE, MarkdownRenderer
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
-from .welcome import GET_MODELS_HREF, PROMPT_HREF, Welcome, write_welcome
+from .welcome import Welcome, write_welcome
 
 ACTION_SCHEME = "hearth"
 
@@ -130,10 +130,10 @@ class ChatView(QWidget):
     Signals:
         linkActivated(QUrl): an http(s) link in a message was clicked. Nothing is opened
             here: model text is untrusted, so the window asks the user first.
-        editSubmitted(int, str): Edit under a user message opens an editor in its place; this is
-            the editor of the message with this id sending this text (not
-            empty): the window calls ChatSession.edit. The editor stays until set_messages
-            shows the conversation again, so an edit refused (a reply is streaming) loses nothing.
+        editSubmitted(int, str): Edit under a user message opened an editor in its place, and
+            the editor sent this (non-empty) text for the message with this id: the window
+            calls ChatSession.edit. The editor stays until set_messages shows the conversation
+            again, so an edit that is refused (a reply is being written) loses nothing.
         regenerateRequested(): Regenerate was clicked under the last assistant reply.
         promptChosen(str): an example prompt of the welcome was clicked: the window puts it in
             the message box.
@@ -446,9 +446,9 @@ class ChatView(QWidget):
             self.regenerateRequested.emit()
         elif action == "show-earlier":
             self.show_earlier()
-        elif url.toString() == GET_MODELS_HREF:
+        elif action == "get-models":
             self.getModelsRequested.emit()
-        elif url.toString().startswith(PROMPT_HREF) and self._welcome_shown and argument.isdigit():
+        elif action == "prompt" and self._welcome_shown and argument.isdigit():
             prompts = self._welcome.prompts()
             if int(argument) < len(prompts):
                 self.promptChosen.emit(prompts[int(argument)])

@@ -22,23 +22,28 @@ MIN_LINES, MAX_LINES = 3, 12
 _SCROLL_MARGIN = 12
 
 
+_ENTER = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+
+
+def _claim(event: QEvent, keys: tuple[Qt.Key, ...]) -> bool:
+    """Take these keys from the window's shortcuts (Esc stops a reply there), which would
+    otherwise have them before the focused widget does."""
+    if event.type() == QEvent.Type.ShortcutOverride and event.key() in keys:
+        event.accept()
+        return True
+    return False
+
+
 class _EditBox(QPlainTextEdit):
-    """The text box: Enter (or Ctrl+Enter) sends, Shift+Enter is a new line, Esc cancels."""
+    """The text box: Enter (or Ctrl+Enter) sends, Shift+Enter is a new line."""
 
     submitted = Signal()
-    cancelled = Signal()
 
     def event(self, event: QEvent) -> bool:
-        # The window's shortcuts (Esc stops a reply) would take these keys before the box sees them.
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            event.accept()
-            return True
-        return super().event(event)
+        return _claim(event, _ENTER) or super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Escape:
-            self.cancelled.emit()
-        elif event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+        if event.key() in _ENTER and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self.submitted.emit()
         else:
             super().keyPressEvent(event)
@@ -89,7 +94,6 @@ class InlineEditor(QFrame):
         self.setTabOrder(self.box, self.cancel_button)
         self.setTabOrder(self.cancel_button, self.send_button)
         self.box.submitted.connect(self._submit)
-        self.box.cancelled.connect(self.cancelled)
         self.send_button.clicked.connect(self._submit)
         self.cancel_button.clicked.connect(self.cancelled)
         self.box.textChanged.connect(self._text_changed)
@@ -100,6 +104,16 @@ class InlineEditor(QFrame):
 
     def text(self) -> str:
         return self.box.toPlainText()
+
+    def event(self, event: QEvent) -> bool:
+        # Esc reaches here from the box and the buttons alike (key events go up to the parent).
+        return _claim(event, (Qt.Key.Key_Escape,)) or super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+        else:
+            super().keyPressEvent(event)
 
     def preferred_height(self) -> int:
         """The height for the text's lines (MIN_LINES to MAX_LINES) and the row of buttons."""

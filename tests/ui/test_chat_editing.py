@@ -178,3 +178,29 @@ def test_a_reply_streaming_below_an_open_editor_leaves_it_in_place(window, qtbot
     QApplication.processEvents()
     assert editor.isVisible() and editor.geometry().top() == top
     assert editor.text() == "What is a delta?"
+
+
+def test_edit_opens_from_the_keyboard_and_esc_gives_the_focus_back_to_the_transcript(window, qtbot):
+    view = window.view
+    transcript = browser(view)
+    transcript.setFocus()
+    qtbot.waitUntil(transcript.hasFocus, timeout=WAIT_MS)
+    for _ in range(8):  # Tab moves from link to link: Copy, Edit, Copy, …
+        qtbot.keyClick(transcript, Qt.Key.Key_Tab)
+        if transcript.textCursor().selectedText() == "Edit":
+            break
+    assert transcript.textCursor().selectedText() == "Edit"
+    qtbot.keyClick(transcript, Qt.Key.Key_Return)
+    editor = view.findChild(InlineEditor)
+    assert editor is not None and editor.text() == "What is a delta?"
+    qtbot.waitUntil(editor.box.hasFocus, timeout=WAIT_MS)
+    qtbot.keyClick(editor.box, Qt.Key.Key_Escape)
+    assert transcript.hasFocus() and not editor.isVisible()
+
+
+def test_esc_on_the_editors_buttons_cancels_too(window, qtbot):
+    editor = open_editor(qtbot, window.view, 11)
+    editor.send_button.setFocus()
+    qtbot.waitUntil(editor.send_button.hasFocus, timeout=WAIT_MS)
+    qtbot.keyClick(editor.send_button, Qt.Key.Key_Escape)
+    assert not editor.isVisible() and window.stops == 0
