@@ -124,7 +124,10 @@ def _apply(widget: QWidget) -> None:
             widget.setPalette(QPalette())
         return
     palette = widget.palette()
-    wanted = tone_color(tone, palette)
+    # From the palette the widget inherits: its own holds the colour set here last, which would
+    # otherwise count as its text colour.
+    parent = widget.parentWidget()
+    wanted = tone_color(tone, parent.palette() if parent is not None else QApplication.palette(widget))
     if any(palette.color(QPalette.ColorGroup.Active, role) != wanted for role in _TEXT_ROLES):
         for role in _TEXT_ROLES:
             palette.setColor(role, wanted)

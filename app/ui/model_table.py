@@ -193,17 +193,20 @@ def _cell_text(entry: ModelEntry, column: Column) -> str:
     return "✓" if info.has_chat_template else "fallback"
 
 
-def _sort_key(entry: ModelEntry, column: Column) -> int | str:
-    """What `column` sorts by: numbers as numbers; a name, then its file name, as text."""
+def _sort_key(entry: ModelEntry, column: Column) -> float | str:
+    """What `column` sorts by: numbers as numbers; a name, then its file name, as text.
+
+    Numbers are floats: a Python int past 2³¹ reaches Qt as another type than a smaller one,
+    and values of two types are compared as text, which puts 4.9 GB before 900 MB."""
     info = entry.info
     if column == Column.NAME:
         return f"{entry.name.casefold()}\t{file_name(entry).casefold()}"
     if column == Column.SIZE:
-        return entry.size
+        return float(entry.size)
     if column == Column.PARAMETERS:
-        return info.parameter_count if info else UNKNOWN
+        return float(info.parameter_count if info else UNKNOWN)
     if column == Column.CONTEXT:
-        return info.context_length or UNKNOWN if info else UNKNOWN
+        return float(info.context_length or UNKNOWN if info else UNKNOWN)
     return _cell_text(entry, column).casefold()
 
 

@@ -80,6 +80,9 @@ class ParametersPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setAccessibleName("Parameters")
+        scroll.setAccessibleDescription("How replies are sampled, their length and stop strings, and the loaded "
+                                        "model's settings")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)

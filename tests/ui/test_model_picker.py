@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import gguf
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtGui import QFont, QPalette
+from PySide6.QtWidgets import QApplication, QStyleFactory, QStyleOptionViewItem
 
 from app.settings import EXTRA_FILES as EXTRA_FILES_KEY
 from app.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
 from app.settings import Settings
+from app.library.scan import ModelEntry
+from app.ui.appearance import dark_palette
+from app.ui.colors import contrast
 from app.ui.model_picker import Column, ModelPicker
-from app.ui.model_table import format_parameters, format_size
+from app.ui.model_table import FILE_ROLE, format_parameters, format_size
+from widget_walk import accessible_name, unnamed_widgets
 
 SCAN_TIMEOUT_MS = 10_000
 
@@ -279,3 +285,147 @@ def test_an_added_file_or_folder_can_be_removed_from_the_list_and_stays_on_disk(
     reopened = make_picker(qtbot, QSettings(settings.fileName(), QSettings.IniFormat))
     assert reopened.model.row_of(added_file) is None and reopened.model.row_of(in_folder) is None
     assert reopened.model.row_of(gemma_path) is not None
+
+
+# --- the keyboard, sorting, file names, markers, contrast, Unload, names -------------------------
+
+def shown_picker(qtbot, settings, width: int = 900) -> ModelPicker:
+    picker = make_picker(qtbot, settings)
+    picker.resize(width, 420)
+    picker.show()
+    qtbot.waitExposed(picker)
+    return picker
+
+
+def entry(gemma_info, name: str, path: str, size: int, parameters: int, context: int) -> ModelEntry:
+    info = dataclasses.replace(gemma_info, name=name, parameter_count=parameters, context_length=context)
+    return ModelEntry(Path(path), "Test", size, info, None)
+
+
+def view_column(picker, column: Column) -> list[str]:
+    """A column's cells as the view shows them, top to bottom."""
+    proxy = picker.view.model()
+    return [proxy.index(row, column).data() for row in range(proxy.rowCount())]
+
+
+def test_tab_leaves_the_table_and_enter_loads_the_current_row(qtbot, settings, gemma_path):
+    picker = shown_picker(qtbot, settings)
+    with qtbot.waitActive(picker):
+        picker.activateWindow()
+    picker.view.setFocus()
+    qtbot.keyClick(picker.view, Qt.Key_Home)  # the first row, by keyboard alone
+    picker.view.selectRow(row_of(picker, gemma_path))
+    with qtbot.waitSignal(picker.modelChosen, timeout=1000) as chosen:
+        qtbot.keyClick(picker.view, Qt.Key_Return)
+    assert chosen.args == [gemma_path]
+    with qtbot.waitSignal(picker.modelChosen, timeout=1000):
+        qtbot.keyClick(picker.view, Qt.Key_Enter)  # the keypad's Enter too
+
+    qtbot.keyClick(picker.view, Qt.Key_Tab)
+    assert QApplication.focusWidget() is picker.load_button  # out of the table, to the next step
+    qtbot.keyClick(picker.load_button, Qt.Key_Backtab)
+    assert QApplication.focusWidget() is picker.view
+
+
+def test_any_column_sorts_by_its_real_values(qtbot, settings, gemma_info):
+    picker = shown_picker(qtbot, settings, width=1200)
+    picker.model.set_entries([
+        entry(gemma_info, "Big", "/m/big.gguf", 4_900_000_000, 8_030_261_248, 8192),
+        entry(gemma_info, "small", "/m/small.gguf", 253_000_000, 268_098_176, 32768),
+        entry(gemma_info, "Mid", "/m/mid.gguf", 900_000_000, 1_543_714_304, 131072),
+        ModelEntry(Path("/m/broken.gguf"), "Test", 10_000, None, "not a GGUF model file"),
+    ])
+    header = picker.view.horizontalHeader()
+
+    def click_header(column: Column) -> None:
+        x = header.sectionViewportPosition(column) + header.sectionSize(column) // 2
+        qtbot.mouseClick(header.viewport(), Qt.LeftButton, pos=QPoint(x, header.height() // 2))
+
+    assert view_column(picker, Column.NAME) == ["Big", "small", "Mid", "broken.gguf"]  # the scan's order
+    click_header(Column.SIZE)
+    assert view_column(picker, Column.SIZE) == ["10 KB", "253 MB", "900 MB", "4.9 GB"]  # not "10 KB" < "253 MB" < "4.9 GB" < "900 MB"
+    click_header(Column.SIZE)
+    assert view_column(picker, Column.SIZE) == ["4.9 GB", "900 MB", "253 MB", "10 KB"]
+    click_header(Column.PARAMETERS)
+    assert view_column(picker, Column.PARAMETERS) == ["", "268M", "1.5B", "8B"]
+    click_header(Column.CONTEXT)
+    assert view_column(picker, Column.CONTEXT) == ["", "8,192", "32,768", "131,072"]
+    click_header(Column.NAME)
+    assert view_column(picker, Column.NAME) == ["Big", "broken.gguf", "Mid", "small"]  # case aside
+
+    picker.view.selectRow(0)  # a sorted row still loads its own file
+    with qtbot.waitSignal(picker.modelChosen, timeout=1000) as chosen:
+        picker.load_button.click()
+    assert chosen.args == [Path("/m/big.gguf")]
+
+
+def test_files_that_share_a_name_show_their_file_names(qtbot, settings, tmp_path):
+    first = write_tiny_gguf(tmp_path / "models" / "tiny-Q4_K_M.gguf")
+    second = write_tiny_gguf(tmp_path / "models" / "tiny-Q8_0.gguf")
+    settings.setValue(EXTRA_FOLDERS_KEY, [str(tmp_path / "models")])
+    picker = shown_picker(qtbot, settings, width=300)  # the narrowest panel: the name column only
+    rows = {path: picker.proxy.mapFromSource(picker.model.index(row_of(picker, path), Column.NAME))
+            for path in (first, second)}
+    assert {index.data() for index in rows.values()} == {"Tiny Test"}
+    assert [index.data(FILE_ROLE) for index in rows.values()] == ["tiny-Q4_K_M.gguf", "tiny-Q8_0.gguf"]
+    line = picker.view.fontMetrics().height()
+    assert all(picker.view.visualRect(index).height() >= 2 * line for index in rows.values())  # two lines
+    assert picker.view.rect().contains(picker.view.visualRect(rows[first]).topLeft())
+    spoken = [index.data(Qt.AccessibleTextRole) for index in rows.values()]
+    assert spoken == ["Tiny Test, file tiny-Q4_K_M.gguf", "Tiny Test, file tiny-Q8_0.gguf"]
+
+
+@pytest.mark.parametrize("width", [300, 1200])
+def test_a_broken_file_keeps_its_marker_and_reason_at_any_width(qtbot, settings, tmp_path, width):
+    broken = write_garbage(tmp_path / "models" / "broken.gguf")
+    settings.setValue(EXTRA_FOLDERS_KEY, [str(tmp_path / "models")])
+    picker = shown_picker(qtbot, settings, width=width)
+    index = picker.proxy.mapFromSource(picker.model.index(row_of(picker, broken), Column.NAME))
+    assert not picker.view.isColumnHidden(Column.NAME)
+    assert picker.view.isColumnHidden(Column.ARCHITECTURE) == (width == 300)  # "⚠ can't be used" goes…
+    option = QStyleOptionViewItem()
+    picker.view.itemDelegateForColumn(Column.NAME).initStyleOption(option, index)
+    assert not option.icon.isNull()  # …the ⚠ in the name column stays
+    assert "not a GGUF model file" in index.data(Qt.ToolTipRole)
+    assert index.data(Qt.AccessibleTextRole) == "broken.gguf, can't be used"
+
+
+@pytest.mark.parametrize("appearance", ["light", "dark"])
+def test_unusable_rows_are_muted_but_readable(qtbot, settings, tmp_path, appearance, qapp):
+    broken = write_garbage(tmp_path / "models" / "broken.gguf")
+    settings.setValue(EXTRA_FOLDERS_KEY, [str(tmp_path / "models")])
+    previous = qapp.palette()
+    qapp.setPalette(dark_palette() if appearance == "dark" else QStyleFactory.create("Fusion").standardPalette())
+    try:
+        picker = make_picker(qtbot, settings)
+        colour = cell(picker, row_of(picker, broken), Column.NAME, Qt.ForegroundRole)
+        palette = qapp.palette()
+        for background in (QPalette.Base, QPalette.AlternateBase, QPalette.Window):
+            assert contrast(colour, palette.color(background)) >= 4.5  # greyed rows were 1.9:1
+        assert colour != palette.color(QPalette.Text)  # and still visibly quieter than usable rows
+    finally:
+        qapp.setPalette(previous)
+
+
+def test_unload_is_offered_only_while_a_model_is_loaded(qtbot, settings, gemma_path):
+    picker = make_picker(qtbot, settings)
+    assert not picker.unload_button.isEnabled()
+    picker.set_current(gemma_path)
+    assert picker.unload_button.isEnabled()
+    with qtbot.waitSignal(picker.unloadRequested, timeout=1000):
+        picker.unload_button.click()
+    picker.set_loading(0.3)
+    assert not picker.unload_button.isEnabled()  # not while another model loads
+    picker.set_loading(None)
+    picker.set_current(None)  # unloaded: nothing bold, nothing to unload
+    assert not picker.unload_button.isEnabled()
+    assert cell(picker, row_of(picker, gemma_path), Column.NAME, Qt.FontRole) is None
+
+
+def test_every_control_of_the_model_panel_has_a_name(qtbot, settings, gemma_path):
+    picker = shown_picker(qtbot, settings)
+    picker.set_current(gemma_path)
+    picker.set_loading(0.5)  # the progress bar and Cancel shown too
+    assert unnamed_widgets(picker) == []
+    assert accessible_name(picker.view) == "Models"
+    assert accessible_name(picker.cancel_button) == "Cancel loading"

@@ -9,15 +9,20 @@ import json
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QScrollArea, QStyleFactory
 
 from app.bridge import EngineBridge
 from app.engine.sampling import PRESETS, SamplingParams
 from app.engine.types import ModelSettings
 from app.model_session import ModelSession
 from app.settings import Settings
+from app.ui.appearance import dark_palette
+from app.ui.colors import contrast
 from app.ui.parameters_panel import CUSTOM, NO_GPU_REASON, PRESET_FIELDS, ParametersPanel
 from app.ui.stop_strings import format_stop_strings, parse_stop_strings
+from widget_walk import accessible_name, interactive_widgets, unnamed_widgets
 
 EVERY_FIELD_CHANGED = SamplingParams(
     temperature=1.35, top_k=7, top_p=0.81, min_p=0.12, repeat_penalty=1.25, repeat_last_n=300,
@@ -258,3 +263,73 @@ def test_the_template_editor_sets_the_models_override(panel, qtbot, settings, ge
         editor.save_button.click()
     assert changed.args[0].template_override is None
     assert read_model_settings(settings, gemma_info.path.name).template_override is None
+
+
+def settle(qtbot) -> None:
+    """Let the layouts run (they are posted) before sizes are read."""
+    qtbot.wait(20)
+
+
+def label_fits(label) -> bool:
+    return label.isVisible() and label.heightForWidth(label.width()) <= label.height()
+
+
+@pytest.mark.parametrize("width", [300, 340, 380, 440, 520])
+def test_the_gpu_note_and_the_reload_notice_are_never_cut_off(panel, qtbot, gemma_info, width):
+    load_model(qtbot, panel._models, gemma_info.path.name)
+    panel.set_gpu_available(False)
+    panel.resize(width, 480)  # short enough that the panel scrolls: the note was cut off in there
+    panel.show()
+    qtbot.waitExposed(panel)
+    settle(qtbot)
+    assert label_fits(panel.gpu_reason) and label_fits(panel.template_label)
+
+    qtbot.keyClick(panel.cpu_threads, Qt.Key_Up)  # Automatic -> 1 thread, as a user does: the notice appears
+    assert not panel.reload_notice.isHidden()
+    settle(qtbot)
+    for label in (panel.gpu_reason, panel.reload_label, panel.template_label):
+        assert label_fits(label), (label.text(), label.width(), label.height(), label.heightForWidth(label.width()))
+    content = panel.findChild(QScrollArea).widget()
+    assert content.width() <= panel.width()  # nothing cut off at the right edge either
+
+
+def test_every_field_has_a_name_a_screen_reader_says(panel, qtbot, gemma_info):
+    load_model(qtbot, panel._models, gemma_info.path.name)
+    panel.show()
+    panel.cpu_threads.setValue(3)  # the reload notice and its button shown too
+    assert unnamed_widgets(panel) == []
+    named = {accessible_name(w) for w in interactive_widgets(panel)}
+    assert panel.preset.accessibleName() == "Preset"  # Qt reads a combo box by its current text on Linux
+    assert {"Temperature", "Frequency penalty", "Max length", "Stop at", "Fixed seed", "System prompt",
+            "Context length", "GPU layers", "CPU threads", "Edit chat template", "Reload now"} <= named
+    panel.fixed_seed.click()
+    assert accessible_name(panel.seed) == "Seed"  # no longer read as the group's title
+    assert accessible_name(panel.system_prompt_edit) == "System prompt"  # not the box's title, "Model"
+
+
+def test_muted_notes_read_at_4_5_to_1_in_light_and_dark(panel, qtbot, gemma_info, qapp):
+    load_model(qtbot, panel._models, gemma_info.path.name)
+    panel.set_gpu_available(False)
+    panel.show()
+    previous = qapp.palette()
+    try:
+        for palette in (QStyleFactory.create("Fusion").standardPalette(), dark_palette()):
+            qapp.setPalette(palette)
+            settle(qtbot)
+            for label in (panel.gpu_reason, panel.model_name):
+                text = label.palette().color(QPalette.WindowText)
+                assert contrast(text, palette.color(QPalette.Window)) >= 4.5, label.text()  # "gray" was 3.4:1
+                assert text != palette.color(QPalette.WindowText)  # still muted
+    finally:
+        qapp.setPalette(previous)
+
+
+def test_unloading_shows_no_model_and_waits_for_one(panel, qtbot, gemma_info):
+    models = panel._models
+    load_model(qtbot, models, gemma_info.path.name)
+    assert panel.n_ctx.isEnabled() and panel.model_name.text() != "No model loaded"
+    with qtbot.waitSignal(models.modelUnloaded, timeout=5_000):
+        models.unload()
+    assert panel.model_name.text() == "No model loaded"
+    assert not panel.n_ctx.isEnabled() and not panel.template_button.isEnabled()
+    assert panel.temperature.isEnabled()  # sampling still works before the next model
