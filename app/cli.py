@@ -1,22 +1,29 @@
-"""The command line: `hearth inspect | prompt | chat | pull`.
+"""The command line: `hearth inspect | prompt | chat | models | pull`.
 
 Everything here speaks to the engine directly, with no Qt. stdout carries only what the
 command promises (JSON, the exact prompt, the reply); messages and statistics go to stderr,
 so the output can be piped and diffed.
+
+`--server URL` points `chat` and `models` at an OpenAI-compatible server instead of a file.
+Its API key comes from an environment variable named by `--api-key-env`, never from an
+argument, so it stays out of the shell's history and the process list.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from pathlib import Path
 
 from .engine.context import ContextFullError
 from .engine.modelfile import ModelFileError, inspect_model
+from .engine.remote_errors import RemoteError
 from .engine.sampling import PRESETS, SamplingError, SamplingParams
 from .engine.templates import ChatTemplate, TemplateError, template_for
+from .engine.types import ServerConfig
 
 MIN_CONTEXT = 64  # below this no chat template and reply fit; llama.cpp fails obscurely at 2
 
@@ -26,7 +33,7 @@ class UsageError(ValueError):
 
 
 USAGE_ERRORS = (UsageError, SamplingError)
-USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, OSError, ValueError)
+USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, RemoteError, OSError, ValueError)
 
 
 def add_subcommands(subparsers) -> None:
@@ -44,7 +51,7 @@ def add_subcommands(subparsers) -> None:
     prompt.set_defaults(run=run_prompt)
 
     chat = subparsers.add_parser("chat", help="stream a reply to one message")
-    chat.add_argument("model", type=Path)
+    chat.add_argument("model", help="a GGUF file, or with --server the model's id on the server")
     chat.add_argument("message", nargs="?", help="the message; - reads it from standard input")
     chat.add_argument("--message-file", type=Path, help="read the message from this file (UTF-8)")
     chat.add_argument("--system", help="system prompt")
@@ -53,7 +60,12 @@ def add_subcommands(subparsers) -> None:
     chat.add_argument("--ctx", type=int, help="context length in tokens")
     chat.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
     chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
+    add_server_arguments(chat, required=False)
     chat.set_defaults(run=run_chat)
+
+    models = subparsers.add_parser("models", help="list an OpenAI-compatible server's models as JSON lines")
+    add_server_arguments(models, required=True)
+    models.set_defaults(run=run_models)
 
     from .library.pull_cli import add_pull_arguments, run_pull  # huggingface_hub: only with `pull`
 
@@ -72,6 +84,26 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     for name, kind in _SAMPLING_FLAGS.items():
         parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
     parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument("--server", metavar="URL", required=required,
+                        help="an OpenAI-compatible server's address, such as http://127.0.0.1:8080/v1")
+    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the server's API key")
+
+
+def server_from_args(args) -> ServerConfig:
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env, "").strip()
+        if not key:
+            raise UsageError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
+    elif args.api_key_env is not None:
+        raise UsageError("--api-key-env needs the name of an environment variable")
+    try:
+        return ServerConfig(args.server, api_key=key)
+    except ValueError as exc:
+        raise UsageError(f"--server: {exc}") from None
 
 
 def sampling_from_args(args) -> SamplingParams:
@@ -101,15 +133,33 @@ def run_prompt(args) -> int:
     return 0
 
 
+def run_models(args) -> int:
+    from .engine.remote_models import list_models
+
+    for model in list_models(server_from_args(args)):
+        # ASCII escapes: an id is the server's text, and may hold what a terminal should not get.
+        print(json.dumps(model.to_json()), flush=True)
+    return 0
+
+
 def run_chat(args) -> int:
     from .engine.backend import open_backend
-    from .engine.types import LoadOptions, LocalModel, StopReason
+    from .engine.types import LoadOptions, LocalModel, RemoteModel, StopReason
 
     params = sampling_from_args(args)
-    _check_context(args.ctx, inspect_model(args.model).context_length)
+    if args.server is not None:
+        for flag, value in (("--ctx", args.ctx), ("--gpu-layers", args.gpu_layers)):
+            if value is not None:
+                raise UsageError(f"{flag} does not apply to a model on a server: the server chose it")
+        source = RemoteModel(server_from_args(args), args.model)
+    else:
+        if args.api_key_env is not None:
+            raise UsageError("--api-key-env goes with --server")
+        source = LocalModel(Path(args.model))
+        _check_context(args.ctx, inspect_model(source.path).context_length)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": _message(args)})
-    backend = open_backend(LocalModel(Path(args.model)), LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
+    backend = open_backend(source, LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
     device = backend.describe().device.describe()
     try:
         out = sys.stdout

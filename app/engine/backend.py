@@ -2,9 +2,9 @@
 
 Everything above the engine (the worker thread, the owner objects, the window, a future local
 API server) talks to a `Backend`: one loaded model that describes itself, streams replies to a
-conversation and closes. Today there is one implementation, `generator.Engine` on llama.cpp;
-a model on a remote OpenAI-compatible server is the next, and it has to fit without any
-widget knowing the difference. That is why the interface is phrased in what a chat needs
+conversation and closes. There are two implementations: `generator.Engine` on llama.cpp, for
+a GGUF file (`LocalModel`), and `remote.RemoteBackend`, for a model on an OpenAI-compatible
+server (`RemoteModel`); they fit without any widget knowing the difference. That is why the interface is phrased in what a chat needs
 (messages in, text chunks and typed statistics out, a cancel flag) and not in llama.cpp's
 terms (tokens, batches, KV cache), and why `open_backend` is the only place that knows which
 implementation a source needs.
@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 
 from .sampling import SamplingParams
-from .types import LoadOptions, LocalModel, ModelDescription, ReplyStats
+from .types import LoadOptions, ModelDescription, ModelSource, RemoteModel, ReplyStats
 
 LoadProgress = Callable[[float], None]  # 0..1 while the model loads
 PromptProgress = Callable[[int, int], None]  # prompt tokens read so far, of how many
@@ -66,17 +66,31 @@ class Backend(ABC):
 
 
 # What loads a model into a Backend: `open_backend` in Hearth; a scripted one in tests.
-BackendOpener = Callable[[LocalModel, LoadOptions, LoadProgress | None, threading.Event | None], Backend]
+BackendOpener = Callable[[ModelSource, LoadOptions, LoadProgress | None, threading.Event | None], Backend]
 
 
 def open_backend(
-    source: LocalModel,
+    source: ModelSource,
     options: LoadOptions,
     progress: LoadProgress | None = None,
     cancel: threading.Event | None = None,
 ) -> Backend:
     """Load `source` with the backend that serves it. Blocks until loaded; raises
-    ModelFileError, TemplateError or LoadCancelled with a message for the user."""
+    ModelFileError, TemplateError or LoadCancelled with a message for the user, and for a
+    remote model remote_errors.RemoteError (the server is unreachable, refuses the key, or
+    does not have the model).
+
+    A remote model takes none of `options`: the server chose its context, device and threads,
+    and applies its own chat template (its description's template is "server")."""
+    if isinstance(source, RemoteModel):
+        from .remote import RemoteBackend  # imports httpx: only where a remote model is used
+
+        if progress is not None:
+            progress(0.0)
+        backend = RemoteBackend.open(source, cancel=cancel)
+        if progress is not None:
+            progress(1.0)
+        return backend
     from .generator import Engine  # imports llama.cpp: only on the thread that loads
 
     return Engine(source.path, options, progress=progress, cancel=cancel)

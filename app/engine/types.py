@@ -9,12 +9,14 @@ serializing one is writing its value and nothing else changes on disk.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .modelfile import ModelInfo
 from .sampling import SamplingParams
+from .text import printable
 
 
 class _Word(str, Enum):
@@ -108,12 +110,20 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    backend: str  # "CUDA" (or another GPU backend) or "CPU"
+    backend: str  # "CUDA" (or another GPU backend), "CPU", or "remote"
     gpu_layers: int
     total_layers: int
     cpu_threads: int  # generating on the CPU; llama.cpp uses them for layers not offloaded
+    server: str | None = None  # the server's name, for a model that runs on a remote server
+
+    @classmethod
+    def remote(cls, server: "ServerConfig") -> "DeviceInfo":
+        """A model on a server: what it runs on is the server's business, not Hearth's."""
+        return cls("remote", 0, 0, 0, server=server.name)
 
     def describe(self) -> str:
+        if self.server is not None:
+            return f"{self.server} (remote)"
         if self.gpu_layers == 0:
             return f"CPU ({self.cpu_threads} thread{'s' if self.cpu_threads != 1 else ''})"
         return f"{self.backend} ({self.gpu_layers}/{self.total_layers} layers)"
@@ -132,30 +142,105 @@ class LocalModel:
     def settings_key(self) -> str:
         return self.path.name
 
+    @property
+    def record_name(self) -> str:
+        """What a conversation records as the model that wrote a reply: the file name."""
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """An OpenAI-compatible server the user added: its address (`http://host:port/v1`, the
+    part before `/chat/completions`), the name Hearth shows for it, and its API key if it needs
+    one. The key is left out of repr() so it never reaches a log line or a traceback.
+
+    The address is checked and normalised here (spacing and a trailing "/" dropped), so every
+    room compares and stores one spelling of it. An empty name becomes the host and port.
+    """
+
+    base_url: str
+    name: str = ""
+    api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        url = self.base_url.strip().rstrip("/")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"A server address looks like http://host:port/v1, not {printable(self.base_url)!r}")
+        if parts.query or parts.fragment:
+            raise ValueError(f"A server address has no ?query or #fragment: {printable(self.base_url)!r}")
+        object.__setattr__(self, "base_url", url)
+        object.__setattr__(self, "name", self.name.strip() or parts.netloc)
+        object.__setattr__(self, "api_key", (self.api_key or "").strip() or None)
+
+
+@dataclass(frozen=True)
+class RemoteModel:
+    """A model served by an OpenAI-compatible server: the server, and the model's id there
+    (as `GET /models` lists it; the server's text, so shown through `printable`).
+
+    Settings are kept per server address and model id, so renaming the server keeps them.
+    """
+
+    server: ServerConfig
+    model_id: str
+
+    @property
+    def settings_key(self) -> str:
+        return f"remote:{self.server.base_url}#{self.model_id}"
+
+    @property
+    def record_name(self) -> str:
+        """What a conversation records as the model that wrote a reply: its id and server."""
+        return f"{printable(self.model_id, limit=200)} @ {printable(self.server.name, limit=80)}"
+
+
+ModelSource = LocalModel | RemoteModel  # what a model is loaded from; backend.open_backend picks by type
+
+# A remote model's template name: the server renders the messages with its own chat template,
+# so Hearth's template override does not apply to it.
+SERVER_TEMPLATE = "server"
+
 
 @dataclass(frozen=True)
 class ModelDescription:
     """A loaded model, as everything above the engine sees it."""
 
-    source: LocalModel
-    info: ModelInfo
+    source: ModelSource
+    info: ModelInfo | None  # the GGUF header; None for a remote model (a server sends none)
     device: DeviceInfo
-    n_ctx: int
-    template_name: str  # "model", "custom" or "fallback:<name>"
+    n_ctx: int | None  # None: not known (a remote server that does not say)
+    template_name: str  # "model", "custom", "fallback:<name>", or SERVER_TEMPLATE
 
     @property
-    def path(self) -> Path:
-        return self.source.path
+    def is_remote(self) -> bool:
+        return isinstance(self.source, RemoteModel)
+
+    @property
+    def path(self) -> Path | None:
+        """The model file; None for a remote model."""
+        return self.source.path if isinstance(self.source, LocalModel) else None
+
+    @property
+    def location(self) -> str:
+        """Where the model is, for a tooltip: the file's path, or the model id at the server."""
+        if isinstance(self.source, LocalModel):
+            return str(self.source.path)
+        return f"{printable(self.source.model_id, limit=200)} at {printable(self.source.server.base_url, limit=200)}"
 
     @property
     def name(self) -> str:
-        """The name the model gives itself ("Gemma 3 270m")."""
+        """The name the model gives itself ("Gemma 3 270m"), or a remote model's id."""
+        if isinstance(self.source, RemoteModel):
+            return printable(self.source.model_id, limit=120)
         return self.info.name
 
     @property
     def record_name(self) -> str:
-        """What a conversation records as the model that wrote a reply: the file name."""
-        return self.source.settings_key
+        """What a conversation records as the model that wrote a reply: the file name, or the
+        remote model's id and server."""
+        return self.source.record_name
 
 
 @dataclass
