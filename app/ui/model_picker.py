@@ -75,8 +75,9 @@ class ModelPicker(QWidget):
         self.details_path.setTextInteractionFlags(Qt.TextSelectableByMouse)
         set_tone(self.details_path, Tone.MUTED)
 
-        self.add_file_button = QPushButton("Add model file…")
-        self.add_file_button.setToolTip("Add one .gguf file to the list (its folder is not scanned)")
+        self.add_file_button = QPushButton("Add file…")  # short: the side panel gives way on small screens
+        self.add_file_button.setToolTip("Add one .gguf model file to the list (its folder is not scanned)")
+        self.add_file_button.setAccessibleName("Add model file…")
         self.add_folder_button = QPushButton("Add folder…")
         self.add_folder_button.setToolTip("Look for .gguf files in a folder and up to three folders inside it")
         self.rescan_button = QPushButton("Rescan")

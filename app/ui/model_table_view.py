@@ -23,8 +23,15 @@ from .model_table import FILE_ROLE, UNUSABLE_ROLE, Column
 _LINE_GAP = 1
 
 
+def _second_line(index: QModelIndex) -> str:
+    """The file name; for a file that can't be used, whose name is on the first line, why."""
+    reason = index.data(UNUSABLE_ROLE)
+    return f"Can't be used: {reason}" if reason is not None else index.data(FILE_ROLE) or ""
+
+
 class NameDelegate(QStyledItemDelegate):
-    """Paints the name cell: a ⚠ for an unusable file, the name, and the file name under it."""
+    """Paints the name cell: a ⚠ for an unusable file, the name, and the file name under it
+    (or, for an unusable file, why it can't be used)."""
 
     def initStyleOption(self, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         super().initStyleOption(option, index)
@@ -59,15 +66,17 @@ class NameDelegate(QStyledItemDelegate):
         painter.setFont(option.font)  # the file name is never bold, even on the loaded row
         metrics = option.fontMetrics
         below = QRect(text_rect.left(), top + line + _LINE_GAP, text_rect.width(), line)
+        # A file name keeps its quantization at the end; a reason reads from its start.
+        elide = Qt.ElideRight if index.data(UNUSABLE_ROLE) is not None else Qt.ElideMiddle
         painter.drawText(below, Qt.AlignLeft | Qt.AlignVCenter,
-                         metrics.elidedText(index.data(FILE_ROLE) or "", Qt.ElideMiddle, text_rect.width()))
+                         metrics.elidedText(_second_line(index), elide, text_rect.width()))
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         hint = super().sizeHint(option, index)
-        file_width = option.fontMetrics.horizontalAdvance(index.data(FILE_ROLE) or "")
+        file_width = option.fontMetrics.horizontalAdvance(index.data(FILE_ROLE) or "")  # a reason may elide
         icon = opt.decorationSize.width() + 4 if index.data(UNUSABLE_ROLE) is not None else 0
         width = max(hint.width(), file_width + icon + 12)
         return QSize(width, max(hint.height(), 2 * opt.fontMetrics.height() + _LINE_GAP + 6))
