@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import pytest
@@ -162,15 +163,21 @@ def _mapped(path) -> bool:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's list of mapped files")
-def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot):
-    bridge = EngineBridge()  # its own: the module's bridge keeps its model for the other tests
+def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot, tmp_path):
+    # Its own bridge and its own name for the file: the module's bridge keeps the model mapped.
+    model = tmp_path / "unload-me.gguf"
+    try:
+        os.link(gemma_path, model)
+    except OSError:  # another file system
+        shutil.copyfile(gemma_path, model)
+    bridge = EngineBridge()
     try:
         with qtbot.waitSignal(bridge.modelLoaded, timeout=60_000):
-            bridge.load(LocalModel(gemma_path), LoadOptions(n_ctx=256))
-        assert _mapped(gemma_path)
+            bridge.load(LocalModel(model), LoadOptions(n_ctx=256))
+        assert _mapped(model)
         with qtbot.waitSignal(bridge.modelUnloaded, timeout=30_000):
             bridge.unload()
-        assert not _mapped(gemma_path)  # the weights' mapping (and the file handle) are gone
+        assert not _mapped(model)  # the weights' mapping (and the file handle) are gone
         with qtbot.waitSignal(bridge.failed, timeout=30_000) as failed:
             assert bridge.generate(ask("Hello"), PARAMS)
         assert failed.args[0] == "No model is loaded."
