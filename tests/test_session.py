@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.context_use import ContextUse
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStatus, StopReason
 from app.session import NO_MODEL_MESSAGE, ChatSession, FinishedReply
@@ -135,3 +136,64 @@ def test_quitting_mid_reply_keeps_it_as_stopped_with_its_statistics(qtbot, sessi
     (reply,) = [m for m in store.messages(session.conversation_id) if m.role == "assistant"]
     assert not session.busy and (reply.status, reply.content) == ("cancelled", "one")
     assert reply.stats.stop_reason is StopReason.CANCELLED and reply.stats.completion_tokens == 1
+
+
+def test_opening_another_conversation_leaves_the_reply_going_in_its_own(qtbot, session, script, store):
+    second = store.create_conversation()
+    script.hold = True
+    script.replies = ["one two"]
+    assert session.send("Go")
+    reply_in = session.conversation_id
+    qtbot.waitUntil(lambda: bool(script.requests), timeout=WAIT_MS)
+    session.open(second)
+    assert session.busy and session.reply_conversation_id == reply_in  # not stopped by opening another
+    so_far = session.reply_so_far()
+    assert (so_far.conversation_id, so_far.model) == (reply_in, "gemma.gguf")
+    assert not session.send("Meanwhile")  # one reply at a time: the window makes this one wait
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS) as finished:
+        session.stop()
+    assert finished.args[0].conversation_id == reply_in and session.conversation_id == second
+    assert store.messages(reply_in)[-1].content == "one" and store.messages(second) == []
+
+
+def test_deleting_another_conversation_whose_reply_is_written_stops_it(qtbot, session, script, store):
+    script.hold = True
+    assert session.send("Go")
+    reply_in = session.conversation_id
+    other = store.create_conversation()
+    session.open(other)
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS) as finished:
+        session.delete_conversation(reply_in)
+    assert finished.args[0].status is ReplyStatus.CANCELLED and session.conversation_id == other
+
+
+def test_new_conversation_reuses_the_open_one_while_nothing_was_said_in_it(qtbot, session, store):
+    first = session.new_conversation()
+    assert session.new_conversation() == first and len(store.list_conversations()) == 1
+    send(qtbot, session, "Something")
+    assert session.new_conversation() != first and len(store.list_conversations()) == 2
+
+
+def test_the_context_meter_estimates_while_the_reply_grows_and_counts_at_the_end(qtbot, session, script):
+    script.replies = ["one two three"]
+    uses = []
+    session.contextChanged.connect(uses.append)
+    reply = send(qtbot, session, "Count me")
+    assert all(isinstance(use, ContextUse) for use in uses)
+    estimates = [use for use in uses if use.estimated]
+    assert len(estimates) >= 2 and estimates[-1].tokens > estimates[0].tokens  # the text moved it
+    counted = ContextUse(reply.stats.prompt_tokens + reply.stats.completion_tokens, estimated=False)
+    assert uses[-1] == counted  # the engine's count when the reply ends
+    session.open(session.conversation_id)  # opened again: the engine's count, from the store
+    assert uses[-1] == counted
+
+
+def test_the_next_reply_is_estimated_from_the_last_count_and_the_new_message(qtbot, session, script):
+    send(qtbot, session, "First")  # the scripted engine counts 10 prompt tokens, 2 reply tokens
+    script.hold = True
+    uses = []
+    session.contextChanged.connect(uses.append)
+    assert session.send("x" * 40)  # about 10 more tokens
+    assert uses[0] == ContextUse(10 + 2 + 10, estimated=True)
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        session.stop()

@@ -20,6 +20,7 @@ from ..library import scan
 from ..library.scan import ModelEntry
 
 _PATH = Qt.ItemDataRole.UserRole
+COMBO_MAX_CHARS = 60  # a long name and its file name; beyond that the box would only be emptier
 
 
 def _names(entries: list[tuple[Path, str]]) -> list[str]:
@@ -52,6 +53,7 @@ class ChatHeader(QWidget):
         self.combo.setPlaceholderText("Choose a model")
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.combo.setMinimumContentsLength(18)
+        self.combo.setMaximumWidth(self.combo.fontMetrics().averageCharWidth() * COMBO_MAX_CHARS)
         self.state = QLabel()  # "Loading …"
         self.state.setTextFormat(Qt.TextFormat.PlainText)
         layout = QHBoxLayout(self)

@@ -205,6 +205,8 @@ def _heading_item(text: str) -> QListWidgetItem:
 
 def _conversation_item(conversation: Conversation, snippet: str | None) -> QListWidgetItem:
     title = shown_title(conversation.title)
+    if snippet is not None and snippet.strip("…") in title:
+        snippet = None  # a hit in the first message would say again what its title says
     item = QListWidgetItem(title)
     item.setData(CONVERSATION_ID, conversation.id)
     item.setData(SHOWN_TITLE, title)

@@ -97,7 +97,7 @@ class ConversationDelegate(QStyledItemDelegate):
         font = _heading_font(options.font)
         painter.save()
         painter.setFont(font)
-        painter.setPen(options.palette.color(QPalette.ColorRole.Text))
+        painter.setPen(muted_color(options.palette))  # quieter than the titles, still 4.5:1
         area = options.rect.adjusted(_PADDING, _PADDING + 4, -_PADDING, -_PADDING)
         painter.drawText(area, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                          QFontMetrics(font).elidedText(options.text, Qt.TextElideMode.ElideRight, area.width()))

@@ -19,8 +19,10 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QApplication, QInputDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QTextCursor
+from PySide6.QtWidgets import (
+    QApplication, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget,
+)
 
 from ..context_use import ContextUse
 from ..download_manager import DownloadManager
@@ -30,16 +32,20 @@ from ..model_session import ModelSession
 from ..session import ChatSession, FinishedReply
 from ..settings import Settings
 from ..store import Conversation, StoredMessage, StoreError
+from .appearance import appearance_menu
+from .chat_browser import DOCUMENT_MARGIN, ChatBrowser
 from .chat_header import ChatHeader
 from .chat_view import ChatView, MessageView
 from .composer import Composer
 from .conversation_list import ConversationList, shown_title
 from .focus_order import next_in_order
+from .focus_ring import FocusRing
 from .model_picker import ModelPicker
 from .parameters_panel import ParametersPanel
 from .shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
 from .store_problems import StoreProblemBanner, reports_store_errors
 from .undo_bar import UndoBar
+from .welcome import Welcome
 from .window_files import ConversationFiles
 from .window_splitter import PanelSplitter
 
@@ -95,17 +101,19 @@ class MainWindow(ConversationFiles, QMainWindow):
         centre_layout.setContentsMargins(0, 0, 0, 0)
         centre_layout.setSpacing(0)
         centre_layout.addWidget(self.store_banner)
-        centre_layout.addWidget(self.chat_header)
+        centre_layout.addLayout(self._in_the_reading_column(self.chat_header))
         centre_layout.addWidget(self.chat, 1)
-        centre_layout.addWidget(self.composer)
+        centre_layout.addLayout(self._in_the_reading_column(self.composer))
 
         self.side_panel = QTabWidget()
         self.side_panel.addTab(self.picker, "Model")
         self.side_panel.addTab(self.parameters, "Parameters")
+        self.side_panel.setAccessibleName("Model and parameters")
 
         self.splitter = PanelSplitter(self.left_panel, centre, self.side_panel)
         self.setCentralWidget(self.splitter)
 
+        self.focus_ring = FocusRing(self)
         self._build_status_bar()
         self._build_menus()
         self._connect()
@@ -129,6 +137,18 @@ class MainWindow(ConversationFiles, QMainWindow):
         status.addPermanentWidget(self.model_label)
         status.addPermanentWidget(self.context_label)
         status.addPermanentWidget(self.speed_label)
+
+    def _in_the_reading_column(self, widget: QWidget) -> QHBoxLayout:
+        """On a wide window the messages keep to a centred column (chat_browser.py): the model
+        selector above them and the message box below keep to it too, not to the window's
+        edges. The widget, centred in a row, as wide as the column at most."""
+        widget.setMaximumWidth(self.chat.findChild(ChatBrowser).reading_width() + 2 * DOCUMENT_MARGIN)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addStretch(0)
+        row.addWidget(widget, 1)
+        row.addStretch(0)
+        return row
 
     def _action(self, menu, text, slot, shortcut=None, tip=None) -> QAction:
         action = QAction(text, self)
@@ -179,6 +199,8 @@ class MainWindow(ConversationFiles, QMainWindow):
         for action in (self.conversations_action, self.panel_action):
             action.setCheckable(True)
             action.setChecked(True)
+        view_menu.addSeparator()
+        view_menu.addMenu(appearance_menu(self, self.settings))
 
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "Keyboard shortcuts", self.show_shortcuts, SHORTCUTS["shortcuts"])
@@ -217,12 +239,15 @@ class MainWindow(ConversationFiles, QMainWindow):
         session.busyChanged.connect(self.on_busy_changed)
         session.contextChanged.connect(self._show_context)
         session.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
+        session.error.connect(self.chat.announce_error)
         session.storeFailed.connect(self.show_store_error)
         self.store_banner.export_button.clicked.connect(self.choose_export_folder)
         self.store_banner.move_aside_button.clicked.connect(self.confirm_start_fresh)
         self.chat.earlierRequested.connect(self.load_earlier_messages)
 
-        self.chat.editRequested.connect(self.edit_message)
+        self.chat.editSubmitted.connect(self.submit_edit)
+        self.chat.promptChosen.connect(self.use_prompt)
+        self.chat.getModelsRequested.connect(self.show_get_models)
         self.chat.regenerateRequested.connect(self._guarded(session.regenerate))
         self.chat.linkActivated.connect(self.confirm_open_link)
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
@@ -230,6 +255,7 @@ class MainWindow(ConversationFiles, QMainWindow):
         self.downloads.modelDownloaded.connect(self.picker.rescan)
         self.picker.modelChosen.connect(models.load)
         self.picker.loadCancelRequested.connect(models.cancel_load)
+        self.picker.unloadRequested.connect(models.unload)
         self.picker.scanFinished.connect(self._on_models_found)
         self.chat_header.modelChosen.connect(models.load)
         models.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
@@ -238,8 +264,11 @@ class MainWindow(ConversationFiles, QMainWindow):
         models.loadProgress.connect(self.picker.set_loading)
         models.modelLoaded.connect(self.on_model_loaded)
         models.loadFailed.connect(self.on_load_failed)
+        models.modelUnloaded.connect(self.on_model_unloaded)
         if models.current is not None:  # a window opened over a model loaded before it
             self.on_model_loaded(models.current)
+        else:
+            self.chat.set_welcome(Welcome(None))
 
     # --- models ------------------------------------------------------------------------------
 
@@ -263,6 +292,7 @@ class MainWindow(ConversationFiles, QMainWindow):
         self.picker.set_loading(0.0)
         self.chat_header.set_loading(source.path)
         self.model_label.setText(f"Loading {printable(source.path.name)}…")
+        self.chat.set_welcome(Welcome(self.model_name(source.settings_key), loading=True))
 
     def show_get_models(self) -> None:
         """The "Get models" window, kept between openings (its search stays); the downloads are
@@ -293,7 +323,17 @@ class MainWindow(ConversationFiles, QMainWindow):
         self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
         self._guarded(lambda: self._show_context(self.session.context_use()))()
         self.statusBar().showMessage(f"Loaded {loaded.name} ({printable(loaded.path.name)})", 5000)
+        info = loaded.info
+        self.chat.set_welcome(Welcome(loaded.name, base_model=not (info.chat_template or info.named_chat_templates)))
         self._send_waiting()
+
+    def on_model_unloaded(self) -> None:
+        self.picker.set_current(None)
+        self.chat_header.set_current(None)
+        self.model_label.setText("No model")
+        self.model_label.setToolTip("")
+        self.context_label.setText("")
+        self.chat.set_welcome(Welcome(None))
 
     def on_load_failed(self, message: str) -> None:
         self.picker.show_load_error(message)
@@ -301,6 +341,7 @@ class MainWindow(ConversationFiles, QMainWindow):
         self.chat_header.set_current(loaded.path if loaded else None, loaded.name if loaded else None)
         self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}" if loaded else "No model")
         self.statusBar().showMessage(message, 15_000)
+        self.chat.set_welcome(Welcome(loaded.name) if loaded else Welcome(None))
         if self.composer.waiting and self.models.loading is None:
             self.composer.stop_waiting("Not sent: the model could not be loaded. Your message is still here.")
 
@@ -422,13 +463,19 @@ class MainWindow(ConversationFiles, QMainWindow):
         self.refresh_conversations()
 
     @reports_store_errors
-    def edit_message(self, message_id: int) -> None:
+    def submit_edit(self, message_id: int, text: str) -> None:
+        """The transcript's editor sent a changed message: answer it again from there. Not while
+        a reply is being written (the editor stays open, nothing is lost)."""
         if self.session.busy:
+            self.statusBar().showMessage("A reply is being written: stop it (Esc) or let it finish, then send the edit.", 10_000)
             return
-        message = self.store.message(message_id)
-        text, accepted = QInputDialog.getMultiLineText(self, "Edit message", "Change the message and send it again:", message.content)
-        if accepted:
-            self.session.edit(message_id, text)
+        self.session.edit(message_id, text)
+
+    def use_prompt(self, text: str) -> None:
+        """An example prompt from the welcome: into the message box, to send or change."""
+        self.composer.edit.setPlainText(text)
+        self.composer.edit.moveCursor(QTextCursor.MoveOperation.End)
+        self.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def confirm_open_link(self, url: QUrl) -> None:
         """Links come from model output, which is untrusted: open one only if the user says so."""
@@ -487,9 +534,10 @@ class MainWindow(ConversationFiles, QMainWindow):
         return True
 
     def _toggle(self, panel: QWidget, action: QAction) -> None:
-        visible = not panel.isVisible()
+        visible = panel.isHidden()
         panel.setVisible(visible)
         action.setChecked(visible)
+        self.splitter.give_chat_room()
 
     def _restore_state(self) -> None:
         geometry, splitter = self.settings.window_state()
