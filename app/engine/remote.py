@@ -12,7 +12,8 @@ stream's text events, which llama.cpp's and vLLM's servers send one per token.
 
 Stopping: the cancel flag is read at every event, and a small watcher thread shuts the
 connection's socket down when it is set, so Stop also works while the server is silent (a
-long prompt being read, or a stall) and not only between tokens.
+long prompt being read, before or after it sent its headers, or a stall) and not only
+between tokens. The sockets are learnt from httpcore's trace of each new connection.
 
 Failures (remote_errors.RemoteError): a request that cannot start raises before the first
 piece (refused, 401, 404, 429, 5xx, no answer); one that breaks mid-reply ends with
@@ -26,6 +27,7 @@ import logging
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 
 import httpx
@@ -57,9 +59,13 @@ class RemoteBackend(Backend):
         self.source = source
         self._where = where(source.server)
         self._client = open_client(source.server, timeouts)
+        self._client.event_hooks["request"].append(self._trace_connections)
         self._context_length = context_length
         # Extension fields this server refused by name; from then on they are not sent.
         self.ignored_fields: tuple[str, ...] = ()
+        # Every socket this client opened and has not closed: the one a reply is read from is
+        # among them (idle ones only reconnect if Stop shuts them down too).
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
 
     @classmethod
     def open(cls, source: RemoteModel, timeouts: RemoteTimeouts = RemoteTimeouts(),
@@ -114,9 +120,20 @@ class RemoteBackend(Backend):
         does not say how far it has read a prompt."""
         cancel = cancel or threading.Event()
         seed = params.resolved_seed()
+        stats = ReplyStats(seed=seed, completion_tokens=None)
+        watcher = _StopWatcher(self._sockets, cancel, self._client)
         started = time.perf_counter()
-        response = self._send(messages, params, seed)
-        return self._read(response, params, ReplyStats(seed=seed, completion_tokens=None), started, cancel)
+        try:
+            response = self._send(messages, params, seed)
+        except RemoteError:
+            watcher.stop()
+            if cancel.is_set():  # Stop while the server had not answered yet
+                return _stopped(stats)
+            raise
+        except BaseException:
+            watcher.stop()
+            raise
+        return self._read(response, params, stats, started, cancel, watcher)
 
     def _send(self, messages: list[dict], params: SamplingParams, seed: int) -> httpx.Response:
         """POST the request and return the open response of a stream that began."""
@@ -141,6 +158,19 @@ class RemoteBackend(Backend):
             raise bad_response(self._where, f"a {shorten(kind, 40) or 'untyped'} answer instead of an event stream")
         return response
 
+    def _trace_connections(self, request: httpx.Request) -> None:
+        """An httpx request hook: every request this client sends (the model list's too, whose
+        connection a reply may reuse) reports the connections it opens to `_trace`."""
+        request.extensions["trace"] = self._trace
+
+    def _trace(self, event: str, info: dict) -> None:
+        """httpcore's trace hook: note the socket of each connection it opens."""
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                self._sockets.add(sock)
+
     def _refusal(self, response: httpx.Response) -> RemoteError:
         try:
             body = read_limited(response, MAX_ERROR_BODY)
@@ -151,9 +181,8 @@ class RemoteBackend(Backend):
         return status_error(response, self._where, body, self.source.model_id)
 
     def _read(self, response: httpx.Response, params: SamplingParams, stats: ReplyStats, started: float,
-              cancel: threading.Event) -> Iterator[str | ReplyStats]:
+              cancel: threading.Event, watcher: _StopWatcher) -> Iterator[str | ReplyStats]:
         reply = _ReplyTally()
-        watcher = _StopWatcher(response, cancel)
         try:
             for event in EventSource(response).iter_sse():
                 if cancel.is_set():
@@ -169,7 +198,7 @@ class RemoteBackend(Backend):
         except RemoteError as exc:
             reply.error = exc
         except httpx.ReadTimeout:
-            reply.error = stalled(self._where)
+            reply.error = stalled(self._where, mid_reply=reply.pieces > 0)
         except httpx.TransportError as exc:  # cut off mid-body, reset, or our own Stop
             reply.error = cut(self._where) if isinstance(exc, httpx.RemoteProtocolError) else transport_error(exc, self._where)
         except (SSEError, UnicodeDecodeError) as exc:
@@ -179,6 +208,11 @@ class RemoteBackend(Backend):
             response.close()
         reply.fill(stats, params, started, cancel.is_set(), self._where)
         yield stats
+
+
+def _stopped(stats: ReplyStats) -> Iterator[ReplyStats]:
+    stats.stop_reason = StopReason.CANCELLED
+    yield stats
 
 
 def _chunk(data: str, where: str) -> dict:
@@ -270,40 +304,41 @@ def _count(value) -> bool:
 
 
 class _StopWatcher:
-    """Shuts the response's socket down when `cancel` is set, so a read blocked on a silent
+    """Shuts the client's sockets down when `cancel` is set, so a read blocked on a silent
     server returns at once; the reader then sees the flag and ends the reply as stopped.
     Closing the response from this thread instead would race the reader inside httpcore;
-    shutdown() only makes the socket's pending and next reads return end-of-stream."""
+    shutdown() only makes the socket's pending and next reads return end-of-stream.
 
-    def __init__(self, response: httpx.Response, cancel: threading.Event):
-        self._socket = _socket_of(response)
+    One watcher per reply, from before the request is sent until the reply's stream ends (or
+    the client is closed, should a stream be dropped unread)."""
+
+    def __init__(self, sockets: weakref.WeakSet, cancel: threading.Event, client: httpx.Client):
+        self._sockets = sockets
         self._cancel = cancel
+        self._client = client
         self._finished = False
         self._lock = threading.Lock()  # no shutdown once the reader has finished with the socket
-        if self._socket is not None:
-            threading.Thread(target=self._watch, name="hearth-remote-stop", daemon=True).start()
+        threading.Thread(target=self._watch, name="hearth-remote-stop", daemon=True).start()
 
     def _watch(self) -> None:
-        while not self._finished:
+        while not (self._finished or self._client.is_closed):
             if self._cancel.wait(CANCEL_POLL_S):
                 with self._lock:
                     if not self._finished:
-                        try:
-                            socket.socket.shutdown(self._socket, socket.SHUT_RDWR)  # under TLS too: the raw socket
-                        except OSError:
-                            pass  # the server closed it already
+                        for sock in list(self._sockets):
+                            _shut_down(sock)
                 return
 
     def stop(self) -> None:
-        """The reply is over; the thread ends within CANCEL_POLL_S without touching the socket."""
+        """The reply is over; the thread ends within CANCEL_POLL_S without touching a socket."""
         with self._lock:
             self._finished = True
 
 
-def _socket_of(response: httpx.Response) -> socket.socket | None:
-    stream = response.extensions.get("network_stream")
+def _shut_down(sock: socket.socket) -> None:
+    if sock.fileno() < 0:
+        return  # closed, or handed over to its TLS wrapper (which is in the set too)
     try:
-        sock = stream.get_extra_info("socket") if stream is not None else None
-    except Exception:  # a transport without one (HTTP/2, a test transport): Stop waits for the next event
-        return None
-    return sock if isinstance(sock, socket.socket) else None
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the raw socket, under TLS too
+    except OSError:
+        pass  # the server closed it already

@@ -95,9 +95,10 @@ def transport_error(exc: httpx.TransportError, where: str) -> RemoteError:
     return RemoteError(RemoteFailure.NETWORK, f"The connection to {where} failed: {shorten(str(exc) or type(exc).__name__)}.")
 
 
-def stalled(where: str) -> RemoteError:
+def stalled(where: str, mid_reply: bool = False) -> RemoteError:
+    outcome = "the reply is cut short" if mid_reply else "the request was abandoned"
     return RemoteError(RemoteFailure.STALLED, f"{where} stopped responding: nothing arrived within the "
-                       "time Hearth waits, so the request was abandoned.")
+                       f"time Hearth waits, so {outcome}.")
 
 
 def cut(where: str, before_reply: bool = False) -> RemoteError:
