@@ -117,6 +117,7 @@ class GetModelsView(QWidget):
         self.suggestion_details.setWordWrap(True)
         self.suggestion_details.setTextFormat(Qt.PlainText)
         self.suggestion_details.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.suggestion_details.hide()  # until a suggestion is chosen
         self._suggestions_page = suggestions_page = QWidget()
         suggestions_layout = QVBoxLayout(suggestions_page)
         suggestions_layout.setContentsMargins(0, 0, 0, 0)
@@ -260,6 +261,7 @@ class GetModelsView(QWidget):
 
     def _on_suggestion_selected(self) -> None:
         model = self.suggestions.selected_model()
+        self.suggestion_details.setVisible(model is not None)  # an empty selectable label is a nameless stop
         if model is None:
             self.suggestion_details.clear()
             return

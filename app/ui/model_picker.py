@@ -74,6 +74,8 @@ class ModelPicker(QWidget):
         self.details_path.setTextFormat(Qt.PlainText)
         self.details_path.setTextInteractionFlags(Qt.TextSelectableByMouse)
         set_tone(self.details_path, Tone.MUTED)
+        self.details.hide()  # until a row is selected
+        self.details_path.hide()
 
         self.add_file_button = QPushButton("Add file…")  # short: the side panel gives way on small screens
         self.add_file_button.setToolTip("Add one .gguf model file to the list (its folder is not scanned)")
@@ -213,6 +215,10 @@ class ModelPicker(QWidget):
         else:
             what = "this file" if added == entry.path else f"the folder {added}"
             self.remove_button.setToolTip(f"Stop listing {what}; nothing is deleted from the disk")
+        # Empty details are hidden: a selectable label takes focus, and an empty one is a
+        # nameless stop for a screen reader.
+        self.details.setVisible(entry is not None)
+        self.details_path.setVisible(entry is not None)
         if entry is None:
             self.details.clear()
             self.details_path.clear()
