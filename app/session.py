@@ -27,7 +27,7 @@ from .store import Conversation, ConversationStore, StoredMessage, StoreError
 
 PARTIAL_SAVE_MS = 500
 QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
-NO_MODEL_MESSAGE = "No model is loaded yet. Pick one in the model panel."
+NO_MODEL_MESSAGE = "No model is loaded. Choose one above the chat, or get one with Get models (Ctrl+Shift+G)."
 # The newest messages a reply is given as history. Far more than any context window holds (the
 # engine drops the oldest that do not fit), few enough that a conversation of a hundred
 # thousand messages does not make every Send read all of them.

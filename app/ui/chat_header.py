@@ -98,7 +98,11 @@ class ChatHeader(QWidget):
         index = next((i for i, (path, _name) in enumerate(self._entries) if selected and _same(path, selected)), -1)
         self.combo.setCurrentIndex(index)
         self.combo.setEnabled(bool(self._entries))
-        self.combo.setPlaceholderText("Choose a model" if self._entries else "No models yet: Get models (Ctrl+Shift+G)")
+        if self._loading is not None and index < 0:  # a file the scan did not list (--model)
+            placeholder = printable(self._loading.name)
+        else:
+            placeholder = "Choose a model" if self._entries else "No models yet: Get models (Ctrl+Shift+G)"
+        self.combo.setPlaceholderText(placeholder)
         self.combo.blockSignals(False)
         self.combo.setToolTip(printable(selected.name) if selected is not None else "")
         self.state.setText("Loading…" if self._loading is not None else "")

@@ -31,7 +31,7 @@ from ..engine.types import LocalModel, ModelDescription
 from ..model_session import ModelSession
 from ..session import ChatSession, FinishedReply
 from ..settings import Settings
-from ..store import Conversation, StoredMessage, StoreError
+from ..store import Conversation, StoredMessage, StoreError, shorten
 from .appearance import appearance_menu
 from .chat_browser import DOCUMENT_MARGIN, ChatBrowser
 from .chat_header import ChatHeader
@@ -47,6 +47,7 @@ from .store_problems import StoreProblemBanner, reports_store_errors
 from .undo_bar import UndoBar
 from .welcome import Welcome
 from .window_files import ConversationFiles
+from .window_models import ModelDisplay
 from .window_splitter import PanelSplitter
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,10 @@ log = logging.getLogger(__name__)
 MESSAGES_LOADED = 200
 # The first search results that show what matched under their titles.
 SNIPPETS_SHOWN = 100
+UNDO_TITLE_CHARS = 40  # of a deleted conversation's title, in the narrow undo bar
 
 
-class MainWindow(ConversationFiles, QMainWindow):
+class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
     """Signals:
         importFinished(object): an import ended: the new conversation's id, or None when it
             failed (the reason was shown).
@@ -270,81 +272,6 @@ class MainWindow(ConversationFiles, QMainWindow):
         else:
             self.chat.set_welcome(Welcome(None))
 
-    # --- models ------------------------------------------------------------------------------
-
-    def model_name(self, record: str | None) -> str | None:
-        """The name a reply's model is shown by: the model's own name (what the status bar and
-        the model list say), found from the file name a reply records; the file name when the
-        file is no longer listed."""
-        return self._model_names.get(record, record) if record else record
-
-    def _on_models_found(self) -> None:
-        entries = self.picker.entries()
-        self._model_names.update({entry.path.name: entry.name for entry in entries if entry.usable})
-        self.chat_header.set_entries(entries)
-        current = self.models.current
-        if current is not None:
-            self.chat_header.set_current(current.path, current.name)
-        if self.models.loading is not None:
-            self.chat_header.set_loading(self.models.loading.path)
-
-    def on_load_started(self, source: LocalModel) -> None:
-        self.picker.set_loading(0.0)
-        self.chat_header.set_loading(source.path)
-        self.model_label.setText(f"Loading {printable(source.path.name)}…")
-        self.chat.set_welcome(Welcome(self.model_name(source.settings_key), loading=True))
-
-    def show_get_models(self) -> None:
-        """The "Get models" window, kept between openings (its search stays); the downloads are
-        the DownloadManager's, so closing it stops none of them."""
-        if self._get_models_dialog is None:
-            from PySide6.QtWidgets import QDialog
-
-            from .get_models import GetModelsView
-
-            dialog = QDialog(self)
-            dialog.setWindowTitle("Get models")
-            view = GetModelsView(self.downloads, dialog)
-            view.set_vram(self.models.gpu_memory())
-            layout = QVBoxLayout(dialog)
-            layout.setContentsMargins(0, 0, 0, 0)
-            layout.addWidget(view)
-            dialog.resize(view.sizeHint())
-            self._get_models_dialog = dialog
-        self._get_models_dialog.show()
-        self._get_models_dialog.raise_()
-
-    def on_model_loaded(self, loaded: ModelDescription) -> None:
-        self._model_names[loaded.record_name] = loaded.name
-        self.picker.set_loading(None)
-        self.picker.set_current(loaded.path)
-        self.chat_header.set_current(loaded.path, loaded.name)
-        self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}")
-        self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
-        self._guarded(lambda: self._show_context(self.session.context_use()))()
-        self.statusBar().showMessage(f"Loaded {loaded.name} ({printable(loaded.path.name)})", 5000)
-        info = loaded.info
-        self.chat.set_welcome(Welcome(loaded.name, base_model=not (info.chat_template or info.named_chat_templates)))
-        self._send_waiting()
-
-    def on_model_unloaded(self) -> None:
-        self.picker.set_current(None)
-        self.chat_header.set_current(None)
-        self.model_label.setText("No model")
-        self.model_label.setToolTip("")
-        self.context_label.setText("")
-        self.chat.set_welcome(Welcome(None))
-
-    def on_load_failed(self, message: str) -> None:
-        self.picker.show_load_error(message)
-        loaded = self.models.current
-        self.chat_header.set_current(loaded.path if loaded else None, loaded.name if loaded else None)
-        self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}" if loaded else "No model")
-        self.statusBar().showMessage(message, 15_000)
-        self.chat.set_welcome(Welcome(loaded.name) if loaded else Welcome(None))
-        if self.composer.waiting and self.models.loading is None:
-            self.composer.stop_waiting("Not sent: the model could not be loaded. Your message is still here.")
-
     # --- chat --------------------------------------------------------------------------------
 
     @reports_store_errors
@@ -507,7 +434,8 @@ class MainWindow(ConversationFiles, QMainWindow):
         """Move it to the trash (a reply being written in it stops) and offer Undo."""
         was_open = conversation_id == self.session.conversation_id
         deleted = self.session.delete_conversation(conversation_id)
-        self.undo_bar.offer(f"Deleted “{shown_title(deleted.title)}”.", lambda: self.restore_conversation(deleted, was_open))
+        self.undo_bar.offer(f"Deleted “{shorten(shown_title(deleted.title), UNDO_TITLE_CHARS)}”.",
+                            lambda: self.restore_conversation(deleted, was_open))
 
     @reports_store_errors
     def restore_conversation(self, deleted: Conversation, reopen: bool) -> None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QDialog, QDialogButtonBox, QTableWidget, QTableWidgetItem, QVBoxLayout
+
+from .focus_ring import FocusRing
 
 SHORTCUTS = {
     "new_chat": "Ctrl+N",
@@ -47,6 +50,8 @@ class ShortcutsDialog(QDialog):
     def __init__(self, rows: list[tuple[str, str]], parent=None):
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one is made at each F1
+        FocusRing(self)
         self.table = QTableWidget(len(rows), 2)
         self.table.setAccessibleName("Keyboard shortcuts")
         self.table.setHorizontalHeaderLabels(["Keys", "Action"])
