@@ -26,8 +26,6 @@ from PySide6.QtWidgets import (
 
 from ..context_use import ContextUse
 from ..download_manager import DownloadManager
-from ..engine.text import printable
-from ..engine.types import LocalModel, ModelDescription
 from ..model_session import ModelSession
 from ..session import ChatSession, FinishedReply
 from ..settings import Settings

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout
 
 UNDO_SECONDS = 10
 
@@ -41,11 +41,16 @@ class UndoBar(QFrame):
         self.dismiss_button.setToolTip("Dismiss")
         self.dismiss_button.setAutoRaise(True)
         self.dismiss_button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        layout = QHBoxLayout(self)
+        # The message across the pane, the buttons under it: the conversation list is narrow.
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.undo_button)
+        buttons.addWidget(self.dismiss_button)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 4, 4)
-        layout.addWidget(self.message, 1)
-        layout.addWidget(self.undo_button)
-        layout.addWidget(self.dismiss_button)
+        layout.setSpacing(2)
+        layout.addWidget(self.message)
+        layout.addLayout(buttons)
         self._timer = QTimer(self, singleShot=True, interval=UNDO_SECONDS * 1000)
         self._timer.timeout.connect(self.dismiss)
         self._undo: Callable[[], None] | None = None

@@ -15,6 +15,8 @@ from app.engine.types import ReplyStatus
 from app.ui.shortcuts import KEYS_WITHOUT_ACTIONS
 from flow_harness import WAIT_MS, FlowWindow, GatedScript
 
+MODEL_AFTER_SLOW = Path("/models/qwen.gguf")  # scripted: loads at once
+
 
 @pytest.fixture
 def flow(qtbot, gemma_info, tmp_path):
@@ -86,9 +88,6 @@ def test_a_message_sent_while_the_model_loads_waits_and_goes_when_it_has_loaded(
         flow.models.load(MODEL_AFTER_SLOW)  # the slow load is replaced by one that succeeds
     assert [m.content for m in flow.session.messages()][0] == "Are you there?"
     assert composer.text() == "" and not composer.waiting and not composer.note.isVisible()
-
-
-MODEL_AFTER_SLOW = Path("/models/qwen.gguf")
 
 
 def test_a_waiting_message_stays_unsent_when_the_load_fails(flow, qtbot):
