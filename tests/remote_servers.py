@@ -61,13 +61,14 @@ def free_port() -> int:
 class LlamaServer:
     """`python -m llama_cpp.server` on `model`, on 127.0.0.1 and a free port."""
 
-    def __init__(self, model: Path, n_ctx: int = 2048):
+    def __init__(self, model: Path, n_ctx: int = 2048, threads: int | None = None):
+        """`threads`: llama.cpp's threads (default: one per CPU)."""
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.model_id = str(model)  # llama_cpp.server names its model by the path it was given
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                    "--port", str(self.port), "--chat_format", "gemma", "--n_ctx", str(n_ctx),
-                   "--n_threads", str(os.cpu_count() or 1), "--verbose", "False"]
+                   "--n_threads", str(threads or os.cpu_count() or 1), "--verbose", "False"]
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_until_ready()
 
