@@ -32,7 +32,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from ..engine.types import ReplyStats, ReplyStatus, StopReason
 from ..store import shorten
 from .announce import announce
-from .chat_browser import BottomFollower, ChatBrowser
+from .chat_browser import DOCUMENT_MARGIN, BottomFollower, ChatBrowser
 from .chat_document import DocumentWriter, end_of
 from .generating_indicator import GeneratingIndicator
 from .inline_editor import EditorOverlay
@@ -272,6 +272,11 @@ class ChatView(QWidget):
     def is_streaming(self) -> bool:
         """Whether a reply has begun and not yet finished."""
         return self._reply is not None
+
+    def column_width(self) -> int:
+        """The widest the message column grows, document margins included: the window keeps
+        the model selector and the message box to it."""
+        return self._browser.reading_width() + 2 * DOCUMENT_MARGIN
 
     def is_following(self) -> bool:
         """Whether the view stays scrolled to the bottom as content arrives."""

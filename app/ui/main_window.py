@@ -31,7 +31,6 @@ from ..session import ChatSession, FinishedReply
 from ..settings import Settings
 from ..store import Conversation, StoredMessage, StoreError, shorten
 from .appearance import appearance_menu
-from .chat_browser import DOCUMENT_MARGIN, ChatBrowser
 from .chat_header import ChatHeader
 from .chat_view import ChatView, MessageView
 from .composer import Composer
@@ -142,7 +141,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         """On a wide window the messages keep to a centred column (chat_browser.py): the model
         selector above them and the message box below keep to it too, not to the window's
         edges. The widget, centred in a row, as wide as the column at most."""
-        widget.setMaximumWidth(self.chat.findChild(ChatBrowser).reading_width() + 2 * DOCUMENT_MARGIN)
+        widget.setMaximumWidth(self.chat.column_width())
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addStretch(0)

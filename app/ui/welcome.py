@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from PySide6.QtGui import QTextBlockFormat, QTextCursor, QTextDocument
 
 from ..engine.text import shorten
+from .shortcuts import SHORTCUTS
 from .theme import ChatTheme
 
 # The window's shortcut for Get models (its File menu); said here so that a new user learns it.
-GET_MODELS_KEYS = "Ctrl+Shift+G"
 GET_MODELS_HREF = "hearth:get-models"
 PROMPT_HREF = "hearth:prompt/"
 TOP_ROOM_PX = 40
@@ -77,7 +77,7 @@ def welcome_html(welcome: Welcome, theme: ChatTheme) -> str:
     render = theme.render
     muted = f"color:{render.muted}"
     get_models = f'<a href="{GET_MODELS_HREF}" style="color:{render.link}">Get models</a>'
-    keys = f'<span style="{muted}">({GET_MODELS_KEYS})</span>'
+    keys = f'<span style="{muted}">({SHORTCUTS["get_models"]})</span>'
     parts = ['<h2 style="margin-bottom:10px">Start a conversation</h2>']
     name = None if welcome.model_name is None else f"<b>{html.escape(shorten(welcome.model_name))}</b>"
     if name is None:
@@ -96,8 +96,8 @@ def welcome_html(welcome: Welcome, theme: ChatTheme) -> str:
     parts.append(f'<p style="margin-top:16px; {muted}">{lead}</p>')
     parts.append(_prompt_cards(welcome.prompts(), theme))
     parts.append(
-        f'<p style="margin-top:14px; {muted}">{GET_MODELS_KEYS}&nbsp;Get models&nbsp;&nbsp;·&nbsp;&nbsp;'
-        "F1&nbsp;Keyboard shortcuts&nbsp;&nbsp;·&nbsp;&nbsp;Shift+Enter&nbsp;A new line in the message</p>"
+        f'<p style="margin-top:14px; {muted}">{SHORTCUTS["get_models"]}&nbsp;Get models&nbsp;&nbsp;·&nbsp;&nbsp;'
+        f'{SHORTCUTS["shortcuts"]}&nbsp;Keyboard shortcuts&nbsp;&nbsp;·&nbsp;&nbsp;Shift+Enter&nbsp;A new line in the message</p>'
     )
     return "".join(parts)
 
