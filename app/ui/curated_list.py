@@ -12,12 +12,13 @@ from enum import IntEnum
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
 from ..library.curated import CuratedModel
 from ..library.download_progress import format_bytes
 from .colors import muted_color
 from .hub_lists import fit_text
+from .row_tables import as_row_list
 from .tooltips import plain_tooltip
 
 CURATED_ROLE = Qt.UserRole  # the CuratedModel behind a row
@@ -48,15 +49,7 @@ class CuratedModelsTable(QTableWidget):
         self.setHorizontalHeaderLabels([_HEADERS[c][0] for c in CuratedColumn])
         for column in CuratedColumn:
             self.horizontalHeaderItem(column).setToolTip(_HEADERS[column][1])
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setTabKeyNavigation(False)  # Tab leaves the table; the arrows move in it
-        self.setShowGrid(False)
-        self.setAlternatingRowColors(True)
-        self.setWordWrap(False)
-        self.verticalHeader().hide()
-        self.horizontalHeader().setHighlightSections(False)
+        as_row_list(self)
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         # The names whole; the licence, the longest and least needed, takes what is left (elided).
         self.horizontalHeader().setSectionResizeMode(CuratedColumn.LICENCE, QHeaderView.Stretch)

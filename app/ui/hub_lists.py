@@ -11,13 +11,14 @@ from enum import IntEnum
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
+    QHeaderView, QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
 )
 
 from ..library.download_progress import format_bytes
 from ..library.hub import RepoSummary, memory_fit
 from ..library.quants import RemoteModel, by_quant
 from .colors import muted_color
+from .row_tables import as_row_list
 from .tooltips import plain_tooltip
 
 MODEL_ROLE = Qt.UserRole  # the RemoteModel behind a row of the models tree
@@ -72,19 +73,11 @@ class SearchResultsTable(QTableWidget):
         self.setHorizontalHeaderLabels([_RESULT_HEADERS[c][0] for c in ResultColumn])
         for column in ResultColumn:
             self.horizontalHeaderItem(column).setToolTip(_RESULT_HEADERS[column][1])
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setShowGrid(False)
-        self.setAlternatingRowColors(True)
-        self.setWordWrap(False)
+        as_row_list(self)
         self.setTextElideMode(Qt.ElideMiddle)
-        self.verticalHeader().hide()
         self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.horizontalHeader().setHighlightSections(False)
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.horizontalHeader().setSectionResizeMode(ResultColumn.REPO, QHeaderView.Stretch)
-        self.setTabKeyNavigation(False)  # Tab leaves the table; the arrows move in it
         self.setAccessibleName("Search results")
         self.setAccessibleDescription("Repositories with GGUF models. Choosing one lists its model files.")
 

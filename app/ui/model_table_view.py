@@ -14,11 +14,12 @@ from __future__ import annotations
 from PySide6.QtCore import QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
-    QAbstractItemView, QApplication, QHeaderView, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTableView,
+    QApplication, QHeaderView, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTableView,
 )
 
 from .colors import muted_color
 from .model_table import FILE_ROLE, UNUSABLE_ROLE, Column
+from .row_tables import as_row_list
 
 _LINE_GAP = 1
 
@@ -100,18 +101,10 @@ class ModelTableView(QTableView):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setItemDelegateForColumn(Column.NAME, NameDelegate(self))
-        self.setTabKeyNavigation(False)
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setShowGrid(False)
-        self.setAlternatingRowColors(True)
-        self.setWordWrap(False)
+        as_row_list(self)
         self.setTextElideMode(Qt.ElideMiddle)
-        self.verticalHeader().hide()
         self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         header = self.horizontalHeader()
-        header.setHighlightSections(False)
         header.setSortIndicatorClearable(True)
         header.setSortIndicator(-1, Qt.AscendingOrder)  # the scan's order until a header is clicked
         self.setSortingEnabled(True)
