@@ -15,7 +15,7 @@ the path, so one server serves every failure: `http://127.0.0.1:PORT/<mode>/v1`.
     busy         429 with Retry-After: 7
     broken       500 with an OpenAI-style error message
     strict       400 naming "top_k" while a request carries it (OpenAI's own behaviour), else ok
-    stall-start  accepts the request and says nothing (until released)
+    stall-start  accepts any request and says nothing (until released)
     stall-mid    streams two pieces, then says nothing
     cut          streams two pieces, then drops the connection mid-body
     cut-clean    streams two pieces, then ends the body properly without finishing the reply
@@ -24,6 +24,7 @@ the path, so one server serves every failure: `http://127.0.0.1:PORT/<mode>/v1`.
     html         answers 200 with an HTML page (a captive portal, a proxy's login)
     hostile      lists ids with control characters and junk entries; errors with long text
     huge-error   500 with a 10 MB body
+    moved        301 to https://elsewhere.example/v1 (a server that moved to TLS)
 
 Each request's path, headers and JSON body are kept in `requests` for the tests to read.
 A silent mode waits on `release` (set when the server stops), never on a fixed sleep.
@@ -178,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
         if mode == "auth" and not self._authorised():
             return self._json(401, {"error": {"message": "Incorrect API key provided."}})
+        if mode == "stall-start":
+            return self._stall()
         if mode == "hostile":
             entries = [{"id": "evil\x1b[31m\nname"}, {"id": 42}, "junk", {"id": ""}, {"id": "x" * 5000},
                        {"id": "fine", "max_model_len": 8192}]
@@ -200,6 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
             "broken": lambda: self._json(500, {"error": {"message": "CUDA error: out of memory"}}),
             "hostile": lambda: self._json(500, {"error": {"message": "line one\n\x1b[2J" + "spam " * 5000}}),
             "huge-error": lambda: self._send(500, b"x" * 10_000_000, "text/plain"),
+            "moved": lambda: self._send(301, b"", "text/plain", {"Location": "https://elsewhere.example/v1/chat/completions"}),
             "html": lambda: self._send(200, b"<html><body>Log in to the Wi-Fi</body></html>", "text/html"),
             "stall-start": self._stall,
         }.get(mode)

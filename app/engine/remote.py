@@ -74,9 +74,17 @@ class RemoteBackend(Backend):
         a wrong key or an unknown model is said when the model is chosen, not at the first
         message. Raises RemoteError, or LoadCancelled if `cancel` was set meanwhile."""
         backend = cls(source, timeouts)
+        cancel = cancel or threading.Event()
+        watcher = _StopWatcher(backend._sockets, cancel, backend._client)
         try:
-            models = parse_models(get_json(backend._client, source.server, "models"), backend._where)
-            if cancel is not None and cancel.is_set():
+            try:
+                models = parse_models(get_json(backend._client, source.server, "models"), backend._where)
+            except RemoteError:
+                if not cancel.is_set():
+                    raise
+            finally:
+                watcher.stop()
+            if cancel.is_set():
                 raise LoadCancelled(f"Connecting to {backend._where} was cancelled.")
             listed = next((model for model in models if model.model_id == source.model_id), None)
             if listed is None:
@@ -143,7 +151,7 @@ class RemoteBackend(Backend):
             "POST", "chat/completions", json=body, headers={"Accept": "text/event-stream", "Cache-Control": "no-store"})
         try:
             response = self._client.send(request, stream=True)
-        except httpx.TransportError as exc:
+        except httpx.HTTPError as exc:
             raise transport_error(exc, self._where) from None
         if response.status_code != 200:
             error = self._refusal(response)
@@ -201,8 +209,8 @@ class RemoteBackend(Backend):
             reply.error = stalled(self._where, mid_reply=reply.pieces > 0)
         except httpx.TransportError as exc:  # cut off mid-body, reset, or our own Stop
             reply.error = cut(self._where) if isinstance(exc, httpx.RemoteProtocolError) else transport_error(exc, self._where)
-        except (SSEError, UnicodeDecodeError) as exc:
-            reply.error = bad_response(self._where, shorten(str(exc)))
+        except (SSEError, UnicodeDecodeError, httpx.HTTPError) as exc:  # e.g. a body that fails to decompress
+            reply.error = bad_response(self._where, shorten(str(exc) or type(exc).__name__))
         finally:
             watcher.stop()
             response.close()

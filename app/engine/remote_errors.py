@@ -65,9 +65,9 @@ class RemoteError(Exception):
         self.server_message = server_message  # the server's own words, already shortened
 
 
-def transport_error(exc: httpx.TransportError, where: str) -> RemoteError:
-    """The RemoteError for a failure below HTTP: `where` names the server ("Lab box
-    (http://gpu:8000/v1)")."""
+def transport_error(exc: httpx.HTTPError, where: str) -> RemoteError:
+    """The RemoteError for a request that got no HTTP answer (a failure below HTTP, mostly):
+    `where` names the server ("Lab box (http://gpu:8000/v1)")."""
     import httpx
 
     if isinstance(exc, httpx.ConnectTimeout):
@@ -135,6 +135,10 @@ def status_error(response: httpx.Response, where: str, body: str, model_id: str 
         when = f"try again in {_seconds(wait)}" if wait is not None else "try again later"
         return RemoteError(RemoteFailure.RATE_LIMITED, f"{where} is limiting requests (429): {when}.{quoted}",
                            status, retry_after_s=wait, server_message=said)
+    if 300 <= status < 400:
+        target = shorten(response.headers.get("location", ""), 120) or "another address"
+        return RemoteError(RemoteFailure.NOT_FOUND, f"{where} redirects to {target} ({status}): use that "
+                           "address instead.", status)
     if status >= 500:
         return RemoteError(RemoteFailure.SERVER_ERROR, f"{where} failed with an internal error ({status}).{quoted}",
                            status, server_message=said)

@@ -63,7 +63,7 @@ def get_json(client: httpx.Client, server: ServerConfig, path: str):
         with client.stream("GET", path) as response:
             limit = MAX_JSON_BODY if response.status_code == 200 else MAX_ERROR_BODY
             body = read_limited(response, limit)
-    except httpx.TransportError as exc:
+    except httpx.HTTPError as exc:
         raise transport_error(exc, where(server)) from None
     if response.status_code != 200:
         raise status_error(response, where(server), body)

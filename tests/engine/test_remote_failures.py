@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from app.engine.backend import LoadCancelled
 from app.engine.remote import RemoteBackend
 from app.engine.remote_errors import RemoteError, RemoteFailure
 from app.engine.remote_http import RemoteTimeouts
@@ -85,6 +86,12 @@ def test_an_address_that_is_not_a_server_says_check_the_address(stand_in):  # no
     assert error.failure is RemoteFailure.NOT_FOUND and "/v1" in str(error)
 
 
+def test_a_redirect_says_where_to(stand_in):  # noqa: F811
+    error = failure_of(lambda: reply(backend_for(stand_in.url("moved"))))
+    assert error.failure is RemoteFailure.NOT_FOUND and error.status == 301
+    assert "redirects to https://elsewhere.example/v1/chat/completions (301)" in str(error)
+
+
 def test_a_rate_limit_says_when_to_try_again(stand_in):  # noqa: F811
     error = failure_of(lambda: reply(backend_for(stand_in.url("busy"))))
     assert error.failure is RemoteFailure.RATE_LIMITED and error.retry_after_s == 7
@@ -102,6 +109,17 @@ def test_a_server_that_never_answers_times_out(stand_in):  # noqa: F811
     error = failure_of(lambda: reply(backend_for(stand_in.url("stall-start"))))
     assert error.failure is RemoteFailure.STALLED and "stopped responding" in str(error)
     assert time.monotonic() - started < 2
+
+
+def test_choosing_a_model_on_a_silent_server_times_out_or_is_cancelled(stand_in):  # noqa: F811
+    source = RemoteModel(ServerConfig(stand_in.url("stall-start")), "stand-in")
+    assert failure_of(lambda: RemoteBackend.open(source, QUICK)).failure is RemoteFailure.STALLED
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(LoadCancelled, match="cancelled"):
+        RemoteBackend.open(source, RemoteTimeouts(connect=2, read=20), cancel)
+    assert time.monotonic() - started < 1.5
 
 
 def test_an_html_page_is_not_taken_for_an_answer(stand_in):  # noqa: F811
@@ -192,3 +210,14 @@ def test_a_server_address_is_checked_and_its_key_kept_out_of_logs():
     for bad in ("gpu.lab:8443/v1", "ftp://gpu.lab/v1", "http:///v1", "http://gpu.lab/v1?x=1"):
         with pytest.raises(ValueError, match="server address"):
             ServerConfig(bad)
+
+
+def test_retry_after_reads_seconds_and_http_dates():
+    from datetime import datetime, timezone
+
+    from app.engine.remote_errors import retry_after
+
+    now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=timezone.utc).timestamp()
+    assert retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now=now) == 30
+    assert retry_after(" 12 ") == 12 and retry_after("-5") == 0
+    assert retry_after("soon") is None and retry_after(None) is None and retry_after("nan") is None
