@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -52,7 +51,7 @@ def where(server: ServerConfig) -> str:
     """How messages name the server: its name and, if that is not already the address, the
     address (`Lab box (http://gpu:8000/v1)`)."""
     address = printable(server.base_url, limit=120)
-    if server.name == urlsplit(server.base_url).netloc:  # no name of its own
+    if server.name == server.host:  # no name of its own
         return address
     return f"{printable(server.name)} ({address})"
 

@@ -170,9 +170,20 @@ class ServerConfig:
                 f"A server address looks like http://host:port/v1, not {printable(self.base_url)!r}")
         if parts.query or parts.fragment:
             raise ValueError(f"A server address has no ?query or #fragment: {printable(self.base_url)!r}")
+        if parts.username is not None:
+            raise ValueError("A server address carries no user name or password; give the API key separately")
+        try:
+            parts.port
+        except ValueError:
+            raise ValueError(f"The port in {printable(self.base_url)!r} is not a port number") from None
         object.__setattr__(self, "base_url", url)
-        object.__setattr__(self, "name", self.name.strip() or parts.netloc)
+        object.__setattr__(self, "name", self.name.strip() or self.host)
         object.__setattr__(self, "api_key", (self.api_key or "").strip() or None)
+
+    @property
+    def host(self) -> str:
+        """The host and port ("gpu.lab:8000"): the name of a server the user did not name."""
+        return urlsplit(self.base_url).netloc
 
 
 @dataclass(frozen=True)

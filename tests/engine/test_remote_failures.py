@@ -207,9 +207,11 @@ def test_a_server_address_is_checked_and_its_key_kept_out_of_logs():
     server = ServerConfig("  https://gpu.lab:8443/v1/ ", api_key=" sk-secret ")
     assert (server.base_url, server.name, server.api_key) == ("https://gpu.lab:8443/v1", "gpu.lab:8443", "sk-secret")
     assert "sk-secret" not in repr(server) and "sk-secret" not in repr(RemoteModel(server, "m"))
-    for bad in ("gpu.lab:8443/v1", "ftp://gpu.lab/v1", "http:///v1", "http://gpu.lab/v1?x=1"):
-        with pytest.raises(ValueError, match="server address"):
+    for bad in ("gpu.lab:8443/v1", "ftp://gpu.lab/v1", "http:///v1", "http://gpu.lab/v1?x=1",
+                "http://me:sk-secret@gpu.lab/v1", "http://gpu.lab:80800/v1"):
+        with pytest.raises(ValueError, match="server address|port") as refused:
             ServerConfig(bad)
+        assert "sk-secret" not in str(refused.value)  # a password in an address is not repeated
 
 
 def test_retry_after_reads_seconds_and_http_dates():
