@@ -39,7 +39,7 @@ from .remote_errors import (
 )
 from .remote_http import MAX_ERROR_BODY, RemoteTimeouts, get_json, open_client, read_limited, where
 from .remote_models import parse_models
-from .remote_request import REMOTE_EXTENSION_FIELDS, chat_body, names_an_extension
+from .remote_request import REMOTE_EXTENSION_FIELDS, REMOTE_UNSENT_FIELDS, chat_body, names_an_extension
 from .sampling import SamplingParams
 from .template_limits import TemplateError
 from .text import shorten
@@ -100,8 +100,10 @@ class RemoteBackend(Backend):
         return backend
 
     def describe(self) -> ModelDescription:
-        return ModelDescription(self.source, None, DeviceInfo.remote(self.source.server),
-                                self._context_length, SERVER_TEMPLATE)
+        """The model as loaded now: after a server refused the extension fields, they are
+        among its `unsent_fields` (the worker may describe the model again after a reply)."""
+        return ModelDescription(self.source, None, DeviceInfo.remote(self.source.server), self._context_length,
+                                SERVER_TEMPLATE, REMOTE_UNSENT_FIELDS + self.ignored_fields)
 
     def set_template_override(self, source: str | None) -> str:
         """A remote model always uses the server's chat template (Hearth sends messages, not a

@@ -223,6 +223,9 @@ class ModelDescription:
     device: DeviceInfo
     n_ctx: int | None  # None: not known (a remote server that does not say)
     template_name: str  # "model", "custom", "fallback:<name>", or SERVER_TEMPLATE
+    # SamplingParams fields this model does not apply: never sent to a remote server, or sent
+    # once and refused by it (remote_request says which and why); () for a local model.
+    unsent_fields: tuple[str, ...] = ()
 
     @property
     def is_remote(self) -> bool:

@@ -111,6 +111,7 @@ def test_a_remote_model_describes_itself_and_keeps_the_servers_template(backend,
     description = backend.describe()
     assert description.is_remote and description.info is None and description.path is None
     assert description.template_name == SERVER_TEMPLATE and description.n_ctx is None
+    assert description.unsent_fields == ("repeat_last_n",)  # llama_cpp.server took the extensions
     assert description.device.describe() == "llama server (remote)"
     assert description.record_name.startswith(llama_server.model_id[:50]) and description.record_name.endswith("@ llama server")
     assert backend.set_template_override(None) == SERVER_TEMPLATE

@@ -183,6 +183,7 @@ def test_a_server_that_refuses_the_extensions_gets_the_request_without_them(stan
         pieces, stats = reply(backend)
         assert "".join(pieces) == "Hello there." and stats.stop_reason is StopReason.END_OF_TURN
     assert backend.ignored_fields == REMOTE_EXTENSION_FIELDS
+    assert backend.describe().unsent_fields == ("repeat_last_n", "top_k", "min_p", "repeat_penalty")
     sent = [request.body for request in stand_in.requests]
     assert ["top_k" in body for body in sent] == [True, False, False]  # refused once, then never sent
 
