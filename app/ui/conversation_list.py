@@ -10,7 +10,9 @@ from PySide6.QtGui import QContextMenuEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from ..store import Conversation, shorten
-from .conversation_rows import CONVERSATION_ID, HEADING, SHOWN_TITLE, SNIPPET, ConversationDelegate, date_group, local_time
+from .conversation_rows import (
+    CONVERSATION_ID, HEADING, SHOWN_TITLE, SNIPPET, ConversationDelegate, date_group, local_time, snippet_text,
+)
 
 # Characters of a title shown in a row and its tooltip: an imported title may be a megabyte,
 # which made every refresh of the list take seconds.
@@ -205,6 +207,8 @@ def _heading_item(text: str) -> QListWidgetItem:
 
 def _conversation_item(conversation: Conversation, snippet: str | None) -> QListWidgetItem:
     title = shown_title(conversation.title)
+    if snippet is not None:
+        snippet = snippet_text(snippet) or None
     if snippet is not None and snippet.strip("…") in title:
         snippet = None  # a hit in the first message would say again what its title says
     item = QListWidgetItem(title)

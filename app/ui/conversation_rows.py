@@ -9,6 +9,7 @@ renaming in place edits the title alone.
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timedelta
 
 from PySide6.QtCore import QModelIndex, QRect, QSize, Qt
@@ -26,6 +27,20 @@ HEADING = Qt.ItemDataRole.UserRole + 3  # True on a group heading's row
 _PADDING = 6
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
            "October", "November", "December")
+
+
+# Markdown's marks, which a snippet of a reply shows raw: quote and list marks at its start,
+# heading marks before a word (the store puts a snippet on one line, so a heading may be
+# mid-line), emphasis and code marks anywhere (not a lone "_" or "*": snake_case, 2*3).
+_LINE_MARKS = re.compile(r"^[ \t]*(?:>|[-+*]|\d+[.)])[ \t]+|(^|(?<=\s))#{1,6}[ \t]+")
+_INLINE_MARKS = re.compile(r"\*\*|__|`+|~~")
+
+
+def snippet_text(snippet: str) -> str:
+    """A search snippet as words: Markdown's marks taken out ("## Reversing a list Use **slicing**"
+    reads "Reversing a list Use slicing"), on one line."""
+    text = _INLINE_MARKS.sub("", _LINE_MARKS.sub("", snippet))
+    return " ".join(text.split())
 
 
 def local_time(updated_at: str) -> str:
