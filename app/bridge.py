@@ -27,9 +27,10 @@ from .engine.backend import Backend, BackendOpener, LoadCancelled
 from .engine.context import ContextFullError
 from .engine.modelfile import ModelFileError
 from .engine.probe import ProbingOpener
+from .engine.remote_errors import RemoteError
 from .engine.sampling import SamplingParams
 from .engine.templates import TemplateError
-from .engine.types import LoadOptions, LocalModel, ModelDescription, ReplyStats
+from .engine.types import LoadOptions, ModelDescription, ModelSource, ReplyStats
 from .newest import NewestWins, Ticket
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,12 @@ class EngineWorker(QObject):
         replyFailed(Ticket, str): why the reply could not start (template, context…).
         templateChanged(str): the chat template in use now ("model", "custom", "fallback:…").
         templateFailed(str): a template override that does not compile; the old one stays.
+        described(ModelDescription): the loaded model describes itself differently after a
+            reply (a server refused llama.cpp's sampling fields, which are not sent any more).
         unloaded(): the loaded model, if any, is closed and its memory given back.
+
+    A remote server's failure (RemoteError) is said in the server's terms: its message is the
+    whole story ("… refused the API key (401)"), so it goes to loadFailed or replyFailed as it is.
     """
 
     loadProgress = Signal(object, float)
@@ -65,6 +71,7 @@ class EngineWorker(QObject):
     replyFailed = Signal(object, str)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
+    described = Signal(object)
     unloaded = Signal()
 
     def __init__(self, opener: BackendOpener):
@@ -73,7 +80,7 @@ class EngineWorker(QObject):
         self._backend: Backend | None = None
 
     @Slot(object, object, object)
-    def load(self, source: LocalModel, options: LoadOptions, ticket: Ticket) -> None:
+    def load(self, source: ModelSource, options: LoadOptions, ticket: Ticket) -> None:
         last_report = 0.0
 
         def progress(fraction: float) -> None:
@@ -84,16 +91,16 @@ class EngineWorker(QObject):
 
         try:
             backend = self._open(source, options, progress, ticket.cancel)
-        except (ModelFileError, TemplateError, LoadCancelled) as exc:
+        except (ModelFileError, TemplateError, LoadCancelled, RemoteError) as exc:
             self.loadFailed.emit(ticket, str(exc))
             return
         except Exception as exc:  # llama.cpp can fail in ways nobody listed
             log.exception("loading %s failed", source)
-            self.loadFailed.emit(ticket, f"Could not load {source.path.name}: {exc}")
+            self.loadFailed.emit(ticket, f"Could not load {source.record_name}: {exc}")
             return
         if ticket.cancel.is_set():  # superseded while it loaded: the newer request decides
             backend.close()
-            self.loadFailed.emit(ticket, f"Loading {source.path.name} was cancelled.")
+            self.loadFailed.emit(ticket, f"Loading {source.record_name} was cancelled.")
             return
         if self._backend is not None:
             self._backend.close()
@@ -105,13 +112,19 @@ class EngineWorker(QObject):
         if self._backend is None:
             self.replyFailed.emit(ticket, "No model is loaded.")
             return
+        before = self._backend.describe()
+        self._reply(messages, params, ticket)
+        after = self._backend.describe()
+        if after.unsent_fields != before.unsent_fields:
+            self.described.emit(after)
 
+    def _reply(self, messages: list[dict], params: SamplingParams, ticket: Ticket) -> None:
         def progress(done: int, total: int) -> None:
             self.promptProgress.emit(ticket, done, total)
 
         try:
             stream = self._backend.stream(messages, params, ticket.cancel, progress)
-        except (TemplateError, ContextFullError) as exc:
+        except (TemplateError, ContextFullError, RemoteError) as exc:
             self.replyFailed.emit(ticket, str(exc))
             return
         except Exception as exc:  # a backend can fail in ways nobody listed: never leave the GUI waiting
@@ -172,8 +185,8 @@ class EngineBridge(QObject):
     load supersedes an older one; a stopped reply's late chunks are dropped):
         loadProgress(float), modelLoaded(ModelDescription), loadFailed(str),
         promptProgress(int, int), chunk(str), replyFinished(str, ReplyStats), failed(str).
-    The worker's templateChanged(str) and templateFailed(str) are exposed as they are, and
-    its unloaded() as modelUnloaded().
+    The worker's templateChanged(str) and templateFailed(str) are exposed as they are, its
+    described(ModelDescription) as modelDescribed, and its unloaded() as modelUnloaded().
     """
 
     loadProgress = Signal(float)
@@ -206,6 +219,7 @@ class EngineBridge(QObject):
         self._requestTemplate.connect(self._worker.set_template)
         self.templateChanged = self._worker.templateChanged
         self.templateFailed = self._worker.templateFailed
+        self.modelDescribed = self._worker.described
         self.modelUnloaded = self._worker.unloaded
         self._worker.loadProgress.connect(self._on_load_progress)
         self._worker.modelLoaded.connect(self._on_loaded)
@@ -234,8 +248,9 @@ class EngineBridge(QObject):
 
     # --- commands ------------------------------------------------------------------------------
 
-    def load(self, source: LocalModel, options: LoadOptions = LoadOptions()) -> None:
-        """Load a model; a load still under way is cancelled and its outcome ignored."""
+    def load(self, source: ModelSource, options: LoadOptions = LoadOptions()) -> None:
+        """Load a model (a file, or a server's model); a load still under way is cancelled
+        and its outcome ignored."""
         self._requestLoad.emit(source, options, self._loads.begin())
 
     def cancel_load(self) -> None:

@@ -1,4 +1,5 @@
-"""The Qt bridge with the real engine: nothing blocks the GUI thread, stop works, failures are kept apart."""
+"""The Qt bridge with the real engine: nothing blocks the GUI thread, stop works, failures are kept apart.
+Remote models go through the same bridge (the misbehaving stand-in server, tests/remote_servers.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
 
 from app.bridge import EngineBridge
-from app.engine.types import LoadOptions, LocalModel
+from app.engine.types import LoadOptions, LocalModel, RemoteModel, ServerConfig
 from app.engine.sampling import SamplingParams
+from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=12)
 
@@ -183,3 +185,52 @@ def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot, tmp
         assert failed.args[0] == "No model is loaded."
     finally:
         bridge.shutdown()
+
+
+@pytest.fixture
+def remote_bridge(qapp):
+    """A bridge as the GUI makes it (behind the probe), for a remote model of its own."""
+    bridge = EngineBridge()
+    yield bridge
+    bridge.shutdown()
+
+
+def test_a_remote_model_loads_without_a_probe_and_its_failures_are_the_servers_words(
+        remote_bridge, qtbot, stand_in):  # noqa: F811 - the fixture imported above
+    bridge = remote_bridge
+    with qtbot.waitSignal(bridge.modelLoaded, timeout=10_000) as loaded:
+        bridge.load(RemoteModel(ServerConfig(stand_in.url("busy"), "Lab box"), "stand-in"))
+    description = loaded.args[0]
+    assert description.is_remote and description.info is None and description.path is None
+    with qtbot.waitSignal(bridge.failed, timeout=10_000) as failed:
+        assert bridge.generate(ask("Hello"), PARAMS)
+    # The server's message as it is: not "The reply could not start: …"
+    assert failed.args[0].startswith("Lab box (") and "(429): try again in 7 s" in failed.args[0]
+    assert not bridge.generating
+
+    nobody = RemoteModel(ServerConfig(f"http://127.0.0.1:{free_port()}/v1", "Gone"), "stand-in")
+    with qtbot.waitSignal(bridge.loadFailed, timeout=10_000) as failed:
+        bridge.load(nobody)
+    assert failed.args[0].startswith("Gone (") and "refused the connection" in failed.args[0]
+    with qtbot.waitSignal(bridge.loadFailed, timeout=10_000) as failed:
+        bridge.load(RemoteModel(ServerConfig(stand_in.url("ok"), "Lab box"), "no-such-model"))
+    assert "has no model “no-such-model”" in failed.args[0] and "“stand-in”" in failed.args[0]
+
+
+def test_a_server_that_refuses_the_extensions_is_described_again_after_the_reply(
+        remote_bridge, qtbot, stand_in):  # noqa: F811
+    bridge = remote_bridge
+    with qtbot.waitSignal(bridge.modelLoaded, timeout=10_000) as loaded:
+        bridge.load(RemoteModel(ServerConfig(stand_in.url("strict")), "stand-in"))
+    assert loaded.args[0].unsent_fields == ("repeat_last_n",)
+    described = []
+    bridge.modelDescribed.connect(described.append)
+    with qtbot.waitSignal(bridge.replyFinished, timeout=10_000) as finished:
+        bridge.generate(ask("Hello"), PARAMS)
+    assert finished.args[0] == "Hello there."
+    qtbot.waitUntil(lambda: bool(described), timeout=2_000)
+    assert described[0].unsent_fields == ("repeat_last_n", "top_k", "min_p", "repeat_penalty")
+    with qtbot.waitSignal(bridge.replyFinished, timeout=10_000):  # the same from now on: said once
+        bridge.generate(ask("Again"), PARAMS)
+    qtbot.wait(50)
+    assert len(described) == 1

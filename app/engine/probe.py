@@ -19,7 +19,8 @@ so the probe runs once per file and not once per load. The child reads the weigh
 real load that follows finds them in the page cache, so a first load costs about one process
 start more than before (`bench/probe_cost.py`).
 
-The command line does not probe: an abort there ends only that command.
+The command line does not probe: an abort there ends only that command. Nor is a remote model
+probed: there is no file, and what runs it is the server's process, not Hearth's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pathlib import Path
 
 from .backend import Backend, BackendOpener, LoadCancelled, LoadProgress, open_backend
 from .modelfile import ModelFileError
-from .types import LoadOptions, LocalModel
+from .types import LoadOptions, LocalModel, ModelSource
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +76,13 @@ class ProbingOpener:
 
     def __call__(
         self,
-        source: LocalModel,
+        source: ModelSource,
         options: LoadOptions,
         progress: LoadProgress | None = None,
         cancel: threading.Event | None = None,
     ) -> Backend:
+        if not isinstance(source, LocalModel):  # a server's model: no file, and no llama.cpp here
+            return self._open(source, options, progress, cancel)
         identity = _identity(source.path)
         if identity is None or self._verdicts.passed(identity):
             return self._open(source, options, progress, cancel)
