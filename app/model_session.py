@@ -10,16 +10,23 @@ bridge's signals, so every change flows one way: widget → ModelSession → bri
 Settings are per model (`app.settings.Settings` keeps them). Context length, GPU layers and
 threads take effect when the model is loaded, so changing them offers a reload; a template
 override and everything else apply to the next reply.
+
+A model is a file (`LocalModel`) or a server's (`RemoteModel`). A server chooses its context,
+device and threads and applies its own chat template, so for a remote model those settings
+do not apply: it never needs a reload, and no template override is sent to it. Its system
+prompt and sampling settings apply as a file's do.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from .bridge import EngineBridge
-from .engine.types import LocalModel, ModelDescription, ModelSettings
+from .engine.types import LoadOptions, LocalModel, ModelDescription, ModelSettings, ModelSource, RemoteModel
+from .library import server_keys
 from .settings import Settings
 
 
@@ -27,7 +34,7 @@ class ModelSession(QObject):
     """Owns the current model and its settings.
 
     Signals:
-        loadStarted(LocalModel): a model began loading (the current one stays until it is ready).
+        loadStarted(ModelSource): a model began loading (the current one stays until it is ready).
         loadProgress(float): 0..1 while it loads.
         modelLoaded(ModelDescription): it is ready; `settings` are now its settings.
         loadFailed(str): why it could not load, for the user; the previous model stays current.
@@ -38,6 +45,8 @@ class ModelSession(QObject):
             with in a way only a reload applies.
         templateChanged(str): the chat template in use now, after an override changed.
         templateFailed(str): an override that does not compile; the previous template stays.
+        descriptionChanged(ModelDescription): the current model describes itself differently
+            (a server refused llama.cpp's sampling fields: they are not sent to it any more).
         modelUnloaded(): the current model was closed and its memory given back; there is no
             model now, and `settings` are the defaults again.
     """
@@ -51,6 +60,7 @@ class ModelSession(QObject):
     reloadNeededChanged = Signal(bool)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
+    descriptionChanged = Signal(object)
     modelUnloaded = Signal()
 
     def __init__(self, bridge: EngineBridge, settings: Settings, parent: QObject | None = None):
@@ -61,7 +71,7 @@ class ModelSession(QObject):
         self._settings = ModelSettings()
         self._loaded_with: ModelSettings | None = None  # the current model's settings at load
         self._applied_template: str | None = None  # the override the current model renders with
-        self._loading: tuple[LocalModel, ModelSettings] | None = None
+        self._loading: tuple[ModelSource, ModelSettings] | None = None
         self._reload_needed = False
         bridge.loadProgress.connect(self.loadProgress)
         bridge.modelLoaded.connect(self._on_loaded)
@@ -69,6 +79,7 @@ class ModelSession(QObject):
         bridge.templateChanged.connect(self.templateChanged)
         bridge.templateFailed.connect(self.templateFailed)
         bridge.modelUnloaded.connect(self._on_unloaded)
+        bridge.modelDescribed.connect(self._on_described)
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -83,7 +94,7 @@ class ModelSession(QObject):
         return self._settings
 
     @property
-    def loading(self) -> LocalModel | None:
+    def loading(self) -> ModelSource | None:
         """The model being loaded, if a load is under way."""
         return self._loading[0] if self._loading is not None else None
 
@@ -102,18 +113,34 @@ class ModelSession(QObject):
 
     # --- commands ------------------------------------------------------------------------------
 
-    def load(self, path: Path) -> None:
-        """Load a model file with its stored settings; a load already under way is replaced."""
-        source = LocalModel(Path(path))
+    def load(self, source: ModelSource | Path) -> None:
+        """Load a model (a path is a model file) with its stored settings; a load already under
+        way is replaced. A server's model loads on the engine thread like a file (the server is
+        asked for its model list there): a server that cannot be reached is a failed load."""
+        if not isinstance(source, (LocalModel, RemoteModel)):
+            source = LocalModel(Path(source))
         settings = self._store.model_settings(source.settings_key)
         self._loading = (source, settings)
-        self._bridge.load(source, settings.load_options())
+        options = LoadOptions() if isinstance(source, RemoteModel) else settings.load_options()
+        self._bridge.load(source, options)
         self.loadStarted.emit(source)
 
+    def remembered(self) -> ModelSource | None:
+        """The model loaded last, to open at start-up: a file, or a saved server's model with
+        its API key from the keyring. It may be gone (a deleted file, a server that is off):
+        loading it then fails like any other load, and says why. Reads the keyring: call it
+        off the GUI thread."""
+        source = self._store.last_source
+        if isinstance(source, RemoteModel):
+            key = server_keys.load_key(source.server.base_url)
+            return replace(source, server=replace(source.server, api_key=key))
+        return source
+
     def reload(self) -> None:
-        """Load the current model again, so context length, GPU layers and threads apply."""
+        """Load the current model again, so context length, GPU layers and threads apply (a
+        remote model never needs it: the server chose them)."""
         if self._current is not None:
-            self.load(self._current.path)
+            self.load(self._current.source)
 
     def cancel_load(self) -> None:
         """Stop the load under way; the current model stays (loadFailed says it was cancelled)."""
@@ -133,7 +160,7 @@ class ModelSession(QObject):
             self._store.save_model_settings(self._current.source.settings_key, settings)
             self._apply_template()
         self.settingsChanged.emit(settings)
-        self._set_reload_needed(self._loaded_with is not None and settings.needs_reload_from(self._loaded_with))
+        self._set_reload_needed(self._needs_reload())
 
     # --- the bridge's answers ------------------------------------------------------------------
 
@@ -146,11 +173,16 @@ class ModelSession(QObject):
         self._current, self._settings, self._loaded_with = description, settings, loaded_with
         self._applied_template = loaded_with.template_override
         self._apply_template()
-        self._store.last_model = description.path
+        self._store.last_source = description.source
         self.modelLoaded.emit(description)
         self.settingsChanged.emit(settings)
-        self._set_reload_needed(settings.needs_reload_from(loaded_with))
+        self._set_reload_needed(self._needs_reload())
         self.loadFinished.emit("")
+
+    def _on_described(self, description: ModelDescription) -> None:
+        if self._current is not None and description.source == self._current.source:
+            self._current = description
+            self.descriptionChanged.emit(description)
 
     def _on_load_failed(self, message: str) -> None:
         self._loading = None
@@ -167,11 +199,18 @@ class ModelSession(QObject):
         self.settingsChanged.emit(self._settings)
         self._set_reload_needed(False)
 
+    def _needs_reload(self) -> bool:
+        current, loaded_with = self._current, self._loaded_with
+        return (current is not None and not current.is_remote and loaded_with is not None
+                and self._settings.needs_reload_from(loaded_with))
+
     def _apply_template(self) -> None:
         """Give the current model the template its settings ask for. Not while another model
-        loads: the worker would apply it to that one, which is loaded with its own."""
+        loads: the worker would apply it to that one, which is loaded with its own. Never to a
+        remote model: the server applies its own."""
         wanted = self._settings.template_override
-        if self._current is not None and self._loading is None and wanted != self._applied_template:
+        current = self._current
+        if current is not None and not current.is_remote and self._loading is None and wanted != self._applied_template:
             self._applied_template = wanted
             self._bridge.set_template(wanted)
 

@@ -8,6 +8,9 @@ is the user's to edit by hand: anything unreadable falls back to its default and
 The on-disk spellings predate the typed values and are kept so old files still read: the
 per-model context length and thread count store 0 for "automatic", GPU layers store -1 for
 "all" (None in `ModelSettings`).
+
+Remote servers are kept by name and address only: an API key is a secret, kept in the system
+keyring (`library/server_keys.py`), never in this file.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from PySide6.QtCore import QByteArray, QSettings
 
 from . import paths
 from .engine.sampling import SamplingParams
-from .engine.types import ModelSettings
+from .engine.types import LocalModel, ModelSettings, ModelSource, RemoteModel, ServerConfig
 
 log = logging.getLogger(__name__)
 
-LAST_MODEL = "models/last"
+LAST_MODEL = "models/last"  # a file's path, or a remote model's settings_key ("remote:URL#ID")
+SERVERS = "servers/saved"  # JSON: [{"name", "base_url"}], in the order they were added
 EXTRA_FOLDERS = "models/extra_folders"
 EXTRA_FILES = "models/extra_files"
 WINDOW_GEOMETRY = "window/geometry"
@@ -102,13 +106,53 @@ class Settings:
 
     @property
     def last_model(self) -> Path | None:
-        """The model loaded last, opened again at the next start."""
-        value = self._store.value(LAST_MODEL)
-        return Path(str(value)) if value else None
+        """The model file loaded last, opened again at the next start; None when the last model
+        was a server's (see `last_source`)."""
+        source = self.last_source
+        return source.path if isinstance(source, LocalModel) else None
 
-    @last_model.setter
-    def last_model(self, path: Path) -> None:
-        self._store.setValue(LAST_MODEL, str(path))
+    @property
+    def last_source(self) -> ModelSource | None:
+        """The model loaded last: a file, or a saved server's model, without its API key (the
+        keyring has it). None when nothing was loaded yet, or the server was removed since."""
+        value = str(self._store.value(LAST_MODEL) or "")
+        if not value.startswith(_REMOTE):
+            return LocalModel(Path(value)) if value else None
+        base_url, _, model_id = value.removeprefix(_REMOTE).partition("#")  # an address has no "#"
+        server = next((server for server in self.servers if server.base_url == base_url), None)
+        return RemoteModel(server, model_id) if server is not None and model_id else None
+
+    @last_source.setter
+    def last_source(self, source: ModelSource) -> None:
+        self._store.setValue(LAST_MODEL, source.settings_key if isinstance(source, RemoteModel) else str(source.path))
+
+    # --- remote servers --------------------------------------------------------------------------
+
+    @property
+    def servers(self) -> list[ServerConfig]:
+        """The OpenAI-compatible servers the user added, without their API keys. An entry that
+        is not a server's name and address (a hand edit) is skipped and logged."""
+        stored = self._store.value(SERVERS)
+        try:
+            entries = json.loads(stored) if stored else []
+        except (TypeError, ValueError) as exc:
+            log.warning("ignoring the stored servers: %s", exc)
+            return []
+        servers: list[ServerConfig] = []
+        for entry in entries if isinstance(entries, list) else []:
+            try:
+                server = ServerConfig(str(entry["base_url"]), str(entry.get("name") or ""))
+            except (TypeError, KeyError, AttributeError, ValueError) as exc:
+                log.warning("ignoring a stored server %r: %s", entry, exc)
+                continue
+            if all(known.base_url != server.base_url for known in servers):
+                servers.append(server)
+        return servers
+
+    @servers.setter
+    def servers(self, servers: list[ServerConfig]) -> None:
+        self._store.setValue(SERVERS, json.dumps([{"name": server.name, "base_url": server.base_url}
+                                                  for server in servers]))
 
     @property
     def extra_folders(self) -> list[Path]:
@@ -158,6 +202,9 @@ class Settings:
     @appearance.setter
     def appearance(self, choice: Appearance) -> None:
         self._store.setValue(APPEARANCE, choice.value)
+
+
+_REMOTE = "remote:"  # how a RemoteModel's settings_key starts
 
 
 def _model_group(key: str) -> str:

@@ -1,14 +1,21 @@
-"""ModelSession: loading, the newest load winning, per-model settings and reloads, on scripted backends."""
+"""ModelSession: loading, the newest load winning, per-model settings and reloads, on scripted
+backends; remote models against the stand-in server (tests/remote_servers.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QSettings
 
+from app.bridge import EngineBridge
 from app.engine.sampling import SamplingParams
-from app.engine.types import ModelSettings
+from app.engine.types import LocalModel, ModelSettings, RemoteModel, ServerConfig
+from app.library import server_keys
+from app.model_session import ModelSession
 from app.settings import Settings
+from remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
+from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 WAIT_MS = 5_000
 
@@ -30,7 +37,7 @@ def test_a_load_brings_the_models_stored_settings_and_is_remembered(qtbot, scrip
     assert models.current.path == Path("/models/a.gguf") and models.current.n_ctx == 2048
     assert script.loads[-1][1] == stored.load_options()  # loaded with them: one spelling for "all layers"
     assert script.loads[-1][1].n_gpu_layers is None
-    assert models._store.last_model == Path("/models/a.gguf")
+    assert models._store.last_model == Path("/models/a.gguf") and models.remembered() == LocalModel(Path("/models/a.gguf"))
 
 
 def test_the_newest_load_wins_and_a_superseded_loads_failure_is_not_reported(qtbot, scripted_models, script):
@@ -165,3 +172,69 @@ def test_unload_with_no_model_says_nothing(qtbot, scripted_models):
     with qtbot.assertNotEmitted(models.modelUnloaded, wait=200):
         models.unload()
     assert models.current is None
+
+
+# --- remote models ------------------------------------------------------------------------------
+
+@pytest.fixture
+def mixed_models(qapp, tmp_path, script):
+    """A ModelSession whose files are scripted and whose servers' models are real."""
+    bridge = EngineBridge(mixed_opener(script))
+    models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+    yield models
+    bridge.shutdown()
+
+
+def test_a_remote_model_uses_its_sampling_settings_but_never_a_reload_or_a_template(
+        qtbot, mixed_models, script, stand_in):  # noqa: F811 - the fixture imported above
+    models = mixed_models
+    source = RemoteModel(ServerConfig(stand_in.url("ok"), "Lab box"), "stand-in")
+    stored = ModelSettings(SamplingParams(temperature=0.3), "Be brief.", n_ctx=2048)
+    models._store.save_model_settings(source.settings_key, stored)
+    with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS) as loaded:
+        models.load(source)
+    assert loaded.args[0].is_remote and models.settings == stored and script.loads == []
+    assert not models.reload_needed  # a context length stored for it asks for nothing
+    failures = []
+    models.templateFailed.connect(failures.append)
+    models.update_settings(models.settings.with_changes(n_ctx=1024, cpu_threads=1, template_override="{{ x }}"))
+    assert not models.reload_needed
+    qtbot.wait(100)
+    assert failures == []  # never sent: the server applies its own template
+    assert models._store.model_settings(source.settings_key).n_ctx == 1024  # kept as the user set it
+    with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS) as again:
+        models.reload()
+    assert again.args[0].source == source
+
+
+def test_a_remembered_remote_model_comes_with_its_key_and_an_unreachable_one_fails_alone(
+        qtbot, mixed_models, memory_keyring, stand_in):  # noqa: F811
+    models = mixed_models
+    lab = ServerConfig(stand_in.url("auth"), "Lab box")
+    gone = ServerConfig(f"http://127.0.0.1:{free_port()}/v1", "Gone")
+    models._store.servers = [lab, gone]
+    server_keys.save_key(lab.base_url, "good-key")
+    with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS):
+        models.load(RemoteModel(ServerConfig(lab.base_url, lab.name, api_key="good-key"), "stand-in"))
+    remembered = models.remembered()
+    assert remembered.settings_key == RemoteModel(lab, "stand-in").settings_key
+    assert remembered.server.name == "Lab box" and remembered.server.api_key == "good-key"
+
+    # At start-up the remembered model loads through the bridge like any other: a server that is
+    # off is a failed load with its reason, the window's model (if any) stays, and files still load.
+    models._store.last_source = RemoteModel(gone, "stand-in")
+    with qtbot.waitSignal(models.loadFailed, timeout=WAIT_MS) as failed:
+        models.load(models.remembered())
+    assert failed.args[0].startswith("Gone (") and "refused the connection" in failed.args[0]
+    assert models.current.source.server.name == "Lab box" and models.loading is None
+    assert load(qtbot, models, "a.gguf") == "" and models.current.path == Path("/models/a.gguf")
+    assert models.remembered() == LocalModel(Path("/models/a.gguf"))
+
+
+def test_a_model_described_again_after_a_reply_updates_the_current_one(qtbot, mixed_models, stand_in):  # noqa: F811
+    models = mixed_models
+    with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS):
+        models.load(RemoteModel(ServerConfig(stand_in.url("strict")), "stand-in"))
+    with qtbot.waitSignal(models.descriptionChanged, timeout=WAIT_MS) as changed:
+        models._bridge.generate([{"role": "user", "content": "Hi"}], SamplingParams())
+    assert "top_k" in changed.args[0].unsent_fields and models.current is changed.args[0]
