@@ -1,4 +1,4 @@
-"""The command line: `hearth inspect | prompt | chat | models | pull`.
+"""The command line: `hearth inspect | prompt | chat | models | serve | pull`.
 
 Everything here speaks to the engine directly, with no Qt. stdout carries only what the
 command promises (JSON, the exact prompt, the reply); messages and statistics go to stderr,
@@ -7,6 +7,9 @@ so the output can be piped and diffed.
 `--server URL` points `chat` and `models` at an OpenAI-compatible server instead of a file.
 Its API key comes from an environment variable named by `--api-key-env`, never from an
 argument, so it stays out of the shell's history and the process list.
+
+`serve` runs the model as a local OpenAI-compatible server (app/serve/) until Ctrl+C or
+SIGTERM; stdout gets one line, the server's base URL, once it is ready.
 """
 
 from __future__ import annotations
@@ -62,6 +65,20 @@ def add_subcommands(subparsers) -> None:
     chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
     add_server_arguments(chat, required=False)
     chat.set_defaults(run=run_chat)
+
+    serve = subparsers.add_parser("serve", help="serve a model as a local OpenAI-compatible server")
+    serve.add_argument("model", type=Path, nargs="?", help="a GGUF file (default: the embedded default model)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8080, help="the port (default 8080; 0 picks a free one)")
+    serve.add_argument("--api-key", metavar="KEY", help="require this key of every request (Authorization: Bearer KEY)")
+    serve.add_argument("--api-key-env", metavar="VAR",
+                       help="take the required key from this environment variable (out of the process list)")
+    serve.add_argument("--ctx", type=int, help="context length in tokens")
+    serve.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
+    serve.add_argument("--max-waiting", type=int, default=8, metavar="N",
+                       help="requests that may wait for the model; more are answered 429 (default 8)")
+    serve.set_defaults(run=run_serve)
 
     models = subparsers.add_parser("models", help="list an OpenAI-compatible server's models as JSON lines")
     add_server_arguments(models, required=True)
@@ -180,6 +197,69 @@ def run_chat(args) -> int:
         print(f"hearth: {stats.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_serve(args) -> int:
+    from .engine.backend import open_backend
+    from .engine.types import LoadOptions, LocalModel
+    from .serve import server
+    from .serve.app import create_app
+    from .serve.queue import EngineQueue
+
+    api_key = _serve_key(args)
+    if not server.is_loopback(args.host) and api_key is None:
+        raise UsageError(f"--host {args.host} would make the model reachable from the network: "
+                         "give --api-key KEY (or --api-key-env VAR) as well, so only those with the key can use it")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
+    if args.max_waiting < 0:
+        raise UsageError(f"--max-waiting cannot be negative ({args.max_waiting})")
+    path = args.model or _default_model()
+    _check_context(args.ctx, inspect_model(path).context_length)
+    sock = server.bind(args.host, args.port)  # before loading: a taken port fails at once
+    try:
+        backend = open_backend(LocalModel(path), LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
+        queue = EngineQueue(backend, max_waiting=args.max_waiting)
+    except BaseException:
+        sock.close()
+        raise
+    address = server.url(sock)
+
+    def ready() -> None:
+        print(address, flush=True)
+        device = backend.describe().device.describe()
+        keyed = "; requests need the API key" if api_key else ""
+        print(f"hearth: serving {path.name} on {device} at {address}{keyed}. Ctrl+C stops.", file=sys.stderr, flush=True)
+
+    try:
+        server.run(create_app(queue, api_key=api_key, on_startup=ready), sock, on_stop=queue.stop)
+    finally:
+        queue.close()
+        sock.close()
+    print("hearth: stopped serving.", file=sys.stderr)
+    return 0
+
+
+def _serve_key(args) -> str | None:
+    if args.api_key is not None and args.api_key_env is not None:
+        raise UsageError("give --api-key or --api-key-env, not both")
+    if args.api_key_env is not None:
+        key = os.environ.get(args.api_key_env, "").strip()
+        if not key:
+            raise UsageError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
+        return key
+    if args.api_key is not None and not args.api_key.strip():
+        raise UsageError("--api-key cannot be empty")
+    return args.api_key.strip() if args.api_key is not None else None
+
+
+def _default_model() -> Path:
+    from .library.default_model import ensure_default_model
+
+    path = ensure_default_model()
+    if path is None:
+        raise UsageError("no model given, and the default model is not available: give a MODEL.gguf")
+    return path
 
 
 def _message(args) -> str:

@@ -1,0 +1,171 @@
+"""The ASGI app: OpenAI's endpoints over a `Completions`, on Starlette.
+
+    GET  /v1/models              the one model served
+    GET  /v1/models/{id}         it, or 404
+    POST /v1/chat/completions    a reply to a conversation, through the model's chat template
+    POST /v1/completions         a continuation of raw text
+
+Each request is checked in the order a client can fix it: the key (401), the body's size
+(413), its JSON and fields (400), the model's name (404), room in the queue (429). Then the
+handler waits for the reply's first event: a job the engine refuses (its template fails, it
+does not fit the context) is still answered with a status, and only a reply that has begun
+is streamed. Every error, the routing's 404 and 405 included, has OpenAI's shape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..engine.sampling import SamplingParams
+from . import errors
+from .completions import Completions, Job, QueueFull, Refusal, Refused
+from .errors import ApiError
+from .replies import ClientGone, Reply
+from .requests import MAX_BODY_BYTES, ChatRequest, CompletionRequest, parse_chat, parse_completion
+from .shapes import ChatShape, CompletionShape, failure, finish_reason
+
+log = logging.getLogger(__name__)
+
+DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # an oversized body is read this far so the client sees the 413
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def create_app(completions: Completions, api_key: str | None = None,
+               defaults: SamplingParams = SamplingParams(), on_startup=None) -> Starlette:
+    """The server's app. `api_key`: required of every request when given. `defaults`: the
+    sampling a request's missing fields take. `on_startup`: called once the app serves."""
+
+    def authorize(request: Request) -> None:
+        if api_key is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not given.strip():
+            raise errors.missing_key()
+        if not hmac.compare_digest(given.strip().encode(), api_key.encode()):
+            raise errors.wrong_key()
+
+    def model_entry() -> dict:
+        model = completions.model()
+        return {"id": model.model_id, "object": "model", "created": 0, "owned_by": "hearth",
+                "context_length": model.context_length}
+
+    async def list_models(request: Request) -> Response:
+        authorize(request)
+        return JSONResponse({"object": "list", "data": [model_entry()]})
+
+    async def get_model(request: Request) -> Response:
+        authorize(request)
+        check_model(request.path_params["model"])
+        return JSONResponse(model_entry())
+
+    def check_model(name: str) -> None:
+        served = completions.model().model_id
+        if name != served:
+            raise errors.unknown_model(name, served)
+
+    async def chat(request: Request) -> Response:
+        authorize(request)
+        parsed = parse_chat(await read_body(request), defaults)
+        check_model(parsed.model)
+        return await answer(request, parsed, Job(parsed.params, messages=parsed.messages), ChatShape)
+
+    async def complete(request: Request) -> Response:
+        authorize(request)
+        parsed = parse_completion(await read_body(request), defaults)
+        check_model(parsed.model)
+        return await answer(request, parsed, Job(parsed.params, prompt=parsed.prompt), CompletionShape)
+
+    async def answer(request: Request, parsed: ChatRequest | CompletionRequest, job: Job, shape_type) -> Response:
+        try:
+            reply = Reply(completions, job)
+        except QueueFull as full:
+            raise errors.queue_full(full.waiting) from None
+        shape = shape_type(parsed.model, parsed.include_usage)
+        try:
+            first = await reply.first(request.receive)
+            if isinstance(first, Refused):
+                raise refusal_error(first, "messages" if job.prompt is None else "prompt")
+            if parsed.stream:
+                return StreamingResponse(stream(reply, first, shape), media_type="text/event-stream",
+                                         headers=SSE_HEADERS)
+            text, stats = await reply.collect(first, request.receive)
+        except ClientGone:
+            return Response(status_code=499)  # nobody reads it; uvicorn drops it
+        if finish_reason(stats) is None:
+            raise errors.server_error(failure(stats))
+        return JSONResponse(shape.whole(text, stats))
+
+    async def stream(reply: Reply, first, shape):
+        yield shape.start()
+        async for event in reply.rest(first):
+            yield shape.piece(event) if isinstance(event, str) else shape.end(event)
+
+    async def on_api_error(request: Request, exc: ApiError) -> Response:
+        return exc.response()
+
+    async def on_http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 404:
+            return errors.not_found(request.url.path).response()
+        if exc.status_code == 405:
+            return errors.method_not_allowed(request.method, request.url.path).response()
+        return ApiError(exc.status_code, str(exc.detail)).response()
+
+    async def on_crash(request: Request, exc: Exception) -> Response:
+        log.error("the server failed on %s %s", request.method, request.url.path, exc_info=exc)
+        return errors.server_error(f"Hearth failed on this request: {type(exc).__name__}").response()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        if on_startup is not None:
+            on_startup()
+        yield
+
+    return Starlette(
+        routes=[
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/models/{model:path}", get_model, methods=["GET"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/completions", complete, methods=["POST"]),
+        ],
+        exception_handlers={ApiError: on_api_error, HTTPException: on_http_error, Exception: on_crash},
+        lifespan=lifespan,
+    )
+
+
+def refusal_error(refused: Refused, param: str) -> ApiError:
+    """The status of a job the engine would not start; `param` names what the client sent."""
+    if refused.reason is Refusal.BAD_REQUEST:
+        return errors.bad_request(refused.message, param=param, code="invalid_prompt")
+    if refused.reason is Refusal.CONTEXT:
+        return errors.bad_request(refused.message, param=param, code="context_length_exceeded")
+    if refused.reason is Refusal.UNAVAILABLE:
+        return errors.unavailable(refused.message)
+    return errors.server_error(refused.message)
+
+
+async def read_body(request: Request) -> bytes:
+    """The body, refused with 413 past MAX_BODY_BYTES. An oversized body is still read (and
+    dropped) up to DRAIN_LIMIT: closing on a client that is still sending makes it see a reset
+    connection instead of the 413."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > DRAIN_LIMIT:
+        raise errors.too_large(MAX_BODY_BYTES)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > DRAIN_LIMIT:
+            break
+        if size <= MAX_BODY_BYTES:
+            chunks.append(chunk)
+    if size > MAX_BODY_BYTES:
+        raise errors.too_large(MAX_BODY_BYTES)
+    return b"".join(chunks)
+

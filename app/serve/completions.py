@@ -1,0 +1,91 @@
+"""The seam between the server and whatever runs the model: a `Job` in, events out.
+
+The server (app.py) never touches a Backend: it hands each request to a `Completions` and
+reads what comes back. `hearth serve` implements it with `queue.EngineQueue`, a worker thread
+that owns the Engine. The GUI's "Serve the loaded model" can implement it over the bridge,
+whose engine thread already runs one request at a time: the same jobs then wait in line with
+the GUI's own replies, and never interleave with them.
+
+A job's events, delivered by calling `deliver` from any thread, in this order:
+
+    str          a piece of the reply's text (none or many)
+    ReplyStats   exactly once, last: how the reply ended (CANCELLED when it was cancelled)
+
+or a single `Refused`, when the job could not start: its template failed, the conversation
+does not fit the context, or the server is shutting down. A job is refused before any text,
+so the server can still answer with an error status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol, Union
+
+from ..engine.sampling import SamplingParams
+from ..engine.types import ReplyStats
+
+
+@dataclass(frozen=True)
+class Job:
+    """One reply to write: to a conversation (`messages`, through the model's chat template,
+    its stops and end-of-turn tokens, as the GUI replies) or to raw text (`prompt`, no template)."""
+
+    params: SamplingParams
+    messages: list[dict] | None = None
+    prompt: str | None = None
+
+    def __post_init__(self):
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("a Job has either messages or a prompt")
+
+
+class Refusal(Enum):
+    """Why a job could not start, which decides the status the client gets."""
+
+    BAD_REQUEST = "bad_request"  # the template failed, or raw prompts are not possible: 400
+    CONTEXT = "context"  # the conversation does not fit the model's context: 400
+    UNAVAILABLE = "unavailable"  # the server is shutting down: 503
+    FAILED = "failed"  # the model failed before its first token: 500
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: Refusal
+    message: str  # for the client: what went wrong, in words
+
+
+Event = Union[str, ReplyStats, Refused]
+Deliver = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What GET /v1/models says about the model: its id (what requests must name) and context."""
+
+    model_id: str
+    context_length: int
+
+
+class QueueFull(Exception):
+    """As many jobs wait as the queue takes; `waiting` says how many."""
+
+    def __init__(self, waiting: int):
+        super().__init__(f"{waiting} jobs waiting")
+        self.waiting = waiting
+
+
+class Submission(Protocol):
+    def cancel(self) -> None:
+        """Stop the job: a waiting one leaves the queue, a running one ends at its next token.
+        Its ReplyStats still comes (stop reason CANCELLED). Safe from any thread, at any time."""
+
+
+class Completions(Protocol):
+    def model(self) -> ServedModel:
+        """The model being served."""
+
+    def submit(self, job: Job, deliver: Deliver) -> Submission:
+        """Queue the job; its events go to `deliver`, from whichever thread runs it. Raises
+        QueueFull when the queue is full; a job submitted while shutting down is Refused."""

@@ -1,0 +1,98 @@
+"""A job's events on the event loop, and a client that goes away while it waits.
+
+The worker thread delivers events with `call_soon_threadsafe` into an asyncio queue, so the
+loop never blocks on the engine. Until the reply's first event the client is watched for a
+disconnect (it may wait in the queue, or through a long prompt), and a client that leaves
+cancels its job: a waiting one leaves the queue, a running one stops at its next token. Once
+a stream has started, Starlette's StreamingResponse watches instead, and closing the stream
+cancels the job the same way (`Reply.pieces`' finally).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+
+from starlette.types import Receive
+
+from ..engine.types import ReplyStats
+from .completions import Completions, Event, Job, Refused
+
+
+class ClientGone(Exception):
+    """The client disconnected before its reply started; nobody is left to answer."""
+
+
+class Reply:
+    """One submitted job, read on the event loop. Raises QueueFull from the constructor."""
+
+    def __init__(self, completions: Completions, job: Job):
+        self._loop = asyncio.get_running_loop()
+        self._events: asyncio.Queue[Event] = asyncio.Queue()
+        self._submission = completions.submit(job, self._deliver)
+
+    def _deliver(self, event: Event) -> None:  # on the worker thread
+        try:
+            self._loop.call_soon_threadsafe(self._events.put_nowait, event)
+        except RuntimeError:
+            pass  # the loop has closed: the server stopped, and nobody reads this reply
+
+    def cancel(self) -> None:
+        self._submission.cancel()
+
+    async def first(self, receive: Receive) -> Event:
+        """The first event (a piece, the end, or a Refused), cancelling the job if the client
+        goes away first (ClientGone)."""
+        return await until_disconnect(self._events.get(), receive, self.cancel)
+
+    async def rest(self, first: Event) -> AsyncIterator[str | ReplyStats]:
+        """`first` and the events after it, up to the ReplyStats. If the reader stops early
+        (the client left and Starlette cancelled the stream), the job is cancelled."""
+        event = first
+        try:
+            while True:
+                yield event
+                if isinstance(event, (ReplyStats, Refused)):
+                    return
+                event = await self._events.get()
+        finally:
+            if not isinstance(event, (ReplyStats, Refused)):
+                self.cancel()
+
+    async def collect(self, first: Event, receive: Receive) -> tuple[str, ReplyStats]:
+        """The whole reply's text and its ReplyStats, for a reply that is not streamed."""
+
+        async def read() -> tuple[str, ReplyStats]:
+            pieces = []
+            async for event in self.rest(first):
+                if isinstance(event, str):
+                    pieces.append(event)
+                else:
+                    return "".join(pieces), event
+            raise AssertionError("a reply ends with its ReplyStats")
+
+        return await until_disconnect(read(), receive, self.cancel)
+
+
+async def until_disconnect(work: Awaitable, receive: Receive, on_disconnect) -> object:
+    """`work`'s result, unless the client disconnects first: then `on_disconnect()` and ClientGone.
+
+    The request's body has been read, so the next ASGI message is the disconnect."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    try:
+        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done() and not watcher.done():  # we were cancelled ourselves (shutdown)
+            task.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    on_disconnect()
+    raise ClientGone()
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,120 @@
+"""OpenAI's reply bodies and server-sent-event chunks, for chats and raw completions.
+
+A stream is `data: {chunk}` events and a last `data: [DONE]`. A chat's first chunk carries
+the assistant role, each piece of text one chunk, the last one the finish reason; with
+`stream_options.include_usage` one more chunk follows with empty `choices` and the `usage`,
+as OpenAI sends it. A reply that fails midway ends with an `error` event instead (the status
+line went out with the first chunk), which OpenAI's clients raise as an APIError.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+
+from ..engine.types import ReplyStats, StopReason
+
+DONE = b"data: [DONE]\n\n"
+SHUT_DOWN = "Hearth stopped serving before the reply was finished."
+
+
+def finish_reason(stats: ReplyStats) -> str | None:
+    """OpenAI's finish reason; None for a reply that did not finish (an error, a shutdown)."""
+    if stats.stop_reason in (StopReason.END_OF_TURN, StopReason.STOP_STRING):
+        return "stop"
+    if stats.stop_reason is StopReason.LENGTH:
+        return "length"
+    return None
+
+
+def failure(stats: ReplyStats) -> str:
+    """What to tell a client whose reply did not finish."""
+    return stats.error or SHUT_DOWN
+
+
+def usage(stats: ReplyStats) -> dict:
+    completion = stats.completion_tokens or 0
+    return {"prompt_tokens": stats.prompt_tokens, "completion_tokens": completion,
+            "total_tokens": stats.prompt_tokens + completion}
+
+
+def event(data: dict) -> bytes:
+    return b"data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+
+
+def error_event(message: str) -> bytes:
+    return event({"error": {"message": message, "type": "server_error", "param": None, "code": None}})
+
+
+class _Shape:
+    """One reply's id, time and model, shared by all its chunks."""
+
+    object_name: str  # a whole reply's "object"
+    chunk_object: str  # a stream chunk's
+    id_prefix: str
+
+    def __init__(self, model_id: str, include_usage: bool):
+        self.id = self.id_prefix + secrets.token_hex(12)
+        self.created = int(time.time())
+        self.model_id = model_id
+        self.include_usage = include_usage
+
+    def _chunk(self, choices: list[dict], **extra) -> bytes:
+        return event({"id": self.id, "object": self.chunk_object, "created": self.created,
+                      "model": self.model_id, "choices": choices, **extra})
+
+    def end(self, stats: ReplyStats) -> bytes:
+        """The chunks after the last piece: the finish reason, the usage if asked, [DONE]."""
+        reason = finish_reason(stats)
+        if reason is None:
+            return error_event(failure(stats))
+        last = self._chunk([self._choice_end(reason)])
+        if self.include_usage:
+            last += self._chunk([], usage=usage(stats))
+        return last + DONE
+
+    def _choice_end(self, reason: str) -> dict:
+        raise NotImplementedError
+
+
+class ChatShape(_Shape):
+    object_name = "chat.completion"
+    chunk_object = "chat.completion.chunk"
+    id_prefix = "chatcmpl-"
+
+    def start(self) -> bytes:
+        return self._chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                             "finish_reason": None}])
+
+    def piece(self, text: str) -> bytes:
+        return self._chunk([{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}])
+
+    def _choice_end(self, reason: str) -> dict:
+        return {"index": 0, "delta": {}, "logprobs": None, "finish_reason": reason}
+
+    def whole(self, text: str, stats: ReplyStats) -> dict:
+        return {"id": self.id, "object": self.object_name, "created": self.created, "model": self.model_id,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+                             "finish_reason": finish_reason(stats)}],
+                "usage": usage(stats)}
+
+
+class CompletionShape(_Shape):
+    object_name = "text_completion"
+    chunk_object = "text_completion"  # OpenAI's completion chunks are named as whole replies
+    id_prefix = "cmpl-"
+
+    def start(self) -> bytes:
+        return b""
+
+    def piece(self, text: str) -> bytes:
+        return self._chunk([{"index": 0, "text": text, "logprobs": None, "finish_reason": None}])
+
+    def _choice_end(self, reason: str) -> dict:
+        return {"index": 0, "text": "", "logprobs": None, "finish_reason": reason}
+
+    def whole(self, text: str, stats: ReplyStats) -> dict:
+        return {"id": self.id, "object": self.object_name, "created": self.created, "model": self.model_id,
+                "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason(stats)}],
+                "usage": usage(stats)}

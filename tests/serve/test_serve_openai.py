@@ -1,0 +1,167 @@
+"""`hearth serve` on the real Gemma, read by the official `openai` client as any program would.
+
+One server for the module (`--max-waiting 2`). Replies are short (a few to a few dozen tokens)
+so the module takes seconds beyond the model's load; the reply that must run long (the one a
+client walks away from) asks for thousands of tokens and is cut short by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+from served import ROOT, Served
+
+MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Write two sentences about the sea."}]
+LONG = 4000  # tokens: a reply that would run for a minute if nothing stopped it
+
+
+@pytest.fixture(scope="module")
+def served(gemma_path):
+    server = Served(gemma_path, "--max-waiting", "2")
+    yield server
+    assert server.stop() == 0, server.stderr
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=60) as client:
+        yield client
+
+
+def chat(client, served, **kwargs):
+    return client.chat.completions.create(model=served.model_id, **{"messages": MESSAGES, **kwargs})
+
+
+def streamed(client, served, **kwargs) -> tuple[str, list]:
+    chunks = list(chat(client, served, stream=True, **kwargs))
+    return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices), chunks
+
+
+def hearth(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def test_the_model_list_names_the_served_file(client, served, gemma_path):
+    models = client.models.list().data
+    assert [m.id for m in models] == [gemma_path.name]
+    assert client.models.retrieve(gemma_path.name).id == gemma_path.name
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-4o")
+
+
+def test_a_reply_says_why_it_ended_and_what_it_cost(client, served):
+    reply = chat(client, served, max_tokens=8, seed=1)
+    choice = reply.choices[0]
+    assert choice.finish_reason == "length" and choice.message.role == "assistant" and choice.message.content
+    assert reply.usage.completion_tokens == 8
+    assert reply.usage.prompt_tokens > 10
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + 8
+    assert reply.model == served.model_id and reply.id.startswith("chatcmpl-")
+
+
+def test_a_streamed_reply_is_the_same_reply_with_usage_last_when_asked(client, served):
+    whole = chat(client, served, max_tokens=12, seed=2)
+    text, chunks = streamed(client, served, max_tokens=12, seed=2, stream_options={"include_usage": True})
+    assert text == whole.choices[0].message.content
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-2].choices[0].finish_reason == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 12
+    assert chunks[-1].usage.prompt_tokens == whole.usage.prompt_tokens
+    assert len({c.id for c in chunks}) == 1
+    _, unasked = streamed(client, served, max_tokens=3, seed=2)
+    assert all(c.usage is None for c in unasked) and unasked[-1].choices[0].finish_reason == "length"
+
+
+def test_a_stop_string_ends_the_reply_before_it(client, served):
+    full = chat(client, served, max_tokens=24, seed=3).choices[0].message.content
+    words = full.split()
+    stop = next(w for w in words[2:] if full.index(w) > 0)  # a word well inside the reply
+    before = full[:full.index(stop)]
+    reply = chat(client, served, max_tokens=24, seed=3, stop=[stop, "never appears"])
+    assert reply.choices[0].message.content == before
+    assert reply.choices[0].finish_reason == "stop"
+    text, chunks = streamed(client, served, max_tokens=24, seed=3, stop=stop)
+    assert text == before and chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_a_raw_completion_continues_the_text_without_the_chat_template(client, served):
+    prompt = "The capital of France is"
+    reply = client.completions.create(model=served.model_id, prompt=prompt, max_tokens=6, temperature=0)
+    assert reply.choices[0].finish_reason == "length" and reply.usage.completion_tokens == 6
+    assert reply.usage.prompt_tokens <= 8  # BOS and the text's own tokens: no turn markers
+    parts = client.completions.create(model=served.model_id, prompt=prompt, max_tokens=6, temperature=0, stream=True)
+    assert "".join(c.choices[0].text for c in parts if c.choices) == reply.choices[0].text
+    # The chat template is back for the next chat.
+    as_chat = chat(client, served, messages=[{"role": "user", "content": prompt}], max_tokens=1, seed=1)
+    assert as_chat.usage.prompt_tokens > reply.usage.prompt_tokens + 4
+
+
+def test_a_served_reply_is_byte_identical_to_hearth_chat(client, served, gemma_path):
+    args = ["--seed", "42", "--max-tokens", "40"]
+    local = hearth("chat", str(gemma_path), MESSAGES[1]["content"], "--system", MESSAGES[0]["content"], *args)
+    reply = chat(client, served, seed=42, max_tokens=40)
+    assert (reply.choices[0].message.content + "\n").encode() == local.stdout
+    # And Hearth as the client of Hearth as the server (RemoteBackend, as the GUI's remote models).
+    remote = hearth("chat", "--server", served.base_url, served.model_id, MESSAGES[1]["content"],
+                    "--system", MESSAGES[0]["content"], *args, "--stats", "json")
+    assert remote.stdout == local.stdout
+    stats = json.loads(remote.stderr.decode().strip().splitlines()[-1])
+    assert stats["completion_tokens"] == reply.usage.completion_tokens
+
+
+def test_concurrent_requests_wait_their_turn_and_never_interleave(client, served):
+    prompts = ["Name three rivers.", "Describe a cat.", "What is rain?"]
+    alone = [chat(client, served, messages=[{"role": "user", "content": p}], max_tokens=16, seed=7)
+             .choices[0].message.content for p in prompts]
+    together: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def ask(index: int) -> None:
+        try:
+            text, _ = streamed(client, served, messages=[{"role": "user", "content": prompts[index]}],
+                               max_tokens=16, seed=7)
+            together[index] = text
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(prompts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors
+    assert [together[i] for i in range(len(prompts))] == alone
+
+
+def test_a_client_that_walks_away_stops_its_reply_and_the_next_is_served_at_once(client, served):
+    start = time.monotonic()
+    chat(client, served, max_tokens=4, seed=1)
+    baseline = time.monotonic() - start
+    # Streaming: leave after a few pieces.
+    stream = chat(client, served, max_tokens=LONG, seed=1, stream=True)
+    for _, _ in zip(range(3), stream):
+        pass
+    stream.close()
+    start = time.monotonic()
+    assert chat(client, served, max_tokens=4, seed=1, timeout=10).usage.completion_tokens == 4
+    assert time.monotonic() - start < baseline + 2.0
+    # Waiting in the queue: a client that gives up before its turn is not served later.
+    running = chat(client, served, max_tokens=LONG, seed=1, stream=True)
+    next(iter(running))
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{served.base_url}/chat/completions", timeout=0.5,
+                   json={"model": served.model_id, "messages": MESSAGES, "max_tokens": LONG})
+    running.close()
+    start = time.monotonic()
+    assert chat(client, served, max_tokens=4, seed=1, timeout=10).usage.completion_tokens == 4
+    assert time.monotonic() - start < baseline + 2.0
