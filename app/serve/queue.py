@@ -125,37 +125,38 @@ class EngineQueue:
                     return
                 ticket = self._running = self._waiting.popleft()
             try:
-                self._serve(ticket)
+                last = self._serve(ticket)
             finally:
                 with self._changed:
                     self._running = None
+            # Only now: a client that sends its next request on reading this must find the
+            # engine free, or a queue with no room to wait would answer it 429.
+            ticket.deliver(last)
 
-    def _serve(self, ticket: _Ticket) -> None:
-        job, deliver = ticket.job, ticket.deliver
+    def _serve(self, ticket: _Ticket) -> ReplyStats | Refused:
+        """Run the job, delivering its pieces; its last event (the ReplyStats, or why it could
+        not start) is returned for `_work` to deliver once the engine is free."""
+        job = ticket.job
         try:
             self._use_raw_template(job.prompt is not None)
             messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
             events = iter(self._backend.stream(messages, job.params, ticket.cancelled))
-            first = next(events)  # a Backend may raise at the call or at the first event
+            event = next(events)  # a Backend may raise at the call or at the first event
         except TemplateError as exc:
-            deliver(Refused(Refusal.BAD_REQUEST, str(exc)))
-            return
+            return Refused(Refusal.BAD_REQUEST, str(exc))
         except ContextFullError as exc:
-            deliver(Refused(Refusal.CONTEXT, str(exc)))
-            return
+            return Refused(Refusal.CONTEXT, str(exc))
         except Exception as exc:
             log.exception("a served reply failed to start")
-            deliver(Refused(Refusal.FAILED, f"The model failed before its first token: {exc}"))
-            return
-        deliver(first)
-        if isinstance(first, ReplyStats):
-            return
+            return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
         try:
-            for event in events:
-                deliver(event)
+            while not isinstance(event, ReplyStats):
+                ticket.deliver(event)
+                event = next(events)
         except Exception as exc:  # the Backend contract says never; a client still gets an end
             log.exception("a served reply failed")
-            deliver(ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}"))
+            return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
+        return event
 
     def _use_raw_template(self, raw: bool) -> None:
         if raw != self._raw_template:
