@@ -75,9 +75,11 @@ class EngineQueue:
         ticket = _Ticket(self, job, deliver)
         with self._changed:
             if not self._closed:
-                idle = self._running is None and not self._waiting
-                if not idle and len(self._waiting) >= self._max_waiting:
-                    raise QueueFull(len(self._waiting))
+                # One job runs (or is about to: the worker may not have taken it yet); the
+                # others wait, at most max_waiting of them.
+                taken = len(self._waiting) + (self._running is not None)
+                if taken > self._max_waiting:
+                    raise QueueFull(taken - 1)
                 self._waiting.append(ticket)
                 self._changed.notify()
                 return ticket

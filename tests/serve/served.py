@@ -53,15 +53,22 @@ class Served:
     def running(self) -> bool:
         return self._process.poll() is None
 
+    def send(self, sig: int) -> None:
+        self._process.send_signal(sig)
+
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Send `sig` and wait for the process; its exit status."""
         if self._process.poll() is None:
             self._process.send_signal(sig)
+        return self.wait(sig)
+
+    def wait(self, sig: int | None = None) -> int:
+        """Wait for the process to end (after `sig`, if the caller sent one); its exit status."""
         try:
             return self._process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-            raise AssertionError(f"hearth serve did not stop within {STOP_TIMEOUT_S} s of {sig!r}") from None
+            raise AssertionError(f"hearth serve did not stop within {STOP_TIMEOUT_S} s (signal: {sig!r})") from None
         finally:
             self._process.stdout.close()
