@@ -1,8 +1,9 @@
 """The main window: conversations (left), the chat (centre), model and parameters (right).
 
 The window lays out widgets and wires them to the owner objects it is given: the open
-conversation (`ChatSession`), the model (`ModelSession`) and the downloads (`DownloadManager`),
-which outlive it. It holds no chat or model logic of its own and never touches llama.cpp.
+conversation (`ChatSession`), the model (`ModelSession`), the downloads (`DownloadManager`)
+and the saved servers (`RemoteServers`), which outlive it. It holds no chat or model logic of
+its own and never touches llama.cpp.
 
 A reply goes on being written when another conversation is opened; opening its conversation
 again shows it as far as it got, still streaming. A message sent while the model loads, or
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 from ..context_use import ContextUse
 from ..download_manager import DownloadManager
 from ..model_session import ModelSession
+from ..remote_servers import RemoteServers
 from ..session import ChatSession, FinishedReply
 from ..settings import Settings
 from ..store import Conversation, StoredMessage, StoreError, shorten
@@ -65,7 +67,9 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
 
     importFinished = Signal(object)
 
-    def __init__(self, models: ModelSession, session: ChatSession, settings: Settings, downloads: DownloadManager):
+    def __init__(self, models: ModelSession, session: ChatSession, settings: Settings, downloads: DownloadManager,
+                 servers: RemoteServers | None = None):
+        """`servers`: the saved remote servers; None gives the window its own over `settings`."""
         super().__init__()
         self.setWindowTitle("Hearth")
         self.models = models
@@ -73,6 +77,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self.downloads = downloads
         self.store = session.store
         self.settings = settings
+        self.servers = servers if servers is not None else RemoteServers(settings, self)
         self._get_models_dialog = None
         self._imports_running = 0  # imports on worker threads, each with its own connection
         self._model_names: dict[str, str] = {}  # a reply's recorded model (its file name) -> the model's own name
@@ -85,7 +90,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self.chat_header = ChatHeader()
         self.chat = ChatView()
         self.composer = Composer()
-        self.picker = ModelPicker(settings)
+        self.picker = ModelPicker(settings, self.servers)
         self.parameters = ParametersPanel(models)
         self.parameters.set_gpu_available(models.gpu_available)
 
@@ -169,6 +174,8 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self._action(file_menu, "New chat", self.new_chat, SHORTCUTS["new_chat"])
         self._action(file_menu, "Add model file…", self.picker.add_model_file, SHORTCUTS["add_model"])
         self._action(file_menu, "Add model folder…", self.picker.add_folder)
+        self._action(file_menu, "Add server…", self.picker.add_server,
+                     tip="Use the models of an OpenAI-compatible server")
         self._action(file_menu, "Get models from Hugging Face…", self.show_get_models, SHORTCUTS["get_models"])
         file_menu.addSeparator()
         self._action(file_menu, "Import conversation…", self.import_conversation)
@@ -252,11 +259,11 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
 
         self.downloads.modelDownloaded.connect(self.picker.rescan)
-        self.picker.modelChosen.connect(models.load)
+        self.picker.modelChosen.connect(self.load_chosen)
         self.picker.loadCancelRequested.connect(models.cancel_load)
         self.picker.unloadRequested.connect(models.unload)
         self.picker.scanFinished.connect(self._on_models_found)
-        self.chat_header.modelChosen.connect(models.load)
+        self.chat_header.modelChosen.connect(self.load_chosen)
         models.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
         models.templateFailed.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         models.loadStarted.connect(self.on_load_started)
@@ -287,7 +294,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         """Why a message cannot be sent now but can soon, or None."""
         loading = self.models.loading
         if loading is not None:
-            name = self.model_name(loading.settings_key)
+            name = self.model_name(loading.record_name)
             return f"Will send when {name} has loaded."
         reply_in = self.session.reply_conversation_id
         if reply_in is not None and reply_in != self.session.conversation_id:
@@ -363,7 +370,8 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
             self.context_label.setText("")
             return
         about = "≈" if use.estimated else ""
-        self.context_label.setText(f"Context {about}{use.tokens:,} / {current.n_ctx:,}")
+        limit = f" / {current.n_ctx:,}" if current.n_ctx else ""  # a server may not say its context length
+        self.context_label.setText(f"Context {about}{use.tokens:,}{limit}")
 
     @reports_store_errors
     def load_earlier_messages(self) -> None:

@@ -1,10 +1,13 @@
-"""The model list's data: one row per GGUF file the scan found, what each cell says, how it sorts.
+"""The model list's data: one row per GGUF file the scan found, then one per model each saved
+server lists (or one for a server that could not be listed); what each cell says, how it sorts.
 
 Kept apart from the view (`model_table_view.py`) and the picker widget so it can be tested and
 re-filled without touching widgets. Several files often carry the same internal name (one
 model in three quantizations), so every row also knows its file name (`FILE_ROLE`), which the
-name column shows under the name. Sorting goes through `SORT_ROLE`: the real numbers (sizes,
-parameter counts, context lengths), not their display strings, where "4.9 GB" < "253 MB".
+name column shows under the name; a remote row shows "remote · <server>" there, and is marked
+(`REMOTE_ROLE`) for the view's server icon. Sorting goes through `SORT_ROLE`: the real numbers
+(sizes, parameter counts, context lengths), not their display strings, where "4.9 GB" < "253 MB".
+What a remote row shows is `remote_rows.py`'s.
 """
 
 from __future__ import annotations
@@ -17,15 +20,33 @@ from PySide6.QtGui import QFont, QGuiApplication
 
 from ..engine.templates import fallback_name
 from ..engine.text import printable
+from ..engine.types import LocalModel, ModelSource, RemoteModel
 from ..library import scan
 from ..library.scan import ModelEntry
+from . import remote_rows
 from .colors import muted_color
+from .remote_rows import RemoteEntry
 from .tooltips import plain_tooltip
 
 FILE_ROLE = Qt.UserRole  # the row's file name, as Qt can show it
 SORT_ROLE = Qt.UserRole + 1  # the value a column sorts by
 UNUSABLE_ROLE = Qt.UserRole + 2  # why the row's file can't be used, or None
+REMOTE_ROLE = Qt.UserRole + 3  # True for a server's row
 UNKNOWN = -1  # sorts a file with no figure (it can't be read) before every real one
+
+Row = ModelEntry | RemoteEntry
+RowKey = Path | str  # a file's resolved path, or a remote row's key
+
+
+def row_key(item: Row | ModelSource | Path) -> RowKey:
+    """One identity for a row and for what it loads: a file however it was reached (a link,
+    the Hugging Face cache's snapshot names), a server's model by its address and id."""
+    if isinstance(item, RemoteEntry):
+        return item.key
+    if isinstance(item, RemoteModel):
+        return item.settings_key
+    path = item.path if isinstance(item, (ModelEntry, LocalModel)) else Path(item)
+    return scan.resolved(path)
 
 
 def format_parameters(count: int) -> str:
@@ -82,33 +103,51 @@ def shown_path(entry: ModelEntry) -> str:
 
 
 class ModelTableModel(QAbstractTableModel):
-    """Scan results as table rows; unusable files are muted, marked ⚠, with their reason."""
+    """Scan results and server listings as table rows; unusable files and servers are muted,
+    marked ⚠, with their reason."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._entries: list[ModelEntry] = []
-        self._keys: list[Path] = []  # each entry's resolved path: data() compares it per cell
-        self._current: Path | None = None
+        self._local: list[ModelEntry] = []
+        self._remote: list[RemoteEntry] = []
+        self._entries: list[Row] = []  # the files, then the servers' rows
+        self._keys: list[RowKey] = []  # each row's key: data() compares it per cell
+        self._current: RowKey | None = None
 
     def set_entries(self, entries: list[ModelEntry]) -> None:
+        """The files the scan found."""
+        self._local = list(entries)
+        self._fill()
+
+    def set_remote(self, entries: list[RemoteEntry]) -> None:
+        """The servers' rows."""
+        self._remote = list(entries)
+        self._fill()
+
+    def _fill(self) -> None:
         self.beginResetModel()
-        self._entries = list(entries)
-        self._keys = [scan.resolved(entry.path) for entry in self._entries]
+        self._entries = [*self._local, *self._remote]
+        self._keys = [row_key(entry) for entry in self._entries]
         self.endResetModel()
 
     def entries(self) -> list[ModelEntry]:
-        return list(self._entries)
+        """The files (a server's rows: `remote_entries`)."""
+        return list(self._local)
 
-    def entry(self, row: int) -> ModelEntry:
+    def remote_entries(self) -> list[RemoteEntry]:
+        return list(self._remote)
+
+    def entry(self, row: int) -> Row:
         return self._entries[row]
 
-    def row_of(self, path: Path) -> int | None:
-        wanted = scan.resolved(Path(path))
+    def row_of(self, item: Row | ModelSource | Path) -> int | None:
+        """The row of a file (by path or source), or of a server's model or server."""
+        wanted = row_key(item)
         return next((row for row, key in enumerate(self._keys) if key == wanted), None)
 
-    def set_current(self, path: Path | None) -> None:
+    def set_current(self, current: ModelSource | Path | None) -> None:
         """Mark the loaded model (bold), so the list shows which one the chat is using."""
-        self._current = scan.resolved(Path(path)) if path else None
+        self._current = row_key(current) if current is not None else None
         if self._entries:
             self.dataChanged.emit(self.index(0, 0), self.index(len(self._entries) - 1, len(Column) - 1), [Qt.FontRole])
 
@@ -131,23 +170,28 @@ class ModelTableModel(QAbstractTableModel):
         if not index.isValid():
             return None
         entry, column = self._entries[index.row()], Column(index.column())
+        remote = isinstance(entry, RemoteEntry)
         if role == Qt.DisplayRole:
-            return _cell_text(entry, column)
+            return _remote_cell_text(entry, column) if remote else _cell_text(entry, column)
         if role == SORT_ROLE:
-            return _sort_key(entry, column)
+            return _remote_sort_key(entry, column) if remote else _sort_key(entry, column)
         if role == FILE_ROLE:
-            return file_name(entry)
+            return entry.location if remote else file_name(entry)
         if role == UNUSABLE_ROLE:
             return entry.error
+        if role == REMOTE_ROLE:
+            return remote
         if role == Qt.ToolTipRole:
-            return _tooltip(entry, column)
+            return remote_rows.tooltip(entry) if remote else _tooltip(entry, column)
         if role == Qt.AccessibleTextRole and column == Column.NAME:
+            if remote:
+                return remote_rows.accessible_text(entry)
             # What a screen reader says for the row's first cell: the name, the file, and the
             # marker that sighted users see as ⚠.
             text = f"{entry.name}, file {file_name(entry)}" if entry.usable else file_name(entry)
             return text if entry.usable else f"{text}, can't be used"
         if role == Qt.AccessibleDescriptionRole and not entry.usable:
-            return f"This file can't be loaded: {entry.error}"
+            return entry.error if remote else f"This file can't be loaded: {entry.error}"
         if role == Qt.ForegroundRole and not entry.usable:
             return muted_color(QGuiApplication.palette())
         if role == Qt.FontRole and self._current is not None and self._keys[index.row()] == self._current:
@@ -191,6 +235,33 @@ def _cell_text(entry: ModelEntry, column: Column) -> str:
     if column == Column.CONTEXT:
         return f"{info.context_length:,}" if info.context_length else "?"
     return "✓" if info.has_chat_template else "fallback"
+
+
+def _remote_cell_text(entry: RemoteEntry, column: Column) -> str:
+    if column == Column.NAME:
+        return entry.name
+    if column == Column.FOLDER:
+        return entry.server_name
+    if not entry.usable:
+        return "⚠ can't be used" if column == Column.ARCHITECTURE else ""
+    if column == Column.ARCHITECTURE:
+        return "remote"
+    if column == Column.CONTEXT:
+        return remote_rows.context_text(entry)
+    if column == Column.TEMPLATE:
+        return "server"
+    return remote_rows.NOT_GIVEN  # parameters, quantization, size: the server's business
+
+
+def _remote_sort_key(entry: RemoteEntry, column: Column) -> float | str:
+    """As `_sort_key`: a remote row has no size or parameter count (it sorts as unknown)."""
+    if column == Column.NAME:
+        return f"{entry.name.casefold()}\t{entry.location.casefold()}"
+    if column in (Column.SIZE, Column.PARAMETERS):
+        return float(UNKNOWN)
+    if column == Column.CONTEXT:
+        return float(entry.model.context_length or UNKNOWN if entry.model else UNKNOWN)
+    return _remote_cell_text(entry, column).casefold()
 
 
 def _sort_key(entry: ModelEntry, column: Column) -> float | str:

@@ -4,7 +4,9 @@
   panel); the name column always stays, and it shows two lines: the model's name and, under
   it, its file name, since one model often comes as several files with the same name.
 * A file that can't be used carries a ⚠ marker in the name column, so it is marked at any
-  width (the "⚠ can't be used" column is among the first to go when the panel narrows).
+  width (the "⚠ can't be used" column is among the first to go when the panel narrows); so
+  does a server that can't be listed. A server's model carries the style's network icon, and
+  "remote · <server>" as its second line.
 * Tab leaves the table (Qt's default moves between cells, a trap for keyboard users), and
   Enter or Return activates the current row, as a double-click does.
 """
@@ -18,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from .colors import muted_color
-from .model_table import FILE_ROLE, UNUSABLE_ROLE, Column
+from .model_table import FILE_ROLE, REMOTE_ROLE, UNUSABLE_ROLE, Column
 from .row_tables import as_row_list
 
 _LINE_GAP = 1
@@ -30,15 +32,25 @@ def _second_line(index: QModelIndex) -> str:
     return f"Can't be used: {reason}" if reason is not None else index.data(FILE_ROLE) or ""
 
 
+def _marker(index: QModelIndex) -> QStyle.StandardPixmap | None:
+    """The icon before a row's name: ⚠ for one that can't be used, a network drive for a
+    server's model, none for a usable file."""
+    if index.data(UNUSABLE_ROLE) is not None:
+        return QStyle.StandardPixmap.SP_MessageBoxWarning
+    return QStyle.StandardPixmap.SP_DriveNetIcon if index.data(REMOTE_ROLE) else None
+
+
 class NameDelegate(QStyledItemDelegate):
-    """Paints the name cell: a ⚠ for an unusable file, the name, and the file name under it
-    (or, for an unusable file, why it can't be used)."""
+    """Paints the name cell: a ⚠ for an unusable file or server (a network icon for a server's
+    model), the name, and the file name under it (or where a remote model runs, or why a row
+    can't be used)."""
 
     def initStyleOption(self, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         super().initStyleOption(option, index)
-        if index.data(UNUSABLE_ROLE) is not None:
+        marker = _marker(index)
+        if marker is not None:
             style = option.widget.style() if option.widget else QApplication.style()
-            option.icon = style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+            option.icon = style.standardIcon(marker)
             option.features |= QStyleOptionViewItem.ViewItemFeature.HasDecoration
             option.decorationSize = QSize(option.fontMetrics.height(), option.fontMetrics.height())
 
@@ -78,7 +90,7 @@ class NameDelegate(QStyledItemDelegate):
         self.initStyleOption(opt, index)
         hint = super().sizeHint(option, index)
         file_width = option.fontMetrics.horizontalAdvance(index.data(FILE_ROLE) or "")  # a reason may elide
-        icon = opt.decorationSize.width() + 4 if index.data(UNUSABLE_ROLE) is not None else 0
+        icon = opt.decorationSize.width() + 4 if _marker(index) is not None else 0
         width = max(hint.width(), file_width + icon + 12)
         return QSize(width, max(hint.height(), 2 * opt.fontMetrics.height() + _LINE_GAP + 6))
 

@@ -6,6 +6,12 @@ settingsChanged signal brings the values back here. The panel stores nothing its
 
 Every control's range comes from `sampling.BOUNDS`, the ranges `SamplingParams` accepts, so
 the panel cannot produce parameters the engine would reject.
+
+For a model on a remote server the system prompt and sampling apply as for a file, but the
+server chooses the context length, GPU layers and threads and applies its own chat template:
+those controls are off, and say so. Which sampling fields a server obeys cannot be asked, so a
+note names llama.cpp's extensions (other servers may ignore them) and the fields this server
+is not sent (remote_request.py), whose controls are off.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.modelfile import ModelInfo
+from ..engine.remote_request import REMOTE_EXTENSION_FIELDS
 from ..engine.sampling import BOUNDS, PRESETS, SamplingParams
 from ..engine.templates import fallback_name
 from ..engine.types import ModelDescription, ModelSettings
@@ -44,6 +51,33 @@ MAX_GPU_LAYERS = 999  # when the file does not say how many layers it has
 MAX_CPU_THREADS = os.cpu_count() or 64  # more threads than CPUs only slows llama.cpp down
 NO_GPU_REASON = "This build of llama.cpp has no GPU offload, so the model runs on the CPU."
 RELOAD_NOTICE = "Takes effect when the model is reloaded."
+SERVER_CHOOSES = "Chosen by the server: context length, GPU layers and CPU threads."
+SERVER_TEMPLATE_TEXT = "The server applies its own chat template"
+# The sampling controls' labels, by SamplingParams field: the remote note names fields by them.
+FIELD_LABELS = {
+    "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p", "min_p": "Min-p",
+    "repeat_penalty": "Repeat penalty", "repeat_last_n": "Penalty window", "presence_penalty": "Presence penalty",
+    "frequency_penalty": "Frequency penalty", "max_tokens": "Max length", "stop": "Stop at", "seed": "Seed",
+}
+
+
+def remote_fields_note(unsent: tuple[str, ...]) -> str:
+    """What the sampling box says for a remote model: which fields are llama.cpp's extensions
+    (obeyed by llama.cpp's servers, partly by vLLM, perhaps ignored by others), and which
+    this server is not sent at all."""
+    def names(fields: list[str]) -> str:
+        labels = [FIELD_LABELS.get(field, field) for field in fields]
+        return " and ".join(filter(None, [", ".join(labels[:-1]), labels[-1]]))
+
+    extensions = [field for field in REMOTE_EXTENSION_FIELDS if field not in unsent]
+    parts = []
+    if len(extensions) == 1:
+        parts.append(f"{names(extensions)} is a llama.cpp/vLLM extension: other servers may ignore it.")
+    elif extensions:
+        parts.append(f"{names(extensions)} are llama.cpp/vLLM extensions: other servers may ignore them.")
+    if unsent:
+        parts.append(f"Not sent to this server: {names(list(unsent))}.")
+    return " ".join(parts)
 
 
 class ParametersPanel(QWidget):
@@ -55,6 +89,7 @@ class ParametersPanel(QWidget):
         self._updating = False  # set while controls are filled in by code, not by the user
         self._handing_over = False  # set while the user's edit goes to the session
         self._info: ModelInfo | None = None
+        self._description: ModelDescription | None = None
         self._template_override: str | None = None
         self._logit_bias: dict[int, float] = {}
 
@@ -90,6 +125,7 @@ class ParametersPanel(QWidget):
         self.show_settings(models.settings)
         self._show_model(models.current)
         models.modelLoaded.connect(self._show_model)
+        models.descriptionChanged.connect(self._show_model)  # a server refused some fields
         models.modelUnloaded.connect(lambda: self._show_model(None))
         models.settingsChanged.connect(self.show_settings)
         self.reload_notice.setVisible(models.reload_needed)
@@ -140,9 +176,11 @@ class ParametersPanel(QWidget):
              "Like the presence penalty, but stronger the more often a word was used. 0 is off; "
              "0.1–1 is typical.")
 
+        self.remote_note = _note()  # for a remote model: which fields a server may ignore
+        form.add_wide(self.remote_note)
+
         self.preset.activated.connect(self._apply_preset)
-        for spin in (self.temperature, self.top_k, self.top_p, self.min_p, self.repeat_penalty,
-                     self.repeat_last_n, self.presence_penalty, self.frequency_penalty):
+        for spin in self._sampling_fields().values():
             spin.valueChanged.connect(self._on_params_edited)
 
     def _build_reply(self) -> None:
@@ -202,10 +240,8 @@ class ParametersPanel(QWidget):
         self.gpu_layers.setValue(-1)
         self.cpu_threads = _int(0, MAX_CPU_THREADS, 1)
         self.cpu_threads.setSpecialValueText("Automatic")
-        self.gpu_reason = QLabel(NO_GPU_REASON)
-        self.gpu_reason.setWordWrap(True)
-        set_tone(self.gpu_reason, Tone.MUTED)
-        self.gpu_reason.hide()
+        self.gpu_reason = _note(NO_GPU_REASON)
+        self.server_note = _note(SERVER_CHOOSES)
         self.template_label = QLabel()
         self.template_label.setWordWrap(True)
         self.template_button = QPushButton("Edit…")
@@ -248,6 +284,7 @@ class ParametersPanel(QWidget):
              "Automatic: one per physical core, as llama.cpp's own tools do; the status bar "
              "shows the number in use. On a CPU with efficiency cores, the performance-core "
              "count can be faster.")
+        form.add_field(self.server_note)
         self._row(form, "Chat template", self.template_button,
              "The format that turns the conversation into the text the model reads.", Qt.AlignLeft)
         form.add_field(self.template_label)  # under the button: a long name wraps in the field's width
@@ -259,6 +296,12 @@ class ParametersPanel(QWidget):
         self.cpu_threads.valueChanged.connect(self._on_model_edited)
         self.template_button.clicked.connect(lambda _checked=False: self.edit_template())
         self.reload_button.clicked.connect(lambda _checked=False: self._models.reload())
+
+    def _sampling_fields(self) -> dict[str, QAbstractSpinBox]:
+        """The sampling controls by SamplingParams field."""
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p, "min_p": self.min_p,
+                "repeat_penalty": self.repeat_penalty, "repeat_last_n": self.repeat_last_n,
+                "presence_penalty": self.presence_penalty, "frequency_penalty": self.frequency_penalty}
 
     def _row(self, form: FormGrid, label: str, field: QWidget, tip: str,
              alignment: Qt.AlignmentFlag = Qt.AlignmentFlag(0)) -> None:
@@ -367,12 +410,13 @@ class ParametersPanel(QWidget):
     def set_gpu_available(self, available: bool) -> None:
         """Without GPU offload the layer count means nothing, so it is off and says why."""
         self._gpu_available = available
-        self.gpu_layers.setEnabled(available and self._info is not None)
-        self.gpu_reason.setVisible(not available)
+        self._enable_model_fields()
 
     def _show_model(self, description: ModelDescription | None) -> None:
         """The loaded model's name, and the ranges its file allows (its context length and
-        layer count); the template editor starts from its template."""
+        layer count); the template editor starts from its template. For a server's model, what
+        the server decides is off and says so."""
+        self._description = description
         info = self._info = description.info if description else None
         self._updating = True
         try:
@@ -384,14 +428,30 @@ class ParametersPanel(QWidget):
         name = description.record_name if description else None
         self.model_name.setText(name or "No model loaded")
         self.model_name.setToolTip(name or "")
-        # The fields wait for a model; the labels, its name ("No model loaded") and the GPU note
-        # stay readable (a disabled box greys them all, below the contrast text needs).
-        for field in (self.system_prompt_edit, self.n_ctx, self.cpu_threads, self.template_button):
-            field.setEnabled(info is not None)
-        self.gpu_layers.setEnabled(self._gpu_available and info is not None)
+        self._enable_model_fields()
         self.template_label.setText(self._template_description())
 
+    def _enable_model_fields(self) -> None:
+        """The fields wait for a model; the labels, its name ("No model loaded") and the notes
+        stay readable (a disabled box greys them all, below the contrast text needs)."""
+        description = self._description
+        remote = description is not None and description.is_remote
+        local = self._info is not None  # a file's header: what the load settings apply to
+        self.system_prompt_edit.setEnabled(description is not None)
+        for field in (self.n_ctx, self.cpu_threads, self.template_button):
+            field.setEnabled(local)
+        self.gpu_layers.setEnabled(self._gpu_available and local)
+        self.gpu_reason.setVisible(not self._gpu_available and not remote)
+        self.server_note.setVisible(remote)
+        unsent = description.unsent_fields if description is not None else ()
+        for field, spin in self._sampling_fields().items():
+            spin.setEnabled(field not in unsent)
+        self.remote_note.setText(remote_fields_note(unsent) if remote else "")
+        self.remote_note.setVisible(remote)
+
     def _template_description(self) -> str:
+        if self._description is not None and self._description.is_remote:
+            return SERVER_TEMPLATE_TEXT
         if self._template_override:
             return "Your edited one"
         if self._info is None:
@@ -426,6 +486,15 @@ class ParametersPanel(QWidget):
         self._template_override = override
         self.template_label.setText(self._template_description())
         self._on_model_edited()
+
+
+def _note(text: str = "") -> QLabel:
+    """A muted, wrapping note under a field, hidden until it applies."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    set_tone(label, Tone.MUTED)
+    label.hide()
+    return label
 
 
 def _sampling_spin(name: str) -> QSpinBox | QDoubleSpinBox:

@@ -8,16 +8,41 @@ session, composer and status-bar labels.
 One name for a model everywhere: the name the model gives itself ("Gemma 3 270m"), as the
 status bar and the model list show it. A reply records the file it was written by (several
 files can carry one name); the file name is shown where the name is not enough (the
-selector, tooltips).
+selector, tooltips). A server's model is named by its id there, and its server is said
+beside it ("remote · Lab box"); it has no file, and its context length is the server's
+business (the status bar counts tokens without a limit when the server does not say).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtWidgets import QDialog, QVBoxLayout
 
-from ..engine.text import printable
-from ..engine.types import LocalModel, ModelDescription
+from ..engine.text import printable, shorten
+from ..engine.types import LocalModel, ModelDescription, ModelSource, RemoteModel
+from .remote_rows import RemoteEntry
 from .welcome import Welcome
+
+STATUS_NAME_CHARS = 60
+
+
+def source_label(source: ModelSource) -> str:
+    """A model as the status bar says it is loading: a file's name, a remote model's id and server."""
+    return printable(source.path.name) if isinstance(source, LocalModel) else source.record_name
+
+
+def status_name(loaded: ModelDescription) -> str:
+    """The status bar's model: its name (a server's id can be a long path, shortened here and
+    whole in the tooltip) and what it runs on."""
+    return f"{shorten(loaded.name, STATUS_NAME_CHARS)} · {loaded.device.describe()}"
+
+
+def where_it_runs(loaded: ModelDescription) -> str:
+    """What the "Loaded …" message adds to the name: the file, or the server."""
+    if isinstance(loaded.source, RemoteModel):
+        return f"on {printable(loaded.source.server.name)}"
+    return printable(loaded.source.path.name)
 
 
 class ModelDisplay:
@@ -32,20 +57,29 @@ class ModelDisplay:
         return self._model_names.get(record, record) if record else record
 
     def _on_models_found(self) -> None:
-        entries = self.picker.entries()
+        entries, remote = self.picker.entries(), self.picker.remote_entries()
         self._model_names.update({entry.path.name: entry.name for entry in entries if entry.usable})
-        self.chat_header.set_entries(entries)
+        self._model_names.update({RemoteModel(entry.server, entry.model.model_id).record_name: entry.name
+                                  for entry in remote if entry.usable})
+        self.chat_header.set_entries(entries, remote)
         current = self.models.current
         if current is not None:
-            self.chat_header.set_current(current.path, current.name)
+            self.chat_header.set_current(current.source, current.name)
         if self.models.loading is not None:
-            self.chat_header.set_loading(self.models.loading.path)
+            self.chat_header.set_loading(self.models.loading)
 
-    def on_load_started(self, source: LocalModel) -> None:
+    def load_chosen(self, chosen: Path | RemoteEntry | RemoteModel) -> None:
+        """Load what the model list or the selector offered: a file, or a server's model (with
+        its key from the keyring, which RemoteServers reads)."""
+        if isinstance(chosen, RemoteEntry):
+            chosen = self.servers.source(chosen.server, chosen.model.model_id)
+        self.models.load(chosen)
+
+    def on_load_started(self, source: ModelSource) -> None:
         self.picker.set_loading(0.0)
-        self.chat_header.set_loading(source.path)
-        self.model_label.setText(f"Loading {printable(source.path.name)}…")
-        self.chat.set_welcome(Welcome(self.model_name(source.settings_key), loading=True))
+        self.chat_header.set_loading(source)
+        self.model_label.setText(f"Loading {source_label(source)}…")
+        self.chat.set_welcome(Welcome(self.model_name(source.record_name), loading=True))
 
     def show_get_models(self) -> None:
         """The "Get models" window, kept between openings (its search stays); the downloads are
@@ -68,14 +102,15 @@ class ModelDisplay:
     def on_model_loaded(self, loaded: ModelDescription) -> None:
         self._model_names[loaded.record_name] = loaded.name
         self.picker.set_loading(None)
-        self.picker.set_current(loaded.path)
-        self.chat_header.set_current(loaded.path, loaded.name)
-        self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}")
-        self.model_label.setToolTip(f"{loaded.path}\nTemplate: {loaded.template_name}")
+        self.picker.set_current(loaded.source)
+        self.chat_header.set_current(loaded.source, loaded.name)
+        self.model_label.setText(status_name(loaded))
+        self.model_label.setToolTip(f"{loaded.location}\nTemplate: {loaded.template_name}")
         self._guarded(lambda: self._show_context(self.session.context_use()))()
-        self.statusBar().showMessage(f"Loaded {loaded.name} ({printable(loaded.path.name)})", 5000)
-        info = loaded.info
-        self.chat.set_welcome(Welcome(loaded.name, base_model=not (info.chat_template or info.named_chat_templates)))
+        self.statusBar().showMessage(f"Loaded {loaded.name} ({where_it_runs(loaded)})", 5000)
+        info = loaded.info  # None for a server's model: the server applies its own chat template
+        base_model = info is not None and not (info.chat_template or info.named_chat_templates)
+        self.chat.set_welcome(Welcome(loaded.name, base_model=base_model))
         self._send_waiting()
 
     def on_model_unloaded(self) -> None:
@@ -89,8 +124,8 @@ class ModelDisplay:
     def on_load_failed(self, message: str) -> None:
         self.picker.show_load_error(message)
         loaded = self.models.current
-        self.chat_header.set_current(loaded.path if loaded else None, loaded.name if loaded else None)
-        self.model_label.setText(f"{loaded.name} · {loaded.device.describe()}" if loaded else "No model")
+        self.chat_header.set_current(loaded.source if loaded else None, loaded.name if loaded else None)
+        self.model_label.setText(status_name(loaded) if loaded else "No model")
         self.statusBar().showMessage(message, 15_000)
         self.chat.set_welcome(Welcome(loaded.name) if loaded else Welcome(None))
         if self.composer.waiting and self.models.loading is None:
