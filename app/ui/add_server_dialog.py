@@ -19,6 +19,7 @@ from ..engine.types import ServerConfig
 from ..remote_servers import RemoteServers, ServerListing
 from .announce import announce
 from .colors import Tone, set_tone
+from .focus_ring import FocusRing
 from .form_grid import FormGrid
 
 ADDRESS_EXAMPLE = "http://localhost:8080/v1"
@@ -79,6 +80,7 @@ class AddServerDialog(QDialog):
         layout.addStretch(1)
         layout.addWidget(self.buttons)
         self.setMinimumWidth(self.fontMetrics().averageCharWidth() * 60)
+        FocusRing(self)  # the keyboard's place, visible as in the main window
 
         self.address_edit.textChanged.connect(lambda _text: self._address_edited())
         self.key_edit.textChanged.connect(lambda _text: self._forget_result())
