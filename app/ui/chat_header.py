@@ -22,6 +22,7 @@ from ..engine.types import LocalModel, ModelSource, RemoteModel
 from ..library.scan import ModelEntry
 from .model_table import RowKey, row_key
 from .remote_rows import RemoteEntry
+from .tooltips import plain_tooltip
 
 _KEY = Qt.ItemDataRole.UserRole
 COMBO_MAX_CHARS = 60  # a long name and its file name; beyond that the box would only be emptier
@@ -146,7 +147,7 @@ class ChatHeader(QWidget):
                 self.combo.addItem(server_icon, shown, item.key)
             else:
                 self.combo.addItem(shown, item.key)
-            self.combo.setItemData(self.combo.count() - 1, item.tooltip, Qt.ItemDataRole.ToolTipRole)
+            self.combo.setItemData(self.combo.count() - 1, plain_tooltip(item.tooltip), Qt.ItemDataRole.ToolTipRole)
         selected = self._loading or self._current
         index = next((i for i, item in enumerate(items) if selected and item.key == selected.key), -1)
         self.combo.setCurrentIndex(index)
@@ -157,8 +158,10 @@ class ChatHeader(QWidget):
             placeholder = "Choose a model" if items else "No models yet: Get models (Ctrl+Shift+G)"
         self.combo.setPlaceholderText(placeholder)
         self.combo.blockSignals(False)
-        self.combo.setToolTip(selected.detail if selected is not None and not selected.remote
-                              else selected.tooltip if selected is not None else "")
+        if selected is None:
+            self.combo.setToolTip("")
+        else:  # a file's name, or where a server's model is: foreign text, shown as written
+            self.combo.setToolTip(plain_tooltip(selected.tooltip if selected.remote else selected.detail))
         self.state.setText("Loading…" if self._loading is not None else "")
         self.state.setVisible(self._loading is not None)
 

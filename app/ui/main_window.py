@@ -131,6 +131,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
 
     def _build_status_bar(self) -> None:
         self.model_label = QLabel("No model")
+        self.model_label.setTextFormat(Qt.TextFormat.PlainText)  # a model's name, or a server's id: foreign text
         self.context_label = QLabel("")
         self.context_label.setToolTip("How much of the model's context window the conversation fills, in tokens "
                                       "(≈: estimated while a reply is written)")

@@ -31,6 +31,7 @@ from .colors import Tone, set_tone
 from .model_table import Column, ModelTableModel, Row, RowKey, row_key, shown_path, sorting_proxy, summary
 from .model_table_view import ModelTableView
 from .remote_rows import RemoteEntry
+from .tooltips import plain_tooltip
 
 __all__ = ["Column", "ModelPicker"]
 
@@ -290,7 +291,7 @@ class ModelPicker(QWidget):
     def _offer_removal(self, entry: Row | None) -> None:
         if isinstance(entry, RemoteEntry):
             self.remove_button.setEnabled(True)
-            self.remove_button.setToolTip(f"Forget the server {entry.server_name} and its API key")
+            self.remove_button.setToolTip(plain_tooltip(f"Forget the server {entry.server_name} and its API key"))
             return
         added = self._added_by_user(entry.path) if entry else None
         self.remove_button.setEnabled(added is not None)

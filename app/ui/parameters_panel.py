@@ -34,6 +34,7 @@ from .colors import Tone, set_tone
 from .form_grid import FormGrid
 from .stop_strings import format_stop_strings, parse_stop_strings
 from .template_editor import TemplateEditor
+from .tooltips import plain_tooltip
 
 CUSTOM = "Custom"
 # What a preset decides. Reply length, stop strings, the seed and logit biases are the
@@ -260,6 +261,7 @@ class ParametersPanel(QWidget):
         self.reload_notice.hide()
 
         self.model_name = QLabel()
+        self.model_name.setTextFormat(Qt.TextFormat.PlainText)  # a file's or a server's name: foreign text
         set_tone(self.model_name, Tone.MUTED)
         # A long file name is clipped rather than widening the whole panel.
         self.model_name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
@@ -427,7 +429,7 @@ class ParametersPanel(QWidget):
             self._updating = False
         name = description.record_name if description else None
         self.model_name.setText(name or "No model loaded")
-        self.model_name.setToolTip(name or "")
+        self.model_name.setToolTip(plain_tooltip(name) if name else "")
         self._enable_model_fields()
         self.template_label.setText(self._template_description())
 

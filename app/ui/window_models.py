@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QDialog, QVBoxLayout
 from ..engine.text import printable, shorten
 from ..engine.types import LocalModel, ModelDescription, ModelSource, RemoteModel
 from .remote_rows import RemoteEntry
+from .tooltips import plain_tooltip
 from .welcome import Welcome
 
 STATUS_NAME_CHARS = 60
@@ -105,7 +106,7 @@ class ModelDisplay:
         self.picker.set_current(loaded.source)
         self.chat_header.set_current(loaded.source, loaded.name)
         self.model_label.setText(status_name(loaded))
-        self.model_label.setToolTip(f"{loaded.location}\nTemplate: {loaded.template_name}")
+        self.model_label.setToolTip(plain_tooltip(f"{loaded.location}\nTemplate: {loaded.template_name}"))
         self._guarded(lambda: self._show_context(self.session.context_use()))()
         self.statusBar().showMessage(f"Loaded {loaded.name} ({where_it_runs(loaded)})", 5000)
         info = loaded.info  # None for a server's model: the server applies its own chat template

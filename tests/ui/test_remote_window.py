@@ -224,6 +224,21 @@ def test_a_servers_odd_listing_is_shown_as_text_and_rescan_lists_it_again(opened
     assert "&lt;b&gt;" in remote.cell(row, Column.NAME, Qt.ItemDataRole.ToolTipRole)
     evil = remote.remote_row(lambda entry: entry.model is not None and entry.model.model_id.startswith("evil"))
     assert remote.cell(evil, Column.NAME) == "evil�[31m�name"  # control characters made visible
+    combo = remote.window.chat_header.combo
+    shown = next(i for i in range(combo.count()) if combo.itemText(i).startswith("fine"))
+    assert combo.itemText(shown) == "fine (remote · Odd <b>box</b>)"
+    assert "&lt;b&gt;" in combo.itemData(shown, Qt.ItemDataRole.ToolTipRole)
+
+    index = remote.picker.proxy.mapFromSource(remote.picker.model.index(row, Column.NAME))
+    centre = remote.picker.view.visualRect(index).center()
+    with qtbot.waitSignal(remote.models.modelLoaded, timeout=WAIT_MS):  # a click, then the double-click
+        QTest.mouseClick(remote.picker.view.viewport(), Qt.MouseButton.LeftButton, pos=centre)
+        QTest.mouseDClick(remote.picker.view.viewport(), Qt.MouseButton.LeftButton, pos=centre)
+    label = remote.window.model_label
+    assert label.text() == "fine · Odd <b>box</b> (remote)" and label.textFormat() == Qt.TextFormat.PlainText
+    assert remote.window.parameters.model_name.text() == "fine @ Odd <b>box</b>"
+    assert "&lt;b&gt;" in remote.window.parameters.model_name.toolTip()
+
     listed = len(stand_in.requests)
     remote.picker.rescan_button.click()
     qtbot.waitUntil(lambda: len(stand_in.requests) > listed and remote.servers.listing_count == 0, timeout=WAIT_MS)
