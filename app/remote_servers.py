@@ -9,7 +9,8 @@ or a slower start. Each answer comes back to the GUI thread as a queued signal c
 meanwhile is dropped.
 
 The model list shows the listings beside the local files; choosing one asks this object for
-the `RemoteModel` to load, which carries the server's key.
+the `RemoteModel` to load, which carries the server's key. The HTTP client (httpx) is imported
+by the first listing, on its thread: the window starts without it.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
 from .engine.remote_errors import RemoteError, RemoteFailure
-from .engine.remote_http import RemoteTimeouts
-from .engine.remote_models import RemoteModelInfo, list_models
 from .engine.text import shorten
 from .engine.types import RemoteModel, ServerConfig
 from .library import server_keys
@@ -31,9 +31,12 @@ from .library.server_keys import KeySaved
 from .newest import NewestWins, Ticket
 from .settings import Settings
 
+if TYPE_CHECKING:
+    from .engine.remote_models import RemoteModelInfo
+
 # Listing is a small request: a server that has not answered by then is shown as unreachable
 # (a reply's own timeouts, remote_http's defaults, are longer: a long prompt takes time).
-LISTING_TIMEOUTS = RemoteTimeouts(connect=5.0, read=15.0, write=10.0)
+LISTING_CONNECT_S, LISTING_READ_S = 5.0, 15.0
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,14 @@ class ServerListing:
         return self.error is None
 
 
-def list_server(server: ServerConfig, timeouts: RemoteTimeouts = LISTING_TIMEOUTS) -> ServerListing:
+def list_server(server: ServerConfig) -> ServerListing:
     """List `server`'s models (its key included, if it has one); every failure becomes the
     listing's error, so a server always answers with a row. Blocks: run it off the GUI thread."""
     try:
+        from .engine.remote_http import RemoteTimeouts
+        from .engine.remote_models import list_models
+
+        timeouts = RemoteTimeouts(connect=LISTING_CONNECT_S, read=LISTING_READ_S, write=LISTING_CONNECT_S)
         return ServerListing(_public(server), tuple(list_models(server, timeouts)))
     except RemoteError as exc:
         return ServerListing(_public(server), error=str(exc), failure=exc.failure)

@@ -4,7 +4,10 @@ RemoteServers, against the stand-in server (tests/remote_servers.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
@@ -18,6 +21,7 @@ from remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
 from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 WAIT_MS = 5_000
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -110,3 +114,11 @@ def test_checking_a_server_that_is_not_saved_answers_by_number(qapp, qtbot, sett
     assert checked.args[0] == number
     assert checked.args[1].failure is RemoteFailure.AUTH and "(401)" in checked.args[1].error
     assert settings.servers == []
+
+
+def test_the_window_starts_without_the_http_client():
+    """httpx is imported by the first listing or remote load, on its thread: a window with no
+    servers pays nothing for them at start-up."""
+    code = "import sys, app.ui.main_window; print('httpx' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

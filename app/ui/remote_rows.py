@@ -9,12 +9,15 @@ ids, its name, its errors) are foreign text, shown through `printable`/`plain_to
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..engine.remote_models import RemoteModelInfo
 from ..engine.text import printable
 from ..engine.types import RemoteModel, ServerConfig
 from ..remote_servers import ServerListing
 from .tooltips import plain_tooltip
+
+if TYPE_CHECKING:
+    from ..engine.remote_models import RemoteModelInfo
 
 NOT_GIVEN = "—"  # a figure a server does not give (its size on disk, its parameters)
 NO_MODELS = "The server lists no models."
