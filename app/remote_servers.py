@@ -53,10 +53,13 @@ class ServerListing:
         return self.error is None
 
 
-def list_server(server: ServerConfig) -> ServerListing:
-    """List `server`'s models (its key included, if it has one); every failure becomes the
-    listing's error, so a server always answers with a row. Blocks: run it off the GUI thread."""
+def list_server(server: ServerConfig, key_from_keyring: bool = False) -> ServerListing:
+    """List `server`'s models with the key it carries (or, `key_from_keyring`, the one kept for
+    it); every failure becomes the listing's error, so a server always answers with a row.
+    Blocks: run it off the GUI thread."""
     try:
+        if key_from_keyring:
+            server = _with_key(server)
         from .engine.remote_http import RemoteTimeouts
         from .engine.remote_models import list_models
 
@@ -125,7 +128,7 @@ class RemoteServers(QObject):
     # --- listing -------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """List every saved server again, each on the thread pool."""
+        """List every saved server again, each on a thread of its own."""
         servers = self.servers()
         for server in servers:
             self._list(server)
@@ -134,7 +137,7 @@ class RemoteServers(QObject):
 
     def _list(self, server: ServerConfig) -> None:
         ticket = self._requests.setdefault(server.base_url, NewestWins()).begin()
-        self._in_background(lambda: list_server(_with_key(server)), ticket)
+        self._in_background(lambda: list_server(server, key_from_keyring=True), ticket)
 
     def check(self, server: ServerConfig) -> int:
         """List a server that is not saved yet (the Add server dialog's Test connection), with

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from app.remote_servers import RemoteServers
 from app.settings import Settings
 from app.ui.add_server_dialog import AddServerDialog
 from app.ui.colors import MIN_CONTRAST, worst_contrast
 from modal_answers import answering
-from remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
+from remote_gui import no_keyring  # noqa: F401 - a fixture
 from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 from widget_walk import unnamed_widgets
 
