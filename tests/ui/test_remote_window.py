@@ -27,6 +27,7 @@ from app.session import ChatSession
 from app.settings import Settings
 from app.store import ConversationStore
 from app.ui.add_server_dialog import AddServerDialog
+from app.ui.colors import MIN_CONTRAST, worst_contrast
 from app.ui.main_window import MainWindow
 from app.ui.model_table import FILE_ROLE, REMOTE_ROLE, UNUSABLE_ROLE, Column
 from modal_answers import answering
@@ -262,6 +263,8 @@ def test_a_remote_model_chosen_in_the_selector_and_what_the_parameters_say(opene
     assert not panel.template_button.isEnabled() and panel.template_label.text() == "The server applies its own chat template"
     assert not panel.server_note.isHidden() and "Chosen by the server" in panel.server_note.text()
     assert not panel.repeat_last_n.isEnabled()  # never sent to a server
+    for note in (panel.server_note, panel.remote_note):  # muted, and still 4.5:1
+        assert worst_contrast(note.palette().color(note.foregroundRole()), panel.palette()) >= MIN_CONTRAST
     assert panel.remote_note.text() == ("Top-k, Min-p and Repeat penalty are llama.cpp/vLLM extensions: other "
                                         "servers may ignore them. Not sent to this server: Penalty window.")
     assert panel.reload_notice.isHidden()
