@@ -105,13 +105,6 @@ class Settings:
     # --- models --------------------------------------------------------------------------------
 
     @property
-    def last_model(self) -> Path | None:
-        """The model file loaded last, opened again at the next start; None when the last model
-        was a server's (see `last_source`)."""
-        source = self.last_source
-        return source.path if isinstance(source, LocalModel) else None
-
-    @property
     def last_source(self) -> ModelSource | None:
         """The model loaded last: a file, or a saved server's model, without its API key (the
         keyring has it). None when nothing was loaded yet, or the server was removed since."""

@@ -37,7 +37,7 @@ def test_a_load_brings_the_models_stored_settings_and_is_remembered(qtbot, scrip
     assert models.current.path == Path("/models/a.gguf") and models.current.n_ctx == 2048
     assert script.loads[-1][1] == stored.load_options()  # loaded with them: one spelling for "all layers"
     assert script.loads[-1][1].n_gpu_layers is None
-    assert models._store.last_model == Path("/models/a.gguf") and models.remembered() == LocalModel(Path("/models/a.gguf"))
+    assert models._store.last_source == LocalModel(Path("/models/a.gguf")) and models.remembered() == LocalModel(Path("/models/a.gguf"))
 
 
 def test_the_newest_load_wins_and_a_superseded_loads_failure_is_not_reported(qtbot, scripted_models, script):

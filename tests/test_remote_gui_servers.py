@@ -78,7 +78,7 @@ def test_the_last_model_is_remembered_as_a_source(settings):
     server = ServerConfig("http://gpu:8000/v1", "Lab box")
     settings.servers = [server]
     settings.last_source = RemoteModel(ServerConfig(server.base_url, "Lab box", api_key="secret"), "org/model#q4")
-    assert settings.last_source == RemoteModel(server, "org/model#q4") and settings.last_model is None
+    assert settings.last_source == RemoteModel(server, "org/model#q4")
     assert "secret" not in str(settings._store.value("models/last"))
     settings.servers = []  # the server was removed since
     assert settings.last_source is None
@@ -122,3 +122,30 @@ def test_the_window_starts_without_the_http_client():
     code = "import sys, app.ui.main_window; print('httpx' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_start_up_opens_the_last_model_a_remote_one_with_its_key_and_a_gone_file_gives_way(
+        qapp, settings, memory_keyring, tmp_path, gemma_path):  # noqa: F811
+    """application.first_model, which runs off the GUI thread before the first load."""
+    from argparse import Namespace
+
+    from app.bridge import EngineBridge
+    from app.engine.types import LocalModel
+    from app.model_session import ModelSession
+    from app.ui.application import first_model
+
+    bridge = EngineBridge()
+    models = ModelSession(bridge, settings)
+    try:
+        server = ServerConfig("http://gpu:8000/v1", "Lab box")
+        settings.servers = [server]
+        server_keys.save_key(server.base_url, "sk-lab")
+        settings.last_source = RemoteModel(server, "org/model")
+        chosen = first_model(Namespace(model=None), models)
+        assert chosen == RemoteModel(ServerConfig(server.base_url, "Lab box", api_key="sk-lab"), "org/model")
+        named = tmp_path / "named.gguf"
+        assert first_model(Namespace(model=str(named)), models) == named  # --model wins
+        settings.last_source = LocalModel(tmp_path / "deleted.gguf")
+        assert first_model(Namespace(model=None), models) == gemma_path  # gone: the default model
+    finally:
+        bridge.shutdown()

@@ -16,8 +16,10 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from .. import crash, paths
 from ..bridge import EngineBridge
 from ..download_manager import DownloadManager
+from ..engine.types import ModelSource, RemoteModel
 from ..library.default_model import ensure_default_model
 from ..model_session import ModelSession
+from ..remote_servers import RemoteServers
 from ..session import ChatSession
 from ..settings import Appearance, Settings
 from ..store import ConversationStore, DatabaseDamaged, StoreError
@@ -58,12 +60,14 @@ def create_application(choice: Appearance = Appearance.SYSTEM) -> QApplication:
     return app
 
 
-def first_model(args, config: Settings) -> Path | None:
-    """The model to open: --model, else the last one used, else the embedded default."""
+def first_model(args, models: ModelSession) -> Path | ModelSource | None:
+    """The model to open: --model, else the last one used (a file that still exists, or a
+    server's model, which loads like a file and says why if the server is off), else the
+    embedded default. Reads the keyring and may assemble the default: off the GUI thread."""
     if getattr(args, "model", None):
         return Path(args.model)
-    last = config.last_model
-    if last and last.exists():
+    last = models.remembered()
+    if isinstance(last, RemoteModel) or (last is not None and last.path.exists()):
         return last
     return ensure_default_model()
 
@@ -89,7 +93,8 @@ def run_gui(args) -> int:
     bridge = EngineBridge()
     models = ModelSession(bridge, config)
     downloads = DownloadManager(parent=app)  # lives as long as the application
-    window = MainWindow(models, ChatSession(store, bridge, models), config, downloads)
+    servers = RemoteServers(config, parent=app)  # like the downloads, outlives the window
+    window = MainWindow(models, ChatSession(store, bridge, models), config, downloads, servers)
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
@@ -105,7 +110,7 @@ def run_gui(args) -> int:
         elif model is not None:
             models.load(model)
 
-    run_in_background(lambda: first_model(args, config), load_first, window)
+    run_in_background(lambda: first_model(args, models), load_first, window)
     if args.self_test:
         from .self_test import SelfTest
 

@@ -81,6 +81,8 @@ def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
         tokens = stats.completion_tokens
         if tokens is not None:
             parts.append(f"{tokens} token" + ("" if tokens == 1 else "s"))
+        elif stats.tokens_per_s:  # measured, but not counted: a server that sends no usage
+            parts.append("token count not reported by the server")
         if stats.tokens_per_s:
             parts.append(f"{stats.tokens_per_s:.1f} tok/s")
         if stats.ttft_s:

@@ -191,6 +191,9 @@ def test_finish_shows_the_reply_stats_in_words(view):
     (ReplyStats.from_dict({"stop_reason": "interrupted"}), ReplyStatus.CANCELLED, "interrupted"),
     (ReplyStats.failed("The template failed"), ReplyStatus.ERROR, "error"),
     (ReplyStats(completion_tokens=0, stop_reason=StopReason.CANCELLED), ReplyStatus.CANCELLED, "0 tokens · stopped"),
+    # Measured but not counted: a server that sends no usage.
+    (ReplyStats(completion_tokens=None, tokens_per_s=30.0, stop_reason=StopReason.END_OF_TURN), ReplyStatus.COMPLETE,
+     "token count not reported by the server · 30.0 tok/s · end of turn"),
 ])
 def test_stats_in_words(stats, status, words):
     assert stats_text(stats, status) == words

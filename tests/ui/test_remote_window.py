@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox, QTextBrowser
 
 from app.bridge import EngineBridge
 from app.download_manager import DownloadManager
@@ -173,6 +173,9 @@ def test_a_conversation_with_a_model_on_a_server_added_through_the_dialog(
     assert stored.stats.stop_reason in ("length", "end_of_turn") and stored.stats.tokens_per_s > 0
     assert stored.stats.ttft_s > 0 and stored.params["max_tokens"] == 12
     assert window.speed_label.text().endswith(" s") and "tok/s" in window.speed_label.text()
+    # llama_cpp.server sends no usage: the footer says the count is the server's to give.
+    assert stored.stats.completion_tokens is None
+    assert "token count not reported by the server" in window.chat.findChild(QTextBrowser).toPlainText()
 
     # Stop mid-reply: the text so far is kept, as stopped.
     remote.set_spin(window.parameters.max_tokens, 400)
