@@ -76,6 +76,7 @@ def add_subcommands(subparsers) -> None:
                        help="take the required key from this environment variable (out of the process list)")
     serve.add_argument("--ctx", type=int, help="context length in tokens")
     serve.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
+    serve.add_argument("--threads", type=int, help="CPU threads for the model (default: one per physical core)")
     serve.add_argument("--max-waiting", type=int, default=8, metavar="N",
                        help="requests that may wait for the model; more are answered 429 (default 8)")
     serve.set_defaults(run=run_serve)
@@ -214,11 +215,14 @@ def run_serve(args) -> int:
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     if args.max_waiting < 0:
         raise UsageError(f"--max-waiting cannot be negative ({args.max_waiting})")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, not {args.threads}")
     path = args.model or _default_model()
     _check_context(args.ctx, inspect_model(path).context_length)
     sock = server.bind(args.host, args.port)  # before loading: a taken port fails at once
     try:
-        backend = open_backend(LocalModel(path), LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
+        options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
+        backend = open_backend(LocalModel(path), options)
         queue = EngineQueue(backend, max_waiting=args.max_waiting)
     except BaseException:
         sock.close()

@@ -104,7 +104,8 @@ def create_app(completions: Completions, api_key: str | None = None,
         return JSONResponse(shape.whole(text, stats))
 
     async def stream(reply: Reply, first, shape):
-        yield shape.start()
+        if start := shape.start():  # a chat's role chunk; a completion has none
+            yield start
         async for event in reply.rest(first):
             yield shape.piece(event) if isinstance(event, str) else shape.end(event)
 

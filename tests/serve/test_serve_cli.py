@@ -36,6 +36,7 @@ def test_a_host_beyond_this_machine_needs_an_api_key(gemma_path, host):
     (["--api-key", " "], "cannot be empty"),
     (["--port", "70000"], "--port"),
     (["--max-waiting", "-1"], "--max-waiting"),
+    (["--threads", "0"], "--threads"),
     (["--ctx", "8"], "--ctx"),
 ])
 def test_flags_that_cannot_be_are_refused_before_the_model_loads(gemma_path, args, says):
