@@ -10,6 +10,14 @@ while the worker is busy inside a reply and cannot process queued signals (GPT4A
 stop flag). The worker hands the ticket back with each result, so an answer that was already
 in flight for a stopped reply or a superseded load is recognised and dropped.
 
+Two consumers share the engine: the GUI's replies (`generate`, one at a time, answered by the
+bridge's signals) and jobs from other programs while the GUI serves the model (`serve`, from
+any thread, each answered through its own `ServedJob`). Both reach the engine thread as queued
+signals, which it handles one at a time in the order they came: a GUI reply and a served one
+never interleave, and each waits for those asked before it. A raw-prompt job (/v1/completions)
+runs under a template that writes the prompt as it is; the GUI's own template (its override,
+if any) is put back before the next conversation's reply.
+
 Importing this module does not load llama.cpp: the worker opens backends through
 `engine.backend.open_backend` (behind `engine.probe`), on its own thread, when the first
 model loads.
@@ -18,6 +26,7 @@ model loads.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -30,13 +39,20 @@ from .engine.probe import ProbingOpener
 from .engine.remote_errors import RemoteError
 from .engine.sampling import SamplingParams
 from .engine.templates import TemplateError
-from .engine.types import LoadOptions, ModelDescription, ModelSource, ReplyStats
+from .engine.types import LoadOptions, ModelDescription, ModelSource, ReplyStats, StopReason
 from .newest import NewestWins, Ticket
+from .serve.completions import Deliver, Job, Refusal, Refused
+from .served_job import ServedJob
 
 log = logging.getLogger(__name__)
 
 PROBED_MODELS_FILE = "probed-models.json"
 CHUNK_INTERVAL_S = 0.025  # coalesce tokens into at most ~40 chunk signals a second
+RAW_TEMPLATE = "{{ messages[0]['content'] }}"  # a raw prompt, written as it is (as hearth serve does)
+NO_MODEL = "No model is loaded."
+NO_MODEL_SERVED = "No model is loaded in Hearth: load one in its window, and this server serves it."
+UNLOADED = "The model was unloaded in Hearth; the request was not served."
+SHUTTING_DOWN = "Hearth is shutting down; the request was not served."
 
 
 class EngineWorker(QObject):
@@ -51,6 +67,7 @@ class EngineWorker(QObject):
         promptProgress(Ticket, int, int): prompt tokens read so far, and of how many.
         chunk(Ticket, str): the next piece of reply text.
         replyFinished(Ticket, str, ReplyStats): the whole reply and its statistics.
+        replyBegan(Ticket): the engine took up the reply (it may have waited for served jobs).
         replyFailed(Ticket, str): why the reply could not start (template, context…).
         templateChanged(str): the chat template in use now ("model", "custom", "fallback:…").
         templateFailed(str): a template override that does not compile; the old one stays.
@@ -60,6 +77,8 @@ class EngineWorker(QObject):
 
     A remote server's failure (RemoteError) is said in the server's terms: its message is the
     whole story ("… refused the API key (401)"), so it goes to loadFailed or replyFailed as it is.
+
+    A served job (`serve`) answers through its ServedJob, not through these signals.
     """
 
     loadProgress = Signal(object, float)
@@ -68,6 +87,7 @@ class EngineWorker(QObject):
     promptProgress = Signal(object, int, int)
     chunk = Signal(object, str)
     replyFinished = Signal(object, str, object)
+    replyBegan = Signal(object)
     replyFailed = Signal(object, str)
     templateChanged = Signal(str)
     templateFailed = Signal(str)
@@ -78,6 +98,8 @@ class EngineWorker(QObject):
         super().__init__()
         self._open = opener
         self._backend: Backend | None = None
+        self._override: str | None = None  # the GUI's template override for the loaded model
+        self._raw = False  # the loaded model renders with RAW_TEMPLATE now (a raw job ran last)
 
     @Slot(object, object, object)
     def load(self, source: ModelSource, options: LoadOptions, ticket: Ticket) -> None:
@@ -105,24 +127,79 @@ class EngineWorker(QObject):
         if self._backend is not None:
             self._backend.close()
         self._backend = backend
+        self._override, self._raw = options.template_override, False
         self.modelLoaded.emit(ticket, backend.describe())
 
     @Slot(object, object, object)
     def generate(self, messages: list[dict], params: SamplingParams, ticket: Ticket) -> None:
         if self._backend is None:
-            self.replyFailed.emit(ticket, "No model is loaded.")
+            self.replyFailed.emit(ticket, NO_MODEL)
             return
+        if ticket.cancel.is_set():  # stopped while it waited for served jobs: never begun
+            self.replyFinished.emit(ticket, "", ReplyStats(stop_reason=StopReason.CANCELLED))
+            return
+        self.replyBegan.emit(ticket)
+        self._noting_description(lambda: self._reply(messages, params, ticket))
+
+    @Slot(object)
+    def serve(self, served: ServedJob) -> None:
+        """Run a served job, if it is still in line; it hears of the outcome through `served`."""
+        if not served.begin():
+            return  # its client left, or the server stopped, while it waited
+        if self._backend is None:
+            served.end(Refused(Refusal.UNAVAILABLE, NO_MODEL_SERVED))
+            return
+        self._noting_description(lambda: served.end(self._served_reply(served)))
+
+    def _noting_description(self, reply) -> None:
+        """Run `reply`; say so if the model describes itself differently afterwards."""
         before = self._backend.describe()
-        self._reply(messages, params, ticket)
+        reply()
         after = self._backend.describe()
         if after.unsent_fields != before.unsent_fields:
             self.described.emit(after)
+
+    def _use_template(self, raw: bool) -> None:
+        """RAW_TEMPLATE for a raw prompt, else the GUI's template; switched only when the kind
+        of request changes (compiling a template is not free). Raises TemplateError (a remote
+        model has the server's template, and takes no raw prompt)."""
+        if raw != self._raw:
+            self._backend.set_template_override(RAW_TEMPLATE if raw else self._override)
+            self._raw = raw
+
+    def _served_reply(self, served: ServedJob) -> ReplyStats | Refused:
+        """Run the job, delivering its text as it comes; its last event (the ReplyStats, or why
+        it could not start) is returned, for `ServedJob.end` once the engine is free."""
+        job = served.job
+        try:
+            self._use_template(job.prompt is not None)
+            messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
+            events = iter(self._backend.stream(messages, job.params, served.cancel_flag))
+            event = next(events)  # a Backend may raise at the call or at its first event
+        except TemplateError as exc:
+            return Refused(Refusal.BAD_REQUEST, str(exc))
+        except ContextFullError as exc:
+            return Refused(Refusal.CONTEXT, str(exc))
+        except RemoteError as exc:
+            return Refused(Refusal.FAILED, str(exc))
+        except Exception as exc:
+            log.exception("a served reply failed to start")
+            return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
+        try:
+            while not isinstance(event, ReplyStats):
+                served.deliver(event)
+                event = next(events)
+        except Exception as exc:  # the Backend contract says never; the client still gets an end
+            log.exception("a served reply failed")
+            return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
+        return event
 
     def _reply(self, messages: list[dict], params: SamplingParams, ticket: Ticket) -> None:
         def progress(done: int, total: int) -> None:
             self.promptProgress.emit(ticket, done, total)
 
         try:
+            self._use_template(False)
             stream = self._backend.stream(messages, params, ticket.cancel, progress)
         except (TemplateError, ContextFullError, RemoteError) as exc:
             self.replyFailed.emit(ticket, str(exc))
@@ -167,6 +244,7 @@ class EngineWorker(QObject):
         except TemplateError as exc:
             self.templateFailed.emit(str(exc))
             return
+        self._override, self._raw = source, False
         self.templateChanged.emit(name)
 
     @Slot()
@@ -175,6 +253,7 @@ class EngineWorker(QObject):
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+        self._override, self._raw = None, False
         self.unloaded.emit()
 
 
@@ -184,21 +263,26 @@ class EngineBridge(QObject):
     The worker's signals, re-emitted on the GUI thread for the current request only (a newer
     load supersedes an older one; a stopped reply's late chunks are dropped):
         loadProgress(float), modelLoaded(ModelDescription), loadFailed(str),
-        promptProgress(int, int), chunk(str), replyFinished(str, ReplyStats), failed(str).
+        promptProgress(int, int), replyBegan(), chunk(str), replyFinished(str, ReplyStats),
+        failed(str).
     The worker's templateChanged(str) and templateFailed(str) are exposed as they are, its
     described(ModelDescription) as modelDescribed, and its unloaded() as modelUnloaded().
+
+    `serve` is the one method safe to call from any thread: the local server's.
     """
 
     loadProgress = Signal(float)
     modelLoaded = Signal(object)
     loadFailed = Signal(str)
     promptProgress = Signal(int, int)
+    replyBegan = Signal()
     chunk = Signal(str)
     replyFinished = Signal(str, object)
     failed = Signal(str)
 
     _requestLoad = Signal(object, object, object)
     _requestGenerate = Signal(object, object, object)
+    _requestServe = Signal(object)
     _requestUnload = Signal()
     _requestTemplate = Signal(object)
 
@@ -215,6 +299,7 @@ class EngineBridge(QObject):
         self._worker.moveToThread(self._thread)
         self._requestLoad.connect(self._worker.load)
         self._requestGenerate.connect(self._worker.generate)
+        self._requestServe.connect(self._worker.serve)
         self._requestUnload.connect(self._worker.unload)
         self._requestTemplate.connect(self._worker.set_template)
         self.templateChanged = self._worker.templateChanged
@@ -225,12 +310,15 @@ class EngineBridge(QObject):
         self._worker.modelLoaded.connect(self._on_loaded)
         self._worker.loadFailed.connect(self._on_load_failed)
         self._worker.promptProgress.connect(self._on_prompt_progress)
+        self._worker.replyBegan.connect(self._on_began)
         self._worker.chunk.connect(self._on_chunk)
         self._worker.replyFinished.connect(self._on_finished)
         self._worker.replyFailed.connect(self._on_failed)
         self._thread.start()
         self._loads = NewestWins()
         self._replies = NewestWins()
+        self._served_lock = threading.Lock()
+        self._served: list[ServedJob] = []  # submitted and not yet ended, in the order they came
 
     @property
     def gpu_available(self) -> bool:
@@ -262,11 +350,37 @@ class EngineBridge(QObject):
         return self._replies.current is not None
 
     def generate(self, messages: list[dict], params: SamplingParams) -> bool:
-        """Start a reply; refuse (return False) while another is running: never send twice."""
+        """Start a reply; refuse (return False) while another is running: never send twice.
+        Served jobs asked for before it run first (`served_pending`); replyBegan says when it
+        is its turn."""
         if self.generating:
             return False
         self._requestGenerate.emit(messages, params, self._replies.begin())
         return True
+
+    def serve(self, job: Job, deliver: Deliver) -> ServedJob:
+        """Queue another program's job behind every request made before it (the GUI's too);
+        its events go to `deliver`, on the engine thread. From any thread."""
+        served = ServedJob(job, deliver)
+        with self._served_lock:
+            self._served = [pending for pending in self._served if not pending.finished]
+            self._served.append(served)
+        self._requestServe.emit(served)
+        return served
+
+    @property
+    def served_pending(self) -> int:
+        """Served jobs in line or running: a reply asked for now waits for all of them."""
+        with self._served_lock:
+            return sum(not pending.finished for pending in self._served)
+
+    def refuse_served(self, message: str) -> None:
+        """End every served job: those in line are refused with `message` (503), the running one
+        stops at its next token."""
+        with self._served_lock:
+            pending, self._served = self._served, []
+        for served in pending:
+            served.refuse(Refused(Refusal.UNAVAILABLE, message))
 
     def set_template(self, source: str | None) -> None:
         """Apply a template override to the loaded model from the next reply (None: its own)."""
@@ -274,10 +388,11 @@ class EngineBridge(QObject):
 
     def unload(self) -> None:
         """Close the loaded model and give its memory back. A reply or a load under way is
-        stopped first (a load ends with loadFailed); modelUnloaded follows once the engine
-        thread has let go of the model."""
+        stopped first (a load ends with loadFailed), and so are served jobs; modelUnloaded
+        follows once the engine thread has let go of the model."""
         self.stop()
         self.cancel_load()
+        self.refuse_served(UNLOADED)
         self._requestUnload.emit()
 
     def stop(self) -> None:
@@ -287,6 +402,7 @@ class EngineBridge(QObject):
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         self.stop()
         self.cancel_load()
+        self.refuse_served(SHUTTING_DOWN)
         self._requestUnload.emit()
         self._thread.quit()
         self._thread.wait(timeout_ms)
@@ -308,6 +424,10 @@ class EngineBridge(QObject):
     def _on_prompt_progress(self, ticket: Ticket, done: int, total: int) -> None:
         if self._replies.is_current(ticket):
             self.promptProgress.emit(done, total)
+
+    def _on_began(self, ticket: Ticket) -> None:
+        if self._replies.is_current(ticket):
+            self.replyBegan.emit()
 
     def _on_chunk(self, ticket: Ticket, text: str) -> None:
         if self._replies.is_current(ticket):

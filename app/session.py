@@ -11,6 +11,10 @@ it got.
 A reply belongs to the conversation it was asked in: opening another conversation does not
 stop it, it goes on being written and saved there, and `reply_so_far()` lets a window show it
 again, as far as it got, when that conversation is opened again. One reply runs at a time.
+
+While Hearth serves the model to other programs, the engine takes requests in the order they
+came: a Send made while served requests are in line is stored and started at once, and its
+reply waits for them (`waitingChanged` says so) instead of being refused.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ HISTORY_MESSAGES = 5_000
 # The newest messages searched for the last reply whose tokens the engine counted (the context
 # meter starts from it): replies that failed to start or were imported were not counted.
 MEASURED_LOOKBACK = 20
+SERVED_WAIT_MESSAGE = "The reply will start when the served request has finished (Esc cancels it)."
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,8 @@ class ChatSession(QObject):
             when the open one was deleted; show it afresh.
         messageAdded(StoredMessage): a finished message to append to the view.
         replyStarted(StoredMessage): the (empty) assistant reply that begins streaming.
+        waitingChanged(str): why the reply waits to begin (requests served to other programs
+            are ahead of it), or "" once it begins or ends.
         promptProgress(int, int): prompt tokens read so far, and of how many, before a reply
             to a long prompt starts.
         replyChunk(str): more text of the streaming reply (in whichever conversation it is:
@@ -99,6 +106,7 @@ class ChatSession(QObject):
     conversationChanged = Signal(object)
     messageAdded = Signal(object)
     replyStarted = Signal(object)
+    waitingChanged = Signal(str)
     promptProgress = Signal(int, int)
     replyChunk = Signal(str)
     replyFinished = Signal(object)
@@ -115,13 +123,21 @@ class ChatSession(QObject):
         self._models = models
         self._conversation_id: int | None = None
         self._reply: _Reply | None = None
+        self._waiting = False  # the reply is in line behind served requests
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(PARTIAL_SAVE_MS)
         self._save_timer.timeout.connect(self._save_partial)
         bridge.promptProgress.connect(self.promptProgress)
+        bridge.replyBegan.connect(self._on_began)
         bridge.chunk.connect(self._on_chunk)
         bridge.replyFinished.connect(self._on_finished)
         bridge.failed.connect(self._on_failed)
+
+    @property
+    def bridge(self) -> EngineBridge:
+        """The engine this session's replies come from: an owner object that serves the same
+        model to other programs (app.local_server) shares it."""
+        return self._bridge
 
     @property
     def conversation_id(self) -> int | None:
@@ -132,6 +148,11 @@ class ChatSession(QObject):
     def busy(self) -> bool:
         """A reply is being written (in any conversation): another cannot start until it ends."""
         return self._reply is not None
+
+    @property
+    def waiting(self) -> bool:
+        """The reply asked for waits for requests served to other programs before it begins."""
+        return self._waiting
 
     @property
     def reply_conversation_id(self) -> int | None:
@@ -225,6 +246,7 @@ class ChatSession(QObject):
         self.stop()
         self._save_timer.stop()
         was_busy, self._reply = self.busy, None
+        self._set_waiting(False)
         self.store = store
         self._conversation_id = None
         if was_busy:
@@ -326,7 +348,17 @@ class ChatSession(QObject):
         self.replyStarted.emit(self._message(reply_id))
         self.busyChanged.emit(True)
         self._emit_context()
+        if self._bridge.served_pending:
+            self._set_waiting(True)
         return True
+
+    def _set_waiting(self, waiting: bool) -> None:
+        if waiting != self._waiting:
+            self._waiting = waiting
+            self.waitingChanged.emit(SERVED_WAIT_MESSAGE if waiting else "")
+
+    def _on_began(self) -> None:
+        self._set_waiting(False)
 
     def _on_chunk(self, text: str) -> None:
         reply = self._reply
@@ -361,6 +393,7 @@ class ChatSession(QObject):
         reply, self._reply = self._reply, None
         if reply is None:
             return
+        self._set_waiting(False)
         self._save_timer.stop()
         try:
             self.store.finish_message(reply.message_id, text, stats, status)

@@ -9,8 +9,9 @@ import pytest
 
 from app.context_use import ContextUse
 from app.engine.sampling import SamplingParams
-from app.engine.types import ReplyStatus, StopReason
-from app.session import NO_MODEL_MESSAGE, ChatSession, FinishedReply
+from app.engine.types import ReplyStats, ReplyStatus, StopReason
+from app.serve.completions import Job
+from app.session import NO_MODEL_MESSAGE, SERVED_WAIT_MESSAGE, ChatSession, FinishedReply
 from app.store import ConversationStore
 
 WAIT_MS = 5_000
@@ -197,3 +198,24 @@ def test_the_next_reply_is_estimated_from_the_last_count_and_the_new_message(qtb
     assert uses[0] == ContextUse(10 + 2 + 10, estimated=True)
     with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
         session.stop()
+
+
+def test_a_send_while_a_served_request_runs_is_stored_at_once_and_its_reply_waits_in_line(qtbot, session, script, store):
+    script.hold = True
+    script.replies = ["served words", "The window's reply."]
+    served_events = []
+    served = session.bridge.serve(Job(SamplingParams(), messages=[{"role": "user", "content": "From a program"}]),
+                                  served_events.append)
+    qtbot.waitUntil(lambda: bool(served_events), timeout=WAIT_MS)
+    said = []
+    session.waitingChanged.connect(said.append)
+    assert session.send("From the window")
+    assert session.waiting and said == [SERVED_WAIT_MESSAGE] and session.busy
+    assert [m.content for m in store.messages(session.conversation_id)] == ["From the window", ""]  # stored already
+    script.hold = False
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS) as finished:
+        served.cancel()
+    assert isinstance(served_events[-1], ReplyStats) and "".join(e for e in served_events if isinstance(e, str)) == "served"
+    assert finished.args[0].text == "The window's reply." and said == [SERVED_WAIT_MESSAGE, ""] and not session.waiting
+    send(qtbot, session, "Nothing served now")
+    assert said == [SERVED_WAIT_MESSAGE, ""]  # a reply that did not wait says nothing
