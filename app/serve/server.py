@@ -75,10 +75,15 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def run(app, sock: socket.socket, on_stop: Callable[[], None]) -> None:
-    """Serve `app` on `sock` until SIGINT or SIGTERM (call from the main thread)."""
-    config = uvicorn.Config(
+def config(app) -> uvicorn.Config:
+    """How Hearth runs uvicorn: h11 and asyncio (what the bundle carries), the app's lifespan,
+    no access log, logging left to Hearth's own set-up (the log file)."""
+    return uvicorn.Config(
         app, http="h11", loop="asyncio", ws="none", lifespan="on", interface="asgi3",
         log_config=None, log_level="warning", access_log=False, timeout_graceful_shutdown=GRACE_S,
     )
-    _Server(config, on_stop).run(sockets=[sock])
+
+
+def run(app, sock: socket.socket, on_stop: Callable[[], None]) -> None:
+    """Serve `app` on `sock` until SIGINT or SIGTERM (call from the main thread)."""
+    _Server(config(app), on_stop).run(sockets=[sock])
