@@ -46,10 +46,6 @@ class ServedJob:
         """Its last event was delivered, or is being delivered now."""
         return self._state is _State.DONE
 
-    @property
-    def waiting(self) -> bool:
-        return self._state is _State.WAITING
-
     def deliver(self, event: Event) -> None:
         """Pass an event on; a consumer that fails must not take the engine thread with it."""
         try:
