@@ -125,6 +125,33 @@ def test_hard_crash_leaves_a_report(bundle, tmp_path):
     assert faults.is_file() and "Segmentation fault" in faults.read_text(errors="replace")
 
 
+@_mark(*slow)
+def test_the_bundled_server_answers(bundle, tmp_path):
+    """`hearth serve` frozen: Starlette and uvicorn import what they name at run time, which a
+    bundle only has if build.spec lists it. The bundled default model is served, and answers."""
+    import json
+    import urllib.request
+
+    server = subprocess.Popen([str(bundle), "serve", "--port", "0"], env=_env(tmp_path / "home"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base_url = server.stdout.readline().strip()  # the first line, once it is ready
+        assert base_url.startswith("http://127.0.0.1:"), server.stderr.read() if server.poll() is not None else base_url
+        with urllib.request.urlopen(f"{base_url}/models", timeout=30) as answer:
+            assert json.load(answer)["data"][0]["id"] == "gemma-3-270m-q4_k_m.gguf"
+        body = json.dumps({"model": "gemma-3-270m-q4_k_m.gguf", "max_tokens": 3,
+                           "messages": [{"role": "user", "content": "Hello"}]}).encode()
+        ask = urllib.request.Request(f"{base_url}/chat/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(ask, timeout=60) as answer:
+            assert json.load(answer)["usage"]["completion_tokens"] >= 1
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
 # --- the application-menu entry: fast, always run -------------------------------------------
 
 
