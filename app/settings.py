@@ -10,13 +10,15 @@ per-model context length and thread count store 0 for "automatic", GPU layers st
 "all" (None in `ModelSettings`).
 
 Remote servers are kept by name and address only: an API key is a secret, kept in the system
-keyring (`library/server_keys.py`), never in this file.
+keyring (`library/server_keys.py`), never in this file. Likewise "Serve the loaded model" keeps
+the host and port it last served at, never its API key (asked for each time it is needed).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -35,6 +37,8 @@ EXTRA_FILES = "models/extra_files"
 WINDOW_GEOMETRY = "window/geometry"
 WINDOW_SPLITTER = "window/splitter"
 APPEARANCE = "window/appearance"
+SERVE_HOST = "serve/host"
+SERVE_PORT = "serve/port"
 MODEL_SETTINGS = "model_settings"
 ALL_GPU_LAYERS = -1  # the stored spelling of "all layers"
 
@@ -45,6 +49,15 @@ class Appearance(StrEnum):
     SYSTEM = "system"
     LIGHT = "light"
     DARK = "dark"
+
+
+@dataclass(frozen=True)
+class ServeAddress:
+    """Where "Serve the loaded model" listens: this machine only, on 8080, unless the user
+    chose otherwise (port 0: any free port)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
 
 
 class Settings:
@@ -195,6 +208,24 @@ class Settings:
     @appearance.setter
     def appearance(self, choice: Appearance) -> None:
         self._store.setValue(APPEARANCE, choice.value)
+
+    # --- serving the loaded model ----------------------------------------------------------------
+
+    @property
+    def serve_address(self) -> ServeAddress:
+        """The host and port Hearth last served at; the defaults when unset or unreadable."""
+        default = ServeAddress()
+        host = str(self._store.value(SERVE_HOST, "") or "").strip() or default.host
+        port = _int(self._store.value(SERVE_PORT), default.port)
+        if not 0 <= port <= 65_535:
+            log.warning("ignoring stored serve port %r", port)
+            port = default.port
+        return ServeAddress(host, port)
+
+    @serve_address.setter
+    def serve_address(self, address: ServeAddress) -> None:
+        self._store.setValue(SERVE_HOST, address.host)
+        self._store.setValue(SERVE_PORT, address.port)
 
 
 _REMOTE = "remote:"  # how a RemoteModel's settings_key starts

@@ -31,7 +31,7 @@ from app.serve import server as serve_server
 from app.serve.completions import Job, QueueFull
 from app.server_thread import is_loopback
 from app.session import ChatSession
-from app.settings import Settings
+from app.settings import ServeAddress, Settings
 from app.store import ConversationStore
 
 WAIT_MS = 10_000
@@ -344,3 +344,14 @@ def test_stopping_answers_a_waiting_request_503_and_ends_the_running_reply(qtbot
     except openai.APIError:
         pass  # the stream may end with an error event: either way it ended
     assert 0 < len(pieces) < 900 and window.bridge.served_pending == 0
+
+
+def test_the_address_served_at_is_kept_and_a_hand_edited_one_falls_back(tmp_path):
+    store = QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+    settings = Settings(store)
+    assert settings.serve_address == ServeAddress("127.0.0.1", 8080)
+    settings.serve_address = ServeAddress("0.0.0.0", 0)
+    assert Settings(store).serve_address == ServeAddress("0.0.0.0", 0)
+    store.setValue("serve/port", 70_000)
+    store.setValue("serve/host", "  ")
+    assert Settings(store).serve_address == ServeAddress()

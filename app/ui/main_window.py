@@ -1,8 +1,9 @@
 """The main window: conversations (left), the chat (centre), model and parameters (right).
 
 The window lays out widgets and wires them to the owner objects it is given: the open
-conversation (`ChatSession`), the model (`ModelSession`), the downloads (`DownloadManager`)
-and the saved servers (`RemoteServers`), which outlive it. It holds no chat or model logic of
+conversation (`ChatSession`), the model (`ModelSession`), the downloads (`DownloadManager`),
+the saved servers (`RemoteServers`) and the model served to other programs (`LocalServer`),
+which outlive it. It holds no chat or model logic of
 its own and never touches llama.cpp.
 
 A reply goes on being written when another conversation is opened; opening its conversation
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from ..context_use import ContextUse
 from ..download_manager import DownloadManager
+from ..local_server import LocalServer
 from ..model_session import ModelSession
 from ..remote_servers import RemoteServers
 from ..session import ChatSession, FinishedReply
@@ -47,6 +49,7 @@ from .undo_bar import UndoBar
 from .welcome import Welcome
 from .window_files import ConversationFiles
 from .window_models import ModelDisplay
+from .window_serving import ServingDisplay
 from .window_splitter import PanelSplitter
 
 log = logging.getLogger(__name__)
@@ -59,7 +62,7 @@ SNIPPETS_SHOWN = 100
 UNDO_TITLE_CHARS = 40  # of a deleted conversation's title, in the narrow undo bar
 
 
-class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
+class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
     """Signals:
         importFinished(object): an import ended: the new conversation's id, or None when it
             failed (the reason was shown).
@@ -68,8 +71,10 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
     importFinished = Signal(object)
 
     def __init__(self, models: ModelSession, session: ChatSession, settings: Settings, downloads: DownloadManager,
-                 servers: RemoteServers | None = None):
-        """`servers`: the saved remote servers; None gives the window its own over `settings`."""
+                 servers: RemoteServers | None = None, local_server: LocalServer | None = None):
+        """`servers`: the saved remote servers; None gives the window its own over `settings`.
+        `local_server`: what serves the model to other programs; None gives the window its own,
+        which stops when the window closes."""
         super().__init__()
         self.setWindowTitle("Hearth")
         self.models = models
@@ -78,6 +83,8 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self.store = session.store
         self.settings = settings
         self.servers = servers if servers is not None else RemoteServers(settings, self)
+        self._own_local_server = local_server is None
+        self.local_server = local_server if local_server is not None else LocalServer(session.bridge, models, self)
         self._get_models_dialog = None
         self._imports_running = 0  # imports on worker threads, each with its own connection
         self._model_names: dict[str, str] = {}  # a reply's recorded model (its file name) -> the model's own name
@@ -142,6 +149,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         status.addPermanentWidget(self.model_label)
         status.addPermanentWidget(self.context_label)
         status.addPermanentWidget(self.speed_label)
+        self._build_serving_status()
 
     def _in_the_reading_column(self, widget: QWidget) -> QHBoxLayout:
         """On a wide window the messages keep to a centred column (chat_browser.py): the model
@@ -177,6 +185,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self._action(file_menu, "Add model folder…", self.picker.add_folder)
         self._action(file_menu, "Add server…", self.picker.add_server,
                      tip="Use the models of an OpenAI-compatible server")
+        self._add_serving_actions(file_menu)
         self._action(file_menu, "Get models from Hugging Face…", self.show_get_models, SHORTCUTS["get_models"])
         file_menu.addSeparator()
         self._action(file_menu, "Import conversation…", self.import_conversation)
@@ -276,6 +285,7 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
             self.on_model_loaded(models.current)
         else:
             self.chat.set_welcome(Welcome(None))
+        self._connect_serving()
 
     # --- chat --------------------------------------------------------------------------------
 
@@ -486,4 +496,6 @@ class MainWindow(ModelDisplay, ConversationFiles, QMainWindow):
         self.settings.save_window_state(self.saveGeometry(), self.splitter.saveState())
         self.settings.sync()
         self.session.stop()
+        if self._own_local_server:
+            self.local_server.shutdown()
         super().closeEvent(event)
