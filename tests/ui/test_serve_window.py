@@ -4,7 +4,6 @@ server (`hearth serve` in a process of its own, chatted with through a remote mo
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
