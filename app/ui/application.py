@@ -18,6 +18,7 @@ from ..bridge import EngineBridge
 from ..download_manager import DownloadManager
 from ..engine.types import ModelSource, RemoteModel
 from ..library.default_model import ensure_default_model
+from ..local_server import LocalServer
 from ..model_session import ModelSession
 from ..remote_servers import RemoteServers
 from ..session import ChatSession
@@ -94,7 +95,8 @@ def run_gui(args) -> int:
     models = ModelSession(bridge, config)
     downloads = DownloadManager(parent=app)  # lives as long as the application
     servers = RemoteServers(config, parent=app)  # like the downloads, outlives the window
-    window = MainWindow(models, ChatSession(store, bridge, models), config, downloads, servers)
+    local_server = LocalServer(bridge, models, parent=app)  # serves the loaded model when asked
+    window = MainWindow(models, ChatSession(store, bridge, models), config, downloads, servers, local_server)
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
@@ -119,6 +121,7 @@ def run_gui(args) -> int:
         QTimer.singleShot(0, lambda: offer_crash_reports(window))
         code = app.exec()
     window.session.close()  # a reply stopped by quitting is kept as stopped, with its statistics
+    local_server.shutdown()  # waiting requests get 503, a served reply stops, the port closes
     downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
     window.session.store.close()  # the one in use: a damaged one may have been replaced
