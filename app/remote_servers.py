@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import shiboken6
 from PySide6.QtCore import QObject, Signal
 
 from .engine.remote_errors import RemoteError, RemoteFailure
@@ -82,6 +83,49 @@ def _with_key(server: ServerConfig) -> ServerConfig:
     return replace(server, api_key=server_keys.load_key(server.base_url))
 
 
+class _Answers(QObject):
+    """Carries listings from their threads to the GUI thread: one for the whole application,
+    made on the GUI thread and never deleted.
+
+    A listing thread holds no reference to the RemoteServers that asked: when the last
+    reference to one was dropped on a listing thread, Qt deleted it there, with its answer
+    still queued to it, and the process crashed. The GUI thread keeps what to do with each
+    answer (`_waiting`), so an asker is released where it lives.
+    """
+
+    arrived = Signal(int, object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._waiting: dict[int, Callable[[ServerListing], None]] = {}
+        self._numbers = itertools.count(1)
+        self.arrived.connect(self._deliver)  # queued: the receiver lives on the GUI thread
+
+    def run(self, listing: Callable[[], ServerListing], deliver: Callable[[ServerListing], None]) -> None:
+        """Call `listing()` on a daemon thread (a silent server never holds up quitting), then
+        `deliver(answer)` on the GUI thread. Call from the GUI thread."""
+        number = next(self._numbers)
+        self._waiting[number] = deliver
+        arrived = self.arrived
+        threading.Thread(target=lambda: arrived.emit(number, listing()), name="hearth-server-listing",
+                         daemon=True).start()
+
+    def _deliver(self, number: int, answer: ServerListing) -> None:
+        deliver = self._waiting.pop(number, None)
+        if deliver is not None:
+            deliver(answer)
+
+
+_answers: _Answers | None = None
+
+
+def _in_background(listing: Callable[[], ServerListing], deliver: Callable[[ServerListing], None]) -> None:
+    global _answers
+    if _answers is None:
+        _answers = _Answers()
+    _answers.run(listing, deliver)
+
+
 class RemoteServers(QObject):
     """The saved servers and their listings.
 
@@ -96,7 +140,6 @@ class RemoteServers(QObject):
     listingStarted = Signal()
     listed = Signal(object)
     checked = Signal(int, object)
-    _answered = Signal(object, object)  # emitted on a listing's thread: queued to the GUI's
 
     def __init__(self, settings: Settings, parent: QObject | None = None):
         super().__init__(parent)
@@ -104,7 +147,6 @@ class RemoteServers(QObject):
         self._listings: dict[str, ServerListing] = {}  # by address: the newest answer of each
         self._requests: dict[str, NewestWins] = {}  # by address: the listing under way
         self._checks = itertools.count(1)
-        self._answered.connect(self._on_answered)
 
     # --- what is known -------------------------------------------------------------------------
 
@@ -147,16 +189,9 @@ class RemoteServers(QObject):
         return number
 
     def _in_background(self, listing: Callable[[], ServerListing], request: Ticket | int) -> None:
-        """Run `listing` on a thread of its own (a daemon: a silent server never holds up
-        quitting); its answer comes back through `_answered`."""
-        def run() -> None:
-            answer = listing()
-            try:
-                self._answered.emit(request, answer)
-            except RuntimeError:  # this object was deleted meanwhile (Hearth is quitting)
-                pass
-
-        threading.Thread(target=run, name="hearth-server-listing", daemon=True).start()
+        """Run `listing` on a thread of its own; its answer comes back on the GUI thread."""
+        _in_background(listing, lambda answer: self._on_answered(request, answer)
+                       if shiboken6.isValid(self) else None)
 
     def _on_answered(self, request: Ticket | int, listing: ServerListing) -> None:
         if isinstance(request, int):
