@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml scripts/llama-wheel.sh
 run: $(STAMP)
 	$(PY) -m app
 
-# The whole suite, the bundle build and its offline self-test included (about a minute more).
+# The whole suite, the bundle build and its offline self-test included, in two worker processes
+# (each test file stays in one; the bundle is built once, beside them: tests/bundle_build.py).
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen HEARTH_SLOW_TESTS=$${HEARTH_SLOW_TESTS:-1} $(PY) -m pytest -q
+	QT_QPA_PLATFORM=offscreen HEARTH_SLOW_TESTS=$${HEARTH_SLOW_TESTS:-1} $(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

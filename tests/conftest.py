@@ -17,16 +17,29 @@ import pytest  # noqa: E402
 from bundle_build import build as bundle_build  # noqa: E402
 
 
+def _xdist_controller(config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, the controlling process starts the one bundle build before the
+    workers exist, when the run may include the bundle's tests (the whole suite, or that file)."""
+    slow = os.environ.get("HEARTH_SLOW_TESTS") == "1"
+    whole = not config.args or any(arg.rstrip("/") in ("tests", ".") or "test_bundle" in arg for arg in config.args)
+    if slow and whole and not config.option.keyword and _xdist_controller(config):
+        bundle_build.start_for_workers()
+
+
 def pytest_collection_finish(session):
-    """Start building the bundle now if its tests are going to run (tests/bundle_build.py)."""
-    if os.environ.get("HEARTH_SLOW_TESTS") == "1" and any(
+    """Without workers: start building the bundle now if its tests are going to run."""
+    if os.environ.get("HEARTH_SLOW_TESTS") == "1" and not hasattr(session.config, "workerinput") and any(
         item.path.name == "test_bundle.py" and item.get_closest_marker("slow") for item in session.items
     ):
         bundle_build.start()
 
 
-def pytest_sessionfinish(session, exitstatus):
-    bundle_build.abandon()
+def pytest_unconfigure(config):
+    bundle_build.abandon()  # after every worker has finished: nobody waits for it any more
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,12 @@ def ensure_default_model() -> Path | None:
     if target.exists() and target.stat().st_size == expected_size:
         return target
     log.info("assembling the default model into %s", target)
-    partial = target.with_name(target.name + ".partial")
-    package.assemble(partial, overwrite=True)  # raises ValueError on a sha256 mismatch
-    partial.replace(target)
+    # Each process assembles into a name of its own: two started at once (the window and a
+    # `hearth chat`, or test workers) must not write into the same partial file.
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    try:
+        package.assemble(partial, overwrite=True)  # raises ValueError on a sha256 mismatch
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target

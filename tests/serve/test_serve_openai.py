@@ -160,7 +160,7 @@ def test_a_client_that_walks_away_stops_its_reply_and_the_next_is_served_at_once
     stream.close()
     start = time.monotonic()
     assert chat(client, served, max_tokens=4, seed=1, timeout=10).usage.completion_tokens == 4
-    assert time.monotonic() - start < baseline + 2.0
+    assert time.monotonic() - start < baseline + 5.0  # a reply left running would take a minute
     # Waiting in the queue: a client that gives up before its turn is not served later.
     running = count(client, served)
     next(iter(running))
@@ -170,4 +170,4 @@ def test_a_client_that_walks_away_stops_its_reply_and_the_next_is_served_at_once
     running.close()
     start = time.monotonic()
     assert chat(client, served, max_tokens=4, seed=1, timeout=10).usage.completion_tokens == 4
-    assert time.monotonic() - start < baseline + 2.0
+    assert time.monotonic() - start < baseline + 5.0  # a reply left running would take a minute
