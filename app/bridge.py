@@ -42,13 +42,13 @@ from .engine.templates import TemplateError
 from .engine.types import LoadOptions, ModelDescription, ModelSource, ReplyStats, StopReason
 from .newest import NewestWins, Ticket
 from .serve.completions import Deliver, Job, Refusal, Refused
+from .serve.run_job import RAW_TEMPLATE, run_job
 from .served_job import ServedJob
 
 log = logging.getLogger(__name__)
 
 PROBED_MODELS_FILE = "probed-models.json"
 CHUNK_INTERVAL_S = 0.025  # coalesce tokens into at most ~40 chunk signals a second
-RAW_TEMPLATE = "{{ messages[0]['content'] }}"  # a raw prompt, written as it is (as hearth serve does)
 NO_MODEL = "No model is loaded."
 NO_MODEL_SERVED = "No model is loaded in Hearth: load one in its window, and this server serves it."
 UNLOADED = "The model was unloaded in Hearth; the request was not served."
@@ -149,7 +149,8 @@ class EngineWorker(QObject):
         if self._backend is None:
             served.end(Refused(Refusal.UNAVAILABLE, NO_MODEL_SERVED))
             return
-        self._noting_description(lambda: served.end(self._served_reply(served)))
+        self._noting_description(lambda: served.end(
+            run_job(self._backend, served.job, served.cancel_flag, served.deliver, self._use_template)))
 
     def _noting_description(self, reply) -> None:
         """Run `reply`; say so if the model describes itself differently afterwards."""
@@ -166,33 +167,6 @@ class EngineWorker(QObject):
         if raw != self._raw:
             self._backend.set_template_override(RAW_TEMPLATE if raw else self._override)
             self._raw = raw
-
-    def _served_reply(self, served: ServedJob) -> ReplyStats | Refused:
-        """Run the job, delivering its text as it comes; its last event (the ReplyStats, or why
-        it could not start) is returned, for `ServedJob.end` once the engine is free."""
-        job = served.job
-        try:
-            self._use_template(job.prompt is not None)
-            messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
-            events = iter(self._backend.stream(messages, job.params, served.cancel_flag))
-            event = next(events)  # a Backend may raise at the call or at its first event
-        except TemplateError as exc:
-            return Refused(Refusal.BAD_REQUEST, str(exc))
-        except ContextFullError as exc:
-            return Refused(Refusal.CONTEXT, str(exc))
-        except RemoteError as exc:
-            return Refused(Refusal.FAILED, str(exc))
-        except Exception as exc:
-            log.exception("a served reply failed to start")
-            return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
-        try:
-            while not isinstance(event, ReplyStats):
-                served.deliver(event)
-                event = next(events)
-        except Exception as exc:  # the Backend contract says never; the client still gets an end
-            log.exception("a served reply failed")
-            return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
-        return event
 
     def _reply(self, messages: list[dict], params: SamplingParams, ticket: Ticket) -> None:
         def progress(done: int, total: int) -> None:

@@ -203,12 +203,12 @@ def run_chat(args) -> int:
 def run_serve(args) -> int:
     from .engine.backend import open_backend
     from .engine.types import LoadOptions, LocalModel
-    from .serve import server
+    from .serve import addresses, server
     from .serve.app import create_app
     from .serve.queue import EngineQueue
 
     api_key = _serve_key(args)
-    if not server.is_loopback(args.host) and api_key is None:
+    if not addresses.is_loopback(args.host) and api_key is None:
         raise UsageError(f"--host {args.host} would make the model reachable from the network: "
                          "give --api-key KEY (or --api-key-env VAR) as well, so only those with the key can use it")
     if not 0 <= args.port <= 65535:
@@ -219,7 +219,7 @@ def run_serve(args) -> int:
         raise UsageError(f"--threads must be at least 1, not {args.threads}")
     path = args.model or _default_model()
     _check_context(args.ctx, inspect_model(path).context_length)
-    sock = server.bind(args.host, args.port)  # before loading: a taken port fails at once
+    sock = addresses.bind(args.host, args.port)  # before loading: a taken port fails at once
     try:
         options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
         backend = open_backend(LocalModel(path), options)
@@ -227,7 +227,7 @@ def run_serve(args) -> int:
     except BaseException:
         sock.close()
         raise
-    address = server.url(sock)
+    address = addresses.url(sock)
 
     def ready() -> None:
         print(address, flush=True)

@@ -25,7 +25,8 @@ from PySide6.QtCore import QObject, Signal
 from .bridge import EngineBridge
 from .bridge_completions import BridgeCompletions
 from .model_session import ModelSession
-from .server_thread import ServerThread, is_loopback
+from .serve.addresses import is_loopback
+from .server_thread import ServerThread
 
 QUIT_WAIT_S = 7  # uvicorn's grace for open connections (5 s), and a little more
 KEY_NEEDED = ("An API key is required to serve at {host}: other computers on the network can reach "

@@ -14,26 +14,15 @@ pay. Qt-free.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 from collections.abc import Callable
 
+from .serve.addresses import bind, url
+
 log = logging.getLogger(__name__)
 
 AppFactory = Callable[[Callable[[], None]], object]  # on_startup -> an ASGI app
-
-
-def is_loopback(host: str) -> bool:
-    """Whether only this machine can reach `host`; a name other than localhost counts as the
-    network's. As `hearth serve` decides it (app.serve.server.is_loopback), without importing
-    uvicorn: the window asks as the user types a host."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ServerThread:
@@ -77,17 +66,12 @@ class ServerThread:
         from .serve import server
 
         try:
-            sock = server.bind(self._host, self._port)
+            sock = bind(self._host, self._port)
         except OSError as exc:
             return f"Could not serve at {self._host}:{self._port}: {exc.strerror or exc}."
-        url = server.url(sock)
+        address = url(sock)
         try:
-            config = uvicorn.Config(
-                self._make_app(lambda: self._on_started(url)), http="h11", loop="asyncio", ws="none",
-                lifespan="on", interface="asgi3", log_config=None, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=server.GRACE_S,
-            )
-            self._server = uvicorn.Server(config)
+            self._server = uvicorn.Server(server.config(self._make_app(lambda: self._on_started(address))))
             if self._stop_asked.is_set():  # stopped while it was binding
                 return None
             self._server.run(sockets=[sock])  # off the main thread, uvicorn leaves signals alone

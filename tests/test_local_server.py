@@ -27,9 +27,7 @@ from app.engine.sampling import SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, StopReason
 from app.local_server import KEY_NEEDED, LocalServer
 from app.model_session import ModelSession
-from app.serve import server as serve_server
 from app.serve.completions import Job, QueueFull
-from app.server_thread import is_loopback
 from app.session import ChatSession
 from app.settings import ServeAddress, Settings
 from app.store import ConversationStore
@@ -167,12 +165,6 @@ def test_the_line_is_bounded_and_stopping_refuses_what_waits(qtbot, scripted_mod
     late = []
     completions.submit(Job(SamplingParams(), messages=[{"role": "user", "content": "d"}]), late.append)
     assert late[0].message == STOPPED
-
-
-@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.1", "::1", "localhost", "0.0.0.0", "::", "192.168.1.2",
-                                  "example.com", "LOCALHOST", ""])
-def test_loopback_is_decided_as_hearth_serve_decides_it(host):
-    assert is_loopback(host) == serve_server.is_loopback(host)
 
 
 # --- on the real model -----------------------------------------------------------------------

@@ -19,14 +19,12 @@ import threading
 from collections import deque
 
 from ..engine.backend import Backend
-from ..engine.context import ContextFullError
-from ..engine.templates import TemplateError
 from ..engine.types import ReplyStats, StopReason
 from .completions import Deliver, Job, QueueFull, Refusal, Refused, ServedModel
+from .run_job import RAW_TEMPLATE, run_job
 
 log = logging.getLogger(__name__)
 
-RAW_TEMPLATE = "{{ messages[0]['content'] }}"
 SHUTTING_DOWN = "Hearth is shutting down; the request was not served."
 
 
@@ -127,38 +125,13 @@ class EngineQueue:
                     return
                 ticket = self._running = self._waiting.popleft()
             try:
-                last = self._serve(ticket)
+                last = run_job(self._backend, ticket.job, ticket.cancelled, ticket.deliver, self._use_raw_template)
             finally:
                 with self._changed:
                     self._running = None
             # Only now: a client that sends its next request on reading this must find the
             # engine free, or a queue with no room to wait would answer it 429.
             ticket.deliver(last)
-
-    def _serve(self, ticket: _Ticket) -> ReplyStats | Refused:
-        """Run the job, delivering its pieces; its last event (the ReplyStats, or why it could
-        not start) is returned for `_work` to deliver once the engine is free."""
-        job = ticket.job
-        try:
-            self._use_raw_template(job.prompt is not None)
-            messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
-            events = iter(self._backend.stream(messages, job.params, ticket.cancelled))
-            event = next(events)  # a Backend may raise at the call or at the first event
-        except TemplateError as exc:
-            return Refused(Refusal.BAD_REQUEST, str(exc))
-        except ContextFullError as exc:
-            return Refused(Refusal.CONTEXT, str(exc))
-        except Exception as exc:
-            log.exception("a served reply failed to start")
-            return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
-        try:
-            while not isinstance(event, ReplyStats):
-                ticket.deliver(event)
-                event = next(events)
-        except Exception as exc:  # the Backend contract says never; a client still gets an end
-            log.exception("a served reply failed")
-            return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
-        return event
 
     def _use_raw_template(self, raw: bool) -> None:
         if raw != self._raw_template:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QSpinBox, QVBoxLayout, QWidget
 
-from ..server_thread import is_loopback
+from ..serve.addresses import is_loopback
 from ..settings import ServeAddress
 from .announce import announce
 from .colors import Tone, set_tone

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from app.engine.sampling import PRESETS, SamplingParams
+from app.serve.addresses import is_loopback
 from app.serve.errors import ApiError
 from app.serve.requests import parse_chat, parse_completion
 
@@ -74,3 +75,12 @@ def test_a_completion_takes_a_prompt_or_a_list_of_one():
     with pytest.raises(ApiError) as refused:
         parse_completion(json.dumps({"model": "m", "prompt": "Once", "echo": True}).encode(), DEFAULTS)
     assert (refused.value.status, refused.value.param) == (400, "echo")
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("127.0.0.1", True), ("127.8.9.1", True), ("::1", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("192.168.1.2", False), ("example.com", False),
+    ("LOCALHOST", False), ("", False),  # a name other than localhost: what it resolves to is not ours to promise
+])
+def test_only_this_machines_own_addresses_count_as_loopback(host, loopback):
+    assert is_loopback(host) is loopback

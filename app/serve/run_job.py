@@ -1,0 +1,53 @@
+"""Running one served Job on a Backend: the part `hearth serve`'s EngineQueue and the window's
+bridge share, so a job ends the same way whichever runs it.
+
+The caller owns the Backend's thread and its template: `use_template(raw)` is asked to set
+RAW_TEMPLATE for a raw prompt (/v1/completions) or to put the caller's own template back; a
+TemplateError from it refuses the job like a template that fails to render.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from ..engine.backend import Backend
+from ..engine.context import ContextFullError
+from ..engine.remote_errors import RemoteError
+from ..engine.templates import TemplateError
+from ..engine.types import ReplyStats, StopReason
+from .completions import Job, Refusal, Refused
+
+log = logging.getLogger(__name__)
+
+RAW_TEMPLATE = "{{ messages[0]['content'] }}"  # a raw prompt, written as it is
+
+
+def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Callable[[str], None],
+            use_template: Callable[[bool], None]) -> ReplyStats | Refused:
+    """Run the job, delivering its text as it comes; return its last event (the ReplyStats, or
+    why it could not start), for the caller to deliver once the engine is free: a client that
+    asks again on reading it must find the engine free."""
+    try:
+        use_template(job.prompt is not None)
+        messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
+        events = iter(backend.stream(messages, job.params, cancel))
+        event = next(events)  # a Backend may raise at the call or at its first event
+    except TemplateError as exc:
+        return Refused(Refusal.BAD_REQUEST, str(exc))
+    except ContextFullError as exc:
+        return Refused(Refusal.CONTEXT, str(exc))
+    except RemoteError as exc:  # a model on a server, served on: the server's own words
+        return Refused(Refusal.FAILED, str(exc))
+    except Exception as exc:
+        log.exception("a served reply failed to start")
+        return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
+    try:
+        while not isinstance(event, ReplyStats):
+            deliver(event)
+            event = next(events)
+    except Exception as exc:  # the Backend contract says never; the client still gets an end
+        log.exception("a served reply failed")
+        return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
+    return event
