@@ -3,33 +3,12 @@
 from __future__ import annotations
 
 import keyring
-import keyring.backend
 import keyring.backends.fail
 import keyring.backends.null
 import pytest
-from keyring.errors import PasswordDeleteError
 
 from app.library import credentials
-
-
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    """A working keyring backend (keyring ships none that keeps secrets in memory)."""
-
-    priority = 1
-
-    def __init__(self):
-        super().__init__()
-        self.secrets: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service, username):
-        return self.secrets.get((service, username))
-
-    def set_password(self, service, username, password):
-        self.secrets[(service, username)] = password
-
-    def delete_password(self, service, username):
-        if self.secrets.pop((service, username), None) is None:
-            raise PasswordDeleteError("not stored")
+from memory_keyring import MemoryKeyring
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from app.ui.download_row import DownloadRow
 from app.ui.get_models import OFFLINE_HEADLINE, GetModelsView
 from app.ui.hub_lists import MODEL_ROLE, ModelColumn, ResultColumn
 from fake_hub import GOOD_TOKEN, QWEN_REPO
-from test_credentials import MemoryKeyring
+from memory_keyring import MemoryKeyring
 
 Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
 GATED_REPO = "meta-llama/Llama-3.2-1B-Instruct-GGUF"
