@@ -26,7 +26,7 @@ from .engine.modelfile import ModelFileError, inspect_model
 from .engine.remote_errors import RemoteError
 from .engine.sampling import PRESETS, SamplingError, SamplingParams
 from .engine.templates import ChatTemplate, TemplateError, template_for
-from .engine.types import ServerConfig
+from .engine.types import ServerConfig, api_key_problem
 
 MIN_CONTEXT = 64  # below this no chat template and reply fit; llama.cpp fails obscurely at 2
 
@@ -251,10 +251,15 @@ def _serve_key(args) -> str | None:
         key = os.environ.get(args.api_key_env, "").strip()
         if not key:
             raise UsageError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
+        if problem := api_key_problem(key):
+            raise UsageError(f"--api-key-env {args.api_key_env}: {problem}")
         return key
     if args.api_key is not None and not args.api_key.strip():
         raise UsageError("--api-key cannot be empty")
-    return args.api_key.strip() if args.api_key is not None else None
+    key = args.api_key.strip() if args.api_key is not None else None
+    if key is not None and (problem := api_key_problem(key)):
+        raise UsageError(f"--api-key: {problem}")
+    return key
 
 
 def _default_model() -> Path:

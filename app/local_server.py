@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, Signal
 from .bridge import EngineBridge
 from .bridge_completions import BridgeCompletions
 from .model_session import ModelSession
+from .engine.types import api_key_problem
 from .serve.addresses import is_loopback
 from .server_thread import ServerThread
 
@@ -97,6 +98,9 @@ class LocalServer(QObject):
         on_network = not is_loopback(host)
         if api_key is None and on_network:
             self.failed.emit(KEY_NEEDED.format(host=host))
+            return True
+        if api_key is not None and (problem := api_key_problem(api_key)):
+            self.failed.emit(problem)
             return True
         completions = BridgeCompletions(self._bridge)
         completions.follow(self._models.current)

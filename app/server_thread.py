@@ -55,6 +55,9 @@ class ServerThread:
     def _run(self) -> None:
         try:
             error = self._serve()
+        except SystemExit:  # uvicorn exits so when the app's start-up fails
+            log.exception("the local server could not start")
+            error = "The server could not start (see the log)."
         except Exception as exc:  # a failure nobody listed: said, not a thread's traceback alone
             log.exception("the local server failed")
             error = f"The server failed: {exc}"

@@ -148,6 +148,15 @@ class LocalModel:
         return self.path.name
 
 
+def api_key_problem(key: str) -> str | None:
+    """Why `key` cannot be an API key, or None. A key travels in an HTTP header, which takes
+    visible ASCII only: a pasted newline made the HTTP library refuse the header and quote it,
+    key and all, in its error; a non-ASCII key could never match on either side."""
+    if any(not "!" <= character <= "~" for character in key):
+        return "An API key is letters, digits and punctuation only: no spaces, line breaks or accented letters."
+    return None
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """An OpenAI-compatible server the user added: its address (`http://host:port/v1`, the
@@ -178,7 +187,10 @@ class ServerConfig:
             raise ValueError(f"The port in {printable(self.base_url)!r} is not a port number") from None
         object.__setattr__(self, "base_url", url)
         object.__setattr__(self, "name", self.name.strip() or self.host)
-        object.__setattr__(self, "api_key", (self.api_key or "").strip() or None)
+        key = (self.api_key or "").strip() or None
+        if key is not None and (problem := api_key_problem(key)):
+            raise ValueError(problem)
+        object.__setattr__(self, "api_key", key)
 
     @property
     def host(self) -> str:

@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..engine.sampling import SamplingParams
+from ..engine.types import ReplyStats, StopReason
 from . import errors
 from .completions import Completions, Job, QueueFull, Refusal, Refused
 from .errors import ApiError
@@ -93,6 +94,11 @@ def create_app(completions: Completions, api_key: str | None = None,
             first = await reply.first(request.receive)
             if isinstance(first, Refused):
                 raise refusal_error(first, "messages" if job.prompt is None else "prompt")
+            if isinstance(first, ReplyStats) and finish_reason(first) is None:
+                # Ended before any text (stopped serving, an upstream server that failed):
+                # a status says so, rather than a 200 stream holding only an error.
+                stopped = first.stop_reason is StopReason.CANCELLED
+                raise (errors.unavailable if stopped else errors.server_error)(failure(first))
             if parsed.stream:
                 return StreamingResponse(stream(reply, first, shape), media_type="text/event-stream",
                                          headers=SSE_HEADERS)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..engine.backend import Backend
 from ..engine.context import ContextFullError
-from ..engine.remote_errors import RemoteError
+from ..engine.remote_errors import RemoteError, RemoteFailure
 from ..engine.templates import TemplateError
 from ..engine.types import ReplyStats, StopReason
 from .completions import Job, Refusal, Refused
@@ -38,8 +38,8 @@ def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Callab
         return Refused(Refusal.BAD_REQUEST, str(exc))
     except ContextFullError as exc:
         return Refused(Refusal.CONTEXT, str(exc))
-    except RemoteError as exc:  # a model on a server, served on: the server's own words
-        return Refused(Refusal.FAILED, str(exc))
+    except RemoteError as exc:  # a model on a server, served on
+        return upstream_refusal(exc)
     except Exception as exc:
         log.exception("a served reply failed to start")
         return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
@@ -51,3 +51,13 @@ def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Callab
         log.exception("a served reply failed")
         return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
     return event
+
+
+def upstream_refusal(error: RemoteError) -> Refused:
+    """A remote model's failure, for the client of the model served on: a rate limit is "try
+    later" (503), anything else the server's failure (500), in words that do not name the
+    server behind it (its address is often a private one) nor pass on its key's trouble."""
+    if error.failure is RemoteFailure.RATE_LIMITED:
+        return Refused(Refusal.UNAVAILABLE, "The model's own server is busy; try again later.")
+    detail = f": {error.server_message}" if error.server_message and error.failure is RemoteFailure.REJECTED else ""
+    return Refused(Refusal.FAILED, f"The model's own server failed ({error.failure.value}){detail}.")

@@ -215,6 +215,16 @@ def test_a_server_address_is_checked_and_its_key_kept_out_of_logs():
         assert "sk-secret" not in str(refused.value)  # a password in an address is not repeated
 
 
+def test_a_key_that_cannot_travel_in_a_header_is_refused_without_repeating_it():
+    """A pasted line break made the HTTP library refuse the header and quote it, key and all,
+    in the error shown under the server's row; a non-ASCII key could never match."""
+    for bad in ("sk-secret\nabc", "sk-secret abc", "sk-sécret", "sk-secret\x00"):
+        with pytest.raises(ValueError, match="API key") as refused:
+            ServerConfig("http://gpu.lab:8000/v1", api_key=bad)
+        assert "secret" not in str(refused.value)
+    assert ServerConfig("http://gpu.lab:8000/v1", api_key=" sk-A1_b.c~d/e+f= ").api_key == "sk-A1_b.c~d/e+f="
+
+
 def test_retry_after_reads_seconds_and_http_dates():
     from datetime import datetime, timezone
 
