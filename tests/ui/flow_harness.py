@@ -92,6 +92,18 @@ class FlowWindow:
         QTest.mouseClick(listing.viewport(), Qt.MouseButton.LeftButton, pos=listing.visualItemRect(item).center())
         assert self.session.conversation_id == conversation_id
 
+    def streaming_elsewhere(self) -> tuple[int, int]:
+        """Conversation B answered; A's reply held streaming while B is open again, as a user
+        leaves a long reply to write. Returns (a, b)."""
+        self.send_and_wait("B")
+        b = self.session.conversation_id
+        self.window.new_chat()
+        self.script.gated = True
+        self.type_and_send("A")
+        a = self.session.conversation_id
+        self.click_conversation(b)
+        return a, b
+
     def close(self) -> None:
         self.script.gated = False
         self.window.close()

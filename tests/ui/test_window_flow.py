@@ -192,13 +192,7 @@ def test_a_reply_that_ends_while_another_conversation_is_open_is_shown_finished(
 
 def test_deleting_the_conversation_whose_reply_streams_stops_it(flow, qtbot):
     window = flow.window
-    flow.send_and_wait("B")
-    b = flow.session.conversation_id
-    window.new_chat()
-    flow.script.gated = True
-    flow.type_and_send("A")
-    a = flow.session.conversation_id
-    flow.click_conversation(b)
+    a, b = flow.streaming_elsewhere()
     with qtbot.waitSignal(flow.session.replyFinished, timeout=WAIT_MS) as finished:
         window.delete_conversation(a)
     assert finished.args[0].status is ReplyStatus.CANCELLED and not flow.session.busy
@@ -207,12 +201,7 @@ def test_deleting_the_conversation_whose_reply_streams_stops_it(flow, qtbot):
 
 def test_a_send_while_another_conversations_reply_streams_waits_for_it_and_goes(flow, qtbot):
     window = flow.window
-    flow.send_and_wait("B")
-    b = flow.session.conversation_id
-    window.new_chat()
-    flow.script.gated = True
-    flow.type_and_send("A")
-    flow.click_conversation(b)
+    _, b = flow.streaming_elsewhere()
     flow.type_and_send("Another question for B")
     composer = window.composer
     assert composer.waiting and "is finished" in composer.note.text() and "Esc" in composer.note.text()
@@ -227,13 +216,7 @@ def test_a_send_while_another_conversations_reply_streams_waits_for_it_and_goes(
 
 def test_a_waiting_send_is_not_sent_into_another_conversation(flow, qtbot):
     window = flow.window
-    flow.send_and_wait("B")
-    b = flow.session.conversation_id
-    window.new_chat()
-    flow.script.gated = True
-    flow.type_and_send("A")
-    a = flow.session.conversation_id
-    flow.click_conversation(b)
+    a, b = flow.streaming_elsewhere()
     flow.type_and_send("For B only")
     flow.click_conversation(a)
     assert not window.composer.waiting and window.composer.text() == "For B only"
