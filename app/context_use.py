@@ -37,15 +37,16 @@ def measured(stats: ReplyStats | None) -> int | None:
     return stats.prompt_tokens + (stats.completion_tokens or 0)
 
 
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+def estimate_tokens(characters: int) -> int:
+    """Tokens in a text of this many characters, estimated."""
+    return math.ceil(characters / CHARS_PER_TOKEN)
 
 
 def estimate_prompt(history: list[dict], last_measured: int | None) -> int:
     """The prompt a reply to `history` reads: the tokens measured after the last reply, plus the
     messages after it; everything, estimated, when no reply was measured."""
     if last_measured is None:
-        return sum(estimate_tokens(message["content"]) for message in history)
+        return sum(estimate_tokens(len(message["content"])) for message in history)
     roles = [message["role"] for message in history]
     after = len(roles) - roles[::-1].index("assistant") if "assistant" in roles else 0
-    return last_measured + sum(estimate_tokens(message["content"]) for message in history[after:])
+    return last_measured + sum(estimate_tokens(len(message["content"])) for message in history[after:])

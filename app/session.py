@@ -71,7 +71,12 @@ class _Reply:
     model: str | None
     prompt_estimate: int  # tokens, until the engine's count comes with the finished reply
     pieces: list[str]
+    length: int = 0  # characters so far: the meter reads it at every chunk, without a join
     saved_length: int = 0
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.length += len(piece)
 
     @property
     def text(self) -> str:
@@ -172,7 +177,7 @@ class ChatSession(QObject):
         its last reply, or an estimate when none was counted (an imported conversation)."""
         reply = self._reply
         if reply is not None and reply.conversation_id == self._conversation_id:
-            return ContextUse(reply.prompt_estimate + estimate_tokens(reply.text), estimated=True)
+            return ContextUse(reply.prompt_estimate + estimate_tokens(reply.length), estimated=True)
         if self._conversation_id is None:
             return ContextUse(0, estimated=False)
         tokens = self._last_measured(self._conversation_id)
@@ -363,7 +368,7 @@ class ChatSession(QObject):
     def _on_chunk(self, text: str) -> None:
         reply = self._reply
         if reply is not None:
-            reply.pieces.append(text)
+            reply.add(text)
             self.replyChunk.emit(text)
             if reply.conversation_id == self._conversation_id:
                 self.contextChanged.emit(self.context_use())
@@ -372,15 +377,14 @@ class ChatSession(QObject):
         reply = self._reply
         if reply is None:
             return
-        text = reply.text
-        if len(text) != reply.saved_length:
+        if reply.length != reply.saved_length:
             try:
-                self.store.update_partial(reply.message_id, text)
+                self.store.update_partial(reply.message_id, reply.text)
             except StoreError as exc:
                 self._save_timer.stop()  # said once; the reply still streams and is shown
                 self.storeFailed.emit(exc)
                 return
-            reply.saved_length = len(text)
+            reply.saved_length = reply.length
 
     def _on_finished(self, text: str, stats: ReplyStats) -> None:
         self._finish(text, stats, ReplyStatus.after(stats.stop_reason))
