@@ -15,7 +15,7 @@ import pytest
 
 from app.engine.backend import open_backend
 from app.engine.types import RemoteModel
-from app.library import server_keys
+from app.library import secrets, server_keys
 from memory_keyring import MemoryKeyring
 from scripted_backend import Script
 
@@ -26,7 +26,7 @@ def memory_keyring(monkeypatch) -> MemoryKeyring:
     previous = keyring.get_keyring()
     backend = MemoryKeyring()
     keyring.set_keyring(backend)
-    monkeypatch.setattr(server_keys, "_session_keys", {})
+    monkeypatch.setattr(secrets, "_session", {})
     yield backend
     keyring.set_keyring(previous)
 
@@ -36,7 +36,7 @@ def no_keyring(monkeypatch):
     """No keyring at all (a headless Linux): keys live in memory for this session."""
     previous = keyring.get_keyring()
     keyring.set_keyring(keyring.backends.fail.Keyring())
-    monkeypatch.setattr(server_keys, "_session_keys", {})
+    monkeypatch.setattr(secrets, "_session", {})
     yield
     keyring.set_keyring(previous)
 

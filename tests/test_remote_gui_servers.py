@@ -14,7 +14,7 @@ from PySide6.QtCore import QSettings
 
 from app.engine.remote_errors import RemoteFailure
 from app.engine.types import RemoteModel, ServerConfig
-from app.library import server_keys
+from app.library import secrets, server_keys
 from app.remote_servers import RemoteServers
 from app.settings import Settings
 from remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
@@ -62,7 +62,7 @@ def test_without_a_keyring_a_key_lasts_for_this_session(qapp, settings, no_keyri
     saved = server_keys.save_key("http://gpu:8000/v1", "sk-1")
     assert not saved.persistent and "until Hearth quits" in saved.message
     assert server_keys.load_key("http://gpu:8000/v1") == "sk-1"
-    monkeypatch.setattr(server_keys, "_session_keys", {})  # as after a restart
+    monkeypatch.setattr(secrets, "_session", {})  # as after a restart
     assert server_keys.load_key("http://gpu:8000/v1") is None
 
 

@@ -12,16 +12,9 @@ normalised address `ServerConfig` gives.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
-import keyring
-from keyring.errors import KeyringError
-
-from .credentials import SERVICE
-
-_session_lock = threading.Lock()
-_session_keys: dict[str, str] = {}  # address -> key, where the keyring could not keep it
+from . import secrets
 
 
 @dataclass(frozen=True)
@@ -37,18 +30,7 @@ def account(base_url: str) -> str:
 
 def save_key(base_url: str, key: str) -> KeySaved:
     """Keep the server's key in the keyring if there is one, else for this session only."""
-    key = key.strip()
-    try:
-        keyring.set_password(SERVICE, account(base_url), key)
-        stored = keyring.get_password(SERVICE, account(base_url)) == key  # the null backend drops it
-    except KeyringError:
-        stored = False
-    with _session_lock:
-        if stored:
-            _session_keys.pop(base_url, None)
-        else:
-            _session_keys[base_url] = key
-    if stored:
+    if secrets.keep(account(base_url), key.strip()):
         return KeySaved(True, "The API key is saved in the system keyring.")
     return KeySaved(False, "No system keyring is available, so the API key is kept only until Hearth quits; "
                     "you will need to add the server again with its key next time.")
@@ -56,20 +38,9 @@ def save_key(base_url: str, key: str) -> KeySaved:
 
 def load_key(base_url: str) -> str | None:
     """This session's key for the server, else the keyring's, else None (no key)."""
-    with _session_lock:
-        if base_url in _session_keys:
-            return _session_keys[base_url]
-    try:
-        return keyring.get_password(SERVICE, account(base_url))
-    except KeyringError:
-        return None
+    return secrets.read(account(base_url))
 
 
 def forget_key(base_url: str) -> None:
     """Remove the server's key from the keyring and from memory."""
-    with _session_lock:
-        _session_keys.pop(base_url, None)
-    try:
-        keyring.delete_password(SERVICE, account(base_url))
-    except KeyringError:
-        pass  # nothing stored, or no keyring to store it in
+    secrets.forget(account(base_url))

@@ -7,7 +7,7 @@ import keyring.backends.fail
 import keyring.backends.null
 import pytest
 
-from app.library import credentials
+from app.library import credentials, secrets
 from memory_keyring import MemoryKeyring
 
 
@@ -30,8 +30,8 @@ def test_a_keyring_keeps_the_token_across_sessions(use_backend, monkeypatch):
     saved = credentials.save_token(" hf_secret \n")
 
     assert saved.persistent and "keyring" in saved.message
-    assert backend.secrets == {(credentials.SERVICE, credentials.ACCOUNT): "hf_secret"}
-    monkeypatch.setattr(credentials, "_session_token", None)  # as after a restart
+    assert backend.secrets == {(secrets.SERVICE, credentials.ACCOUNT): "hf_secret"}
+    monkeypatch.setattr(secrets, "_session", {})  # as after a restart
     assert credentials.load_token() == "hf_secret"
     credentials.forget_token()
     assert credentials.load_token() is None and backend.secrets == {}
@@ -46,5 +46,5 @@ def test_without_a_keyring_the_token_lives_for_this_session_only(use_backend, ba
     assert not saved.persistent
     assert "No system keyring" in saved.message and "until Hearth quits" in saved.message
     assert credentials.load_token() == "hf_secret"
-    monkeypatch.setattr(credentials, "_session_token", None)  # as after a restart
+    monkeypatch.setattr(secrets, "_session", {})  # as after a restart
     assert credentials.load_token() is None

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QInputDialog
 
 from app.download_manager import DownloadManager
 from app.engine.modelfile import inspect_model
-from app.library import credentials
+from app.library import credentials, secrets
 from app.library.downloads import PARTIAL_SUFFIX
 from app.library.hub import HubClient, Timeouts
 from app.ui import get_models
@@ -341,7 +341,7 @@ def test_a_gated_download_asks_for_a_token_then_retries_with_it(
     assert asked[0][3] == get_models.QLineEdit.Password
     assert done.args[0].read_bytes() == tiny_gguf
     assert view.token_label.text() == "The access token is saved in the system keyring."
-    assert memory_keyring.secrets == {(credentials.SERVICE, credentials.ACCOUNT): GOOD_TOKEN}
+    assert memory_keyring.secrets == {(secrets.SERVICE, credentials.ACCOUNT): GOOD_TOKEN}
     assert not view.token_button.isVisible()
     assert row not in view.findChildren(DownloadRow)  # the failed attempt gave way to the retry
 
