@@ -1,4 +1,9 @@
-"""One open conversation: what Send, Stop, Regenerate and Edit do, and what gets saved when.
+"""One open conversation: what Send, Stop, Regenerate, Edit and the versions of a message do,
+and what gets saved when.
+
+Nothing is deleted by Edit or Regenerate: an edited message and a regenerated reply are new
+versions (siblings in the store's tree), and the window shows one branch of the tree, the one
+last viewed. Delete version hides a version and all after it, until Undo.
 
 `ChatSession` is the GUI thread's owner of the open conversation: it keeps it in the store
 (what is kept) and asks the bridge for replies (what is generated), with the settings the
@@ -27,18 +32,12 @@ from .bridge import EngineBridge
 from .context_use import ContextUse, estimate_prompt, estimate_tokens, measured
 from .engine.types import ReplyStats, ReplyStatus
 from .model_session import ModelSession
-from .store import Conversation, ConversationStore, StoredMessage, StoreError
+from .reply_history import ContextBoundary, context_boundary, history, last_counted_reply
+from .store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
 
 PARTIAL_SAVE_MS = 500
 QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
 NO_MODEL_MESSAGE = "No model is loaded. Choose one above the chat, or get one with Get models (Ctrl+Shift+G)."
-# The newest messages a reply is given as history. Far more than any context window holds (the
-# engine drops the oldest that do not fit), few enough that a conversation of a hundred
-# thousand messages does not make every Send read all of them.
-HISTORY_MESSAGES = 5_000
-# The newest messages searched for the last reply whose tokens the engine counted (the context
-# meter starts from it): replies that failed to start or were imported were not counted.
-MEASURED_LOOKBACK = 20
 SERVED_WAIT_MESSAGE = "The reply will start when the served request has finished (Esc cancels it)."
 
 
@@ -87,10 +86,13 @@ class ChatSession(QObject):
     """Send / stop / regenerate / edit for the current conversation.
 
     Signals:
-        conversationChanged(object): a conversation (its id) was opened or created, or None
-            when the open one was deleted; show it afresh.
+        conversationChanged(object): a conversation (its id) was opened or created, or its
+            branch shown changed (an edit, a regenerated reply, another version shown or one
+            deleted), or None when the open one was deleted; show it afresh (with the reply
+            being written in it, as far as it got: `reply_so_far`).
         messageAdded(StoredMessage): a finished message to append to the view.
-        replyStarted(StoredMessage): the (empty) assistant reply that begins streaming.
+        replyStarted(StoredMessage): the (empty) assistant reply that begins streaming at the
+            end of the branch shown (a regenerated one comes with conversationChanged instead).
         waitingChanged(str): why the reply waits to begin (requests served to other programs
             are ahead of it), or "" once it begins or ends.
         promptProgress(int, int): prompt tokens read so far, and of how many, before a reply
@@ -187,11 +189,15 @@ class ChatSession(QObject):
         return ContextUse(estimate_prompt(history, None), estimated=bool(history))
 
     def _last_measured(self, conversation_id: int) -> int | None:
-        """The context the engine counted after the conversation's last reply it measured (a
-        reply that failed to start, or an imported one, was not)."""
-        recent = self.store.recent_messages(conversation_id, MEASURED_LOOKBACK).messages
-        return next((tokens for message in reversed(recent) if message.role == "assistant"
-                     and (tokens := measured(message.stats)) is not None), None)
+        """The context the engine counted after the branch's last reply it measured (a reply
+        that failed to start, or an imported one, was not)."""
+        reply = last_counted_reply(self.store, conversation_id)
+        return measured(reply.stats) if reply is not None else None
+
+    def context_boundary(self) -> ContextBoundary | None:
+        """Where the model's view of the open conversation's branch began in its last counted
+        reply (the window draws a line there), or None when it saw all of it."""
+        return context_boundary(self.store, self._conversation_id) if self._conversation_id is not None else None
 
     def _emit_context(self) -> None:
         """contextChanged for the open conversation; a store that fails to say is said once,
@@ -299,58 +305,93 @@ class ChatSession(QObject):
         self.busyChanged.disconnect(ended.quit)
 
     def regenerate(self) -> bool:
-        """Replace the last reply with a new one to the same message."""
+        """Answer the last message again: the last reply stays, as the version before."""
         if self.busy or self._conversation_id is None:
             return False
-        last_user = self.store.last_message(self._conversation_id, "user")
-        if last_user is None:
+        leaf = self.store.leaf_message(self._conversation_id)
+        if leaf is None:
             return False
-        self.store.truncate_after(self._conversation_id, last_user.id)
+        return self._start_reply(replacing=leaf if leaf.role == "assistant" else None)
+
+    def edit(self, message_id: int, text: str) -> bool:
+        """Answer a changed user message: it becomes a new version of that message, and the
+        old version keeps everything that followed it."""
+        if self.busy or self._conversation_id is None or not text.strip():
+            return False
+        self.store.add_version(message_id, text.strip())
         self.conversationChanged.emit(self._conversation_id)
         return self._start_reply()
 
-    def edit(self, message_id: int, text: str) -> bool:
-        """Change a user message, forget everything after it, and answer it again."""
-        if self.busy or self._conversation_id is None or not text.strip():
+    # --- versions ------------------------------------------------------------------------------
+
+    def _reply_runs_here(self) -> bool:
+        return self.reply_conversation_id is not None and self.reply_conversation_id == self._conversation_id
+
+    def show_version(self, message_id: int) -> bool:
+        """Show the branch through another version of a message. Not while the open
+        conversation's reply is written: it belongs to the branch shown."""
+        if self._reply_runs_here():
             return False
-        self.store.update_message_content(message_id, text.strip())
-        self.store.truncate_after(self._conversation_id, message_id)
-        self.conversationChanged.emit(self._conversation_id)
-        return self._start_reply()
+        self.store.show_version(message_id)
+        self.open(self._conversation_id)
+        return True
+
+    def delete_version(self, message_id: int) -> DeletedVersion | None:
+        """Delete a version and all that follows it (restore_version undoes it); None while the
+        open conversation's reply is written."""
+        if self._reply_runs_here():
+            return None
+        deleted = self.store.delete_version(message_id)
+        self.open(self._conversation_id)
+        self.conversationsChanged.emit()
+        return deleted
+
+    def restore_version(self, deleted: DeletedVersion) -> None:
+        """Undo delete_version: the version comes back, with the branch that was shown."""
+        self.store.restore_version(deleted)
+        if deleted.conversation_id == self._conversation_id and not self._reply_runs_here():
+            self.open(self._conversation_id)
+        self.conversationsChanged.emit()
+
+    def branch_from(self, message_id: int) -> int:
+        """Open a new conversation holding a copy of the branch up to this message."""
+        conversation_id = self.store.branch_from(message_id)
+        self.open(conversation_id)
+        self.conversationsChanged.emit()
+        return conversation_id
 
     # --- the reply ---------------------------------------------------------------------------
 
-    def history(self) -> list[dict]:
-        """The conversation as the engine sees it: the current system prompt, then the kept messages
-        (the newest HISTORY_MESSAGES).
+    def history(self, before: int | None = None) -> list[dict]:
+        """The branch shown as the engine reads it (app.reply_history), with the current
+        system prompt: the model's live settings, so an edit applies to the next reply."""
+        return history(self.store, self._conversation_id, self._models.settings.system_prompt, before)
 
-        The system prompt comes from the model's live settings, so an edit applies to the next reply.
-        """
-        system = self._models.settings.system_prompt
-        history = [{"role": "system", "content": system}] if system.strip() else []
-        if self._conversation_id is None:
-            return history
-        for message in self.store.recent_messages(self._conversation_id, HISTORY_MESSAGES).messages:
-            if message.role in ("user", "assistant") and not (message.status == ReplyStatus.ERROR and not message.content):
-                history.append({"role": message.role, "content": message.content})
-        return history
-
-    def _start_reply(self) -> bool:
+    def _start_reply(self, replacing: StoredMessage | None = None) -> bool:
+        """Start a reply at the end of the branch shown, or as a new version of `replacing`
+        (Regenerate): then the branch shown changes, and conversationChanged says so instead
+        of replyStarted."""
         settings, current = self._models.settings, self._models.current
-        history = self.history()
+        history = self.history(replacing.position if replacing is not None else None)
         prompt_estimate = estimate_prompt(history, self._last_measured(self._conversation_id))
         self.store.set_system_prompt(self._conversation_id, settings.system_prompt)  # kept for the record
         model = current.record_name if current else None
-        reply_id = self.store.add_message(
-            self._conversation_id, "assistant", "", model=model,
-            params=settings.sampling.to_dict(), status=ReplyStatus.STREAMING,
-        )
+        fields = dict(model=model, params=settings.sampling.to_dict(), status=ReplyStatus.STREAMING)
+        if replacing is not None:
+            reply_id = self.store.add_version(replacing.id, "", **fields)
+        else:
+            reply_id = self.store.add_message(self._conversation_id, "assistant", "", **fields)
         if not self._bridge.generate(history, settings.sampling):
             self.store.finish_message(reply_id, "", ReplyStats.failed("busy"), ReplyStatus.ERROR)
+            if replacing is not None:
+                self.conversationChanged.emit(self._conversation_id)
             return False
         self._reply = _Reply(reply_id, self._conversation_id, model, prompt_estimate, [])
         self._save_timer.start()
-        self.replyStarted.emit(self._message(reply_id))
+        if replacing is not None:
+            self.conversationChanged.emit(self._conversation_id)
+        else:
+            self.replyStarted.emit(self._message(reply_id))
         self.busyChanged.emit(True)
         self._emit_context()
         if self._bridge.served_pending:

@@ -4,9 +4,11 @@ Pure Python and sqlite3, no Qt, so it can be tested and used without a GUI.
 """
 
 from app.store.conversations import ConversationStore, MessagePage, auto_title, import_file
-from app.store.records import ROLES, STATUSES, Conversation, DatabaseDamaged, StoredMessage, StoreError, shorten
+from app.store.records import (
+    ROLES, STATUSES, Conversation, DatabaseDamaged, DeletedVersion, StoredMessage, StoreError, shorten,
+)
 
 __all__ = [
-    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "MessagePage", "StoreError",
+    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "StoreError",
     "StoredMessage", "auto_title", "import_file", "shorten",
 ]

@@ -27,7 +27,9 @@ from pathlib import Path
 from app.engine.text import shorten
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import exchange, search
-from app.store.records import ROLES, STATUSES, Conversation, StoredMessage, StoreError, require_choice, utc_now
+from app.store.records import (
+    ROLES, STATUSES, Conversation, DeletedVersion, StoredMessage, StoreError, require_choice, utc_now,
+)
 from app.store.schema import connect, database_error, transaction
 
 TITLE_LENGTH = 40
@@ -46,10 +48,37 @@ def auto_title(text: str, limit: int = TITLE_LENGTH) -> str:
     return re.sub(r"[\s.,;:!?-]+$", "", cut) + "…"
 
 
+def branch_title(title: str) -> str:
+    """The title of a conversation branched from one titled `title`."""
+    return f"{title or 'Untitled conversation'} (branch)"
+
+
+# A message as StoredMessage reads it: its row, and its place among its versions (siblings).
+_MESSAGE = """SELECT m.*,
+    (SELECT COUNT(*) FROM messages s WHERE s.parent_id IS m.parent_id AND s.conversation_id = m.conversation_id
+        AND s.deleted_at IS NULL) AS versions,
+    (SELECT COUNT(*) FROM messages s WHERE s.parent_id IS m.parent_id AND s.conversation_id = m.conversation_id
+        AND s.deleted_at IS NULL AND s.id <= m.id) AS version
+    FROM messages m"""
+# The ids of the branch ending at :leaf, walking up no further than position :lowest.
+_BRANCH = """WITH RECURSIVE branch(id, position) AS (
+    SELECT id, position FROM messages WHERE id = :leaf
+    UNION ALL
+    SELECT m.parent_id, m.position - 1 FROM messages m JOIN branch b ON m.id = b.id
+    WHERE m.parent_id IS NOT NULL AND b.position > :lowest)"""
+# The ids of :top and every live message below it, for "id IN" (a statement that begins with
+# WITH has no rowcount in sqlite3).
+_SUBTREE = """(WITH RECURSIVE subtree(id) AS (
+    SELECT :top
+    UNION ALL
+    SELECT m.id FROM messages m JOIN subtree s ON m.parent_id = s.id WHERE m.deleted_at IS NULL)
+    SELECT id FROM subtree)"""
+
+
 @dataclass(frozen=True)
 class MessagePage:
-    """The newest messages of a conversation (or those before a position), oldest first, and
-    how many older ones there are: a conversation may hold a hundred thousand."""
+    """The newest messages of the branch shown (or those before a position), oldest first, and
+    how many older ones there are on it: a conversation may hold a hundred thousand."""
 
     messages: list[StoredMessage]
     earlier: int
@@ -154,8 +183,11 @@ class ConversationStore:
         self._update_conversation(conversation_id, "deleted_at = NULL")
 
     def purge_deleted(self) -> int:
-        """Erase everything in the trash, messages included; returns how many conversations."""
-        return self._conn.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL").rowcount
+        """Erase everything in the trash, messages and deleted versions included; returns how
+        many conversations."""
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM messages WHERE deleted_at IS NOT NULL")
+            return self._conn.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL").rowcount
 
     def search(self, text: str) -> list[Conversation]:
         """Conversations not in the trash whose title or one message contains every word of text,
@@ -175,47 +207,43 @@ class ConversationStore:
         found = search.snippets(self._conn, words, self.full_text_search, conversation_ids)
         return {conversation_id: shorten(snippet, SNIPPET_SHOWN_CHARS) for conversation_id, snippet in found.items()}
 
-    # Messages
+    def search_hit(self, text: str, conversation_id: int) -> int | None:
+        """The message a search for text opens this conversation at: its newest message, in any
+        version, that has every word; None when only the title matched."""
+        words = text.split()
+        if not words:
+            return None
+        return search.newest_hits(self._conn, words, self.full_text_search, [conversation_id]).get(conversation_id)
+
+    # Messages: a tree per conversation, and the branch of it that is shown
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
-        """The conversation's messages in order (position 0 first)."""
-        self.get_conversation(conversation_id)  # an unknown id is an error, not an empty list
-        rows = self._conn.execute(
-            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position", (conversation_id,)
-        )
-        return [StoredMessage.from_row(row) for row in rows]
+        """The branch shown, in order (position 0 first); other versions are not in it."""
+        leaf = self._leaf(conversation_id)
+        return self._branch(leaf, 0, leaf[1] + 1) if leaf else []
 
     def recent_messages(self, conversation_id: int, limit: int, before: int | None = None) -> MessagePage:
-        """The last `limit` messages, or the last `limit` before position `before`, in order;
-        what a window shows first and then page by page."""
-        self.get_conversation(conversation_id)
-        end = before if before is not None else self._conn.execute(
-            "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
-        ).fetchone()[0]
-        rows = self._conn.execute(
-            "SELECT * FROM messages WHERE conversation_id = ? AND position < ? ORDER BY position DESC LIMIT ?",
-            (conversation_id, end, limit),
-        ).fetchall()
-        messages = [StoredMessage.from_row(row) for row in reversed(rows)]
-        first = messages[0].position if messages else end
-        earlier = self._conn.execute(
-            "SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND position < ?", (conversation_id, first)
-        ).fetchone()[0]
-        return MessagePage(messages, earlier)
+        """The last `limit` messages of the branch shown, or the last `limit` before position
+        `before`, in order; what a window shows first and then page by page. Only the part of
+        the branch asked for is read: a conversation may hold a hundred thousand messages."""
+        leaf = self._leaf(conversation_id)
+        if leaf is None:
+            return MessagePage([], 0)
+        end = leaf[1] + 1 if before is None else min(before, leaf[1] + 1)
+        lowest = max(0, end - limit)
+        return MessagePage(self._branch(leaf, lowest, end), lowest)
 
     def message(self, message_id: int) -> StoredMessage:
-        row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+        """The message, also a deleted version (Undo may still bring it back)."""
+        row = self._conn.execute(f"{_MESSAGE} WHERE m.id = ?", (message_id,)).fetchone()
         if row is None:
             raise StoreError(f"There is no message {message_id}.")
         return StoredMessage.from_row(row)
 
-    def last_message(self, conversation_id: int, role: str) -> StoredMessage | None:
-        """The conversation's last message with this role (the one Regenerate answers again)."""
-        row = self._conn.execute(
-            "SELECT * FROM messages WHERE conversation_id = ? AND role = ? ORDER BY position DESC LIMIT 1",
-            (conversation_id, role),
-        ).fetchone()
-        return StoredMessage.from_row(row) if row is not None else None
+    def leaf_message(self, conversation_id: int) -> StoredMessage | None:
+        """The last message of the branch shown (the reply Regenerate answers again)."""
+        leaf = self._leaf(conversation_id)
+        return self.message(leaf[0]) if leaf else None
 
     def add_message(
         self,
@@ -226,33 +254,118 @@ class ConversationStore:
         params: dict | None = None,
         status: ReplyStatus = ReplyStatus.COMPLETE,
     ) -> int:
-        """Append a message and return its id.
+        """Append a message to the branch shown, which it now ends; returns its id.
 
         A reply about to stream is added with status='streaming' (usually empty content), then
         fed with update_partial() and closed with finish_message(). A model given here becomes
         the conversation's model; the first user message titles an untitled conversation.
         """
-        require_choice("role", role, ROLES)
-        require_choice("status", status, STATUSES)
-        now = utc_now()
         with transaction(self._conn):
-            conversation = self.get_conversation(conversation_id)
-            position = self._conn.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
-            ).fetchone()[0]
-            cursor = self._conn.execute(
-                "INSERT INTO messages (conversation_id, position, role, content, model, params_json, status,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, position, role, content, model, json.dumps(params or {}), str(status), now, now),
+            self.get_conversation(conversation_id)
+            leaf = self._leaf(conversation_id)
+            parent, position = (leaf[0], leaf[1] + 1) if leaf else (None, 0)
+            return self._insert(conversation_id, parent, position, role, content, model, params, status)
+
+    def add_version(
+        self,
+        message_id: int,
+        content: str,
+        model: str | None = None,
+        params: dict | None = None,
+        status: ReplyStatus = ReplyStatus.COMPLETE,
+    ) -> int:
+        """Add another version of a message (an edit of a user message, another reply), which
+        now ends the branch shown; the message and all that follows it are kept."""
+        with transaction(self._conn):
+            original = self._live(message_id)
+            return self._insert(original.conversation_id, original.parent_id, original.position, original.role,
+                                content, model, params, status)
+
+    def sibling(self, message_id: int, step: int) -> int | None:
+        """The version before (step -1) or after (step 1) this one, or None at either end."""
+        return self._sibling(self._live(message_id), step)
+
+    def _sibling(self, message: StoredMessage, step: int) -> int | None:
+        newer = step > 0
+        row = self._conn.execute(
+            f"SELECT id FROM messages WHERE parent_id IS ? AND conversation_id = ? AND deleted_at IS NULL"
+            f" AND id {'>' if newer else '<'} ? ORDER BY id {'ASC' if newer else 'DESC'} LIMIT 1",
+            (message.parent_id, message.conversation_id, message.id)).fetchone()
+        return row["id"] if row else None
+
+    def show_version(self, message_id: int) -> int:
+        """Show the branch through this message: below it, the branch that was seen last there
+        (else the newest). Returns the message that now ends the branch shown."""
+        with transaction(self._conn):
+            message = self._live(message_id)
+            leaf = last_seen_leaf(self._conn, message_id)
+            self._set_leaf(message.conversation_id, leaf)
+        return leaf
+
+    def delete_version(self, message_id: int) -> DeletedVersion:
+        """Hide a version and everything below it, until restore_version() (Undo). If the branch
+        shown went through it, the version before it is shown instead (else the one after,
+        else its parent). A reply still being written cannot be deleted."""
+        with transaction(self._conn):
+            message = self._live(message_id)
+            conversation_id = message.conversation_id
+            leaf = self._leaf(conversation_id)
+            if self._conn.execute(
+                f"SELECT 1 FROM messages WHERE id IN {_SUBTREE} AND status = 'streaming'",
+                {"top": message_id},
+            ).fetchone():
+                raise StoreError("A reply below this version is still being written: stop it first.")
+            stamp = utc_now()
+            hidden = self._conn.execute(
+                f"UPDATE messages SET deleted_at = :stamp WHERE id IN {_SUBTREE}",
+                {"top": message_id, "stamp": stamp},
+            ).rowcount
+            if leaf is not None and self._conn.execute(
+                "SELECT deleted_at IS NOT NULL FROM messages WHERE id = ?", (leaf[0],)
+            ).fetchone()[0]:
+                # Shown instead: the version before it, else the one after, else its parent.
+                instead = self._sibling(message, -1) or self._sibling(message, 1)
+                self._set_leaf(conversation_id, last_seen_leaf(self._conn, instead) if instead else message.parent_id)
+            self._conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (stamp, conversation_id))
+        return DeletedVersion(message_id, conversation_id, stamp, leaf[0] if leaf else None, hidden)
+
+    def restore_version(self, deleted: DeletedVersion) -> None:
+        """Undo delete_version(): its messages come back, and the branch that was shown."""
+        with transaction(self._conn):
+            self._conn.execute(  # one instant marks one deletion: what was deleted before stays so
+                "UPDATE messages SET deleted_at = NULL WHERE conversation_id = ? AND deleted_at = ?",
+                (deleted.conversation_id, deleted.deleted_at),
             )
-            title = conversation.title
-            if not title and role == "user":
-                title = auto_title(content)
-            self._conn.execute(
-                "UPDATE conversations SET title = ?, model = COALESCE(?, model), updated_at = ? WHERE id = ?",
-                (title, model, now, conversation_id),
-            )
-        return cursor.lastrowid
+            if deleted.leaf_id is not None:
+                self._set_leaf(deleted.conversation_id, last_seen_leaf(self._conn, deleted.leaf_id))
+
+    def branch_from(self, message_id: int) -> int:
+        """A new conversation holding a copy of the branch up to this message (its versions and
+        what follows are not copied); returns its id. The original is not changed."""
+        with transaction(self._conn):
+            message = self._live(message_id)
+            if message.status is ReplyStatus.STREAMING:
+                raise StoreError("This reply is still being written: branch from it when it has ended.")
+            source = self.get_conversation(message.conversation_id)
+            now = utc_now()
+            conversation_id = self._conn.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, model, system_prompt)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (branch_title(source.title), now, now, source.model, source.system_prompt),
+            ).lastrowid
+            parent = None
+            for row in self._conn.execute(
+                f"{_BRANCH} SELECT m.* FROM messages m JOIN branch USING (id) ORDER BY m.position",
+                {"leaf": message_id, "lowest": 0},
+            ).fetchall():
+                parent = self._conn.execute(
+                    "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
+                    " stats_json, status, created_at, updated_at, viewed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, parent, row["position"], row["role"], row["content"], row["model"],
+                     row["params_json"], row["stats_json"], row["status"], row["created_at"], row["updated_at"], now),
+                ).lastrowid
+            self._set_leaf(conversation_id, parent)
+        return conversation_id
 
     def update_partial(self, message_id: int, content: str) -> None:
         """Save the text a streaming reply has so far: one UPDATE, one small commit.
@@ -283,45 +396,30 @@ class ConversationStore:
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"Message {message_id} is not a streaming reply.")
-            self._touch_conversation_of(message_id, now)
-
-    def update_message_content(self, message_id: int, content: str) -> None:
-        """Replace a message's text (editing a user message; truncate_after drops what followed)."""
-        now = utc_now()
-        with transaction(self._conn):
-            cursor = self._conn.execute(
-                "UPDATE messages SET content = ?, updated_at = ? WHERE id = ?", (content, now, message_id)
+            self._conn.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)",
+                (now, message_id),
             )
-            if cursor.rowcount == 0:
-                raise StoreError(f"There is no message {message_id}.")
-            self._touch_conversation_of(message_id, now)
-
-    def truncate_after(self, conversation_id: int, message_id: int) -> int:
-        """Delete every message after message_id; returns how many.
-
-        Edit: truncate after the edited user message, then generate anew. Regenerate: truncate
-        after the user message that the last assistant reply answered.
-        """
-        with transaction(self._conn):
-            row = self._conn.execute(
-                "SELECT position FROM messages WHERE id = ? AND conversation_id = ?", (message_id, conversation_id)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"Conversation {conversation_id} has no message {message_id}.")
-            removed = self._conn.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, row["position"])
-            ).rowcount
-            self._conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (utc_now(), conversation_id))
-        return removed
 
     # Export and import
 
     def export_markdown(self, conversation_id: int) -> str:
-        return exchange.to_markdown(self.get_conversation(conversation_id), self.messages(conversation_id))
+        """The branch shown, noting how many messages are on other branches."""
+        branch = self.messages(conversation_id)
+        live = self._conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND deleted_at IS NULL", (conversation_id,)
+        ).fetchone()[0]
+        return exchange.to_markdown(self.get_conversation(conversation_id), branch, live - len(branch))
 
     def export_json(self, conversation_id: int) -> dict:
-        """A {"format": "hearth.conversation", "version": 1, ...} dict, ready for json.dump."""
-        return exchange.to_json(self.get_conversation(conversation_id), self.messages(conversation_id))
+        """A {"format": "hearth.conversation", "version": 2, ...} dict with every version (not
+        deleted ones), ready for json.dump."""
+        conversation = self.get_conversation(conversation_id)
+        tree = [StoredMessage.from_row(row) for row in self._conn.execute(
+            f"{_MESSAGE} WHERE m.conversation_id = ? AND m.deleted_at IS NULL ORDER BY m.position, m.id",
+            (conversation_id,))]
+        leaf = self._leaf(conversation_id)
+        return exchange.to_json(conversation, tree, leaf[0] if leaf else None)
 
     def import_json(self, data: dict | str | bytes) -> int:
         """Add an exported conversation (the dict, or the file's text) as a new one; returns its id.
@@ -338,11 +436,66 @@ class ConversationStore:
         if cursor.rowcount == 0:
             raise StoreError(f"There is no conversation {conversation_id}.")
 
-    def _touch_conversation_of(self, message_id: int, now: str) -> None:
+    def _insert(self, conversation_id: int, parent_id: int | None, position: int, role: str, content: str,
+                model: str | None, params: dict | None, status: ReplyStatus) -> int:
+        """Store a message under parent_id as the end of the branch shown (inside a transaction);
+        a model becomes the conversation's, a first user message titles an untitled one."""
+        require_choice("role", role, ROLES)
+        require_choice("status", status, STATUSES)
+        now = utc_now()
+        message_id = self._conn.execute(
+            "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json, status,"
+            " created_at, updated_at, viewed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (conversation_id, parent_id, position, role, content, model, json.dumps(params or {}), str(status),
+             now, now, now),
+        ).lastrowid
+        title = self.get_conversation(conversation_id).title
+        if not title and role == "user":
+            title = auto_title(content)
         self._conn.execute(
-            "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)",
-            (now, message_id),
+            "UPDATE conversations SET title = ?, model = COALESCE(?, model), updated_at = ?, leaf_id = ? WHERE id = ?",
+            (title, model, now, message_id, conversation_id),
         )
+        return message_id
+
+    def _live(self, message_id: int) -> StoredMessage:
+        message = self.message(message_id)
+        if self._conn.execute("SELECT deleted_at FROM messages WHERE id = ?", (message_id,)).fetchone()[0]:
+            raise StoreError(f"Message {message_id} was deleted.")
+        return message
+
+    def _leaf(self, conversation_id: int) -> tuple[int, int] | None:
+        """(id, position) of the message ending the branch shown, None for an empty conversation.
+        A conversation whose leaf was lost (a database edited by hand) shows its newest branch."""
+        conversation = self._conn.execute(
+            "SELECT leaf_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        if conversation is None:
+            raise StoreError(f"There is no conversation {conversation_id}.")
+        row = self._conn.execute(
+            "SELECT id, position FROM messages WHERE id = ? AND conversation_id = ? AND deleted_at IS NULL",
+            (conversation["leaf_id"], conversation_id)).fetchone()
+        if row is None:
+            row = self._conn.execute(
+                "SELECT id, position FROM messages m WHERE conversation_id = ? AND deleted_at IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = m.id AND c.deleted_at IS NULL)"
+                " ORDER BY viewed_at DESC, id DESC LIMIT 1", (conversation_id,)).fetchone()
+        return (row["id"], row["position"]) if row else None
+
+    def _branch(self, leaf: tuple[int, int], lowest: int, below: int) -> list[StoredMessage]:
+        """The messages of the branch ending at leaf with lowest <= position < below: a walk up
+        from the leaf, which stops at `lowest`."""
+        rows = self._conn.execute(
+            f"{_BRANCH} {_MESSAGE} JOIN branch USING (id) WHERE m.position < :below ORDER BY m.position",
+            {"leaf": leaf[0], "lowest": lowest, "below": below},
+        )
+        return [StoredMessage.from_row(row) for row in rows]
+
+
+    def _set_leaf(self, conversation_id: int, leaf_id: int | None) -> None:
+        """Make leaf_id end the branch shown, and remember when it was seen."""
+        self._conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf_id, conversation_id))
+        if leaf_id is not None:
+            self._conn.execute("UPDATE messages SET viewed_at = ? WHERE id = ?", (utc_now(), leaf_id))
 
     def _recover_interrupted(self) -> None:
         """Replies still 'streaming' at open were cut off by a crash: keep their text, mark them."""
@@ -377,20 +530,39 @@ def import_file(database: str | os.PathLike, file: Path) -> int:
 
 
 def _insert_import(conn: sqlite3.Connection, conversation: dict, messages: list[dict]) -> int:
-    """One transaction: the conversation and all its messages, or nothing."""
+    """One transaction: the conversation and all its messages (each under its "parent", an
+    index into messages), or nothing. The branch shown is the one through "current"."""
+    now = utc_now()
     with transaction(conn):
         conversation_id = conn.execute(
             "INSERT INTO conversations (title, model, system_prompt, created_at, updated_at)"
             " VALUES (:title, :model, :system_prompt, :created_at, :updated_at)",
             conversation,
         ).lastrowid
-        conn.executemany(
-            "INSERT INTO messages (conversation_id, position, role, content, model, params_json, stats_json,"
-            " status, created_at, updated_at) VALUES (:conversation_id, :position, :role, :content, :model,"
-            " :params_json, :stats_json, :status, :created_at, :updated_at)",
-            [
-                {**message, "conversation_id": conversation_id, "position": position}
-                for position, message in enumerate(messages)
-            ],
-        )
+        ids: list[int] = []
+        positions: list[int] = []
+        for message in messages:
+            parent = message["parent"]
+            positions.append(0 if parent is None else positions[parent] + 1)
+            ids.append(conn.execute(
+                "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
+                " stats_json, status, created_at, updated_at, viewed_at) VALUES (:conversation_id, :parent_id,"
+                " :position, :role, :content, :model, :params_json, :stats_json, :status, :created_at, :updated_at,"
+                " :viewed_at)",
+                {**message, "conversation_id": conversation_id, "position": positions[-1], "viewed_at": now,
+                 "parent_id": None if parent is None else ids[parent]},
+            ).lastrowid)
+        current = conversation["current"]
+        if current is not None:
+            conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?",
+                         (last_seen_leaf(conn, ids[current]), conversation_id))
     return conversation_id
+
+
+def last_seen_leaf(conn: sqlite3.Connection, message_id: int) -> int:
+    """The end of the branch below message_id (itself included) that was seen last; among
+    branches never seen, the newest."""
+    return conn.execute(
+        f"SELECT id FROM messages m WHERE id IN {_SUBTREE}"
+        " AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = m.id AND c.deleted_at IS NULL)"
+        " ORDER BY viewed_at DESC, id DESC LIMIT 1", {"top": message_id}).fetchone()[0]

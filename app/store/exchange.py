@@ -1,9 +1,12 @@
 """Conversations to and from files: Markdown to read or share, JSON to back up and re-import.
 
 The JSON format is versioned so that a later Hearth can still read old exports and an old
-Hearth refuses new ones clearly. Database ids and positions are left out: they mean nothing in
-another database, and list order already gives the positions. Everything is validated before
-anything is written, with messages that say where the file is wrong.
+Hearth refuses new ones clearly. Version 2 carries the whole tree: every version of every
+message, each naming its parent by its index in the list ("parent", parents first), and the
+conversation's "current" message, the end of the branch shown. A version-1 file is one branch,
+in order. Database ids and positions are left out: they mean nothing in another database.
+Everything is validated before anything is written, with messages that say where the file is
+wrong. Markdown is for reading: the branch shown, saying where other versions exist.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from app.store.records import (
 )
 
 FORMAT = "hearth.conversation"
-VERSION = 1
+VERSION = 2
 # Far above any real conversation (32 MB is some eight million tokens of text), low enough that
 # reading, checking and storing one takes seconds and a few hundred MB at most.
 MAX_IMPORT_BYTES = 32 * 2**20
@@ -35,7 +38,9 @@ MAX_IMPORT_MESSAGES = 100_000
 _REQUIRED = object()
 
 
-def to_json(conversation: Conversation, messages: list[StoredMessage]) -> dict:
+def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int | None) -> dict:
+    """The conversation with every version of its messages (tree: parents before children)."""
+    index = {message.id: number for number, message in enumerate(tree)}
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -45,9 +50,11 @@ def to_json(conversation: Conversation, messages: list[StoredMessage]) -> dict:
             "system_prompt": conversation.system_prompt,
             "created_at": conversation.created_at,
             "updated_at": conversation.updated_at,
+            "current": index.get(leaf_id),
         },
         "messages": [
             {
+                "parent": index.get(m.parent_id),
                 "role": m.role,
                 "content": m.content,
                 "model": m.model,
@@ -57,14 +64,18 @@ def to_json(conversation: Conversation, messages: list[StoredMessage]) -> dict:
                 "created_at": m.created_at,
                 "updated_at": m.updated_at,
             }
-            for m in messages
+            for m in tree
         ],
     }
 
 
-def to_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
-    """The title as the heading and each message under its role; metadata in small italics."""
+def to_markdown(conversation: Conversation, messages: list[StoredMessage], other_versions: int = 0) -> str:
+    """The branch shown: the title as the heading and each message under its role; metadata
+    (a message's version among its siblings included) in small italics."""
     parts = [f"# {conversation.title or 'Untitled conversation'}", f"*{_details(conversation)}*"]
+    if other_versions:
+        parts.append(f"*This is the branch shown in Hearth; {other_versions} message{'s' if other_versions != 1 else ''}"
+                     " on other branches are not in it (export as JSON to keep every version).*")
     if conversation.system_prompt:
         parts += ["## System prompt", conversation.system_prompt]
     for message in messages:
@@ -84,7 +95,9 @@ def _details(conversation: Conversation) -> str:
 
 
 def _message_details(message: StoredMessage) -> str:
-    details = [message.model] if message.model else []
+    details = [f"version {message.version} of {message.versions}"] if message.versions > 1 else []
+    if message.model:
+        details.append(message.model)
     stats = message.stats
     if stats is not None:
         if stats.completion_tokens is not None:
@@ -139,19 +152,38 @@ def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
         )
 
     source = _field(data, "conversation", dict, "the file")
+    items = _field(data, "messages", list, "the file")
+    if len(items) > MAX_IMPORT_MESSAGES:
+        raise StoreError(
+            f"The export holds {len(items):,} messages; Hearth imports conversations of up to "
+            f"{MAX_IMPORT_MESSAGES:,} messages.")
+    tree = version >= 2
+    last = len(items) - 1 if items else None
     conversation = {
         "title": _text(source, "title", "conversation"),
         "model": _text(source, "model", "conversation", None, nullable=True),
         "system_prompt": _text(source, "system_prompt", "conversation", ""),
         "created_at": _timestamp(source, "created_at", "conversation"),
         "updated_at": _timestamp(source, "updated_at", "conversation"),
+        "current": _index(source, "current", "conversation", len(items)) if tree else last,
     }
-    items = _field(data, "messages", list, "the file")
-    if len(items) > MAX_IMPORT_MESSAGES:
-        raise StoreError(
-            f"The export holds {len(items):,} messages; Hearth imports conversations of up to "
-            f"{MAX_IMPORT_MESSAGES:,} messages.")
-    return conversation, [_message(item, f"messages[{index}]") for index, item in enumerate(items)]
+    messages = []
+    for index, item in enumerate(items):
+        where = f"messages[{index}]"
+        message = _message(item, where)
+        # A version-1 file is one branch: each message follows the one before it.
+        message["parent"] = _index(item, "parent", where, index) if tree else (index - 1 if index else None)
+        messages.append(message)
+    return conversation, messages
+
+
+def _index(source: dict, name: str, where: str, below: int) -> int | None:
+    """A reference to a message by its index in the file's list: null, or below `below` (a
+    parent comes before its children, so the tree has no cycles)."""
+    value = _field(source, name, (int, type(None)), where, None)
+    if value is not None and (isinstance(value, bool) or not 0 <= value < below):
+        raise StoreError(f"{where}.{name} must be the index of an earlier message, not {shorten(repr(value))}.")
+    return value
 
 
 def _decode(text: str | bytes) -> object:

@@ -53,15 +53,21 @@ class Conversation:
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """One message; position orders the messages of a conversation from 0.
+    """One message of a conversation's tree.
 
+    parent_id is the message it follows (None for a first message); position is its depth, so
+    a branch is numbered from 0. It is version `version` of `versions` (1-based, oldest first):
+    its siblings are the other edits of a user message, or the other replies to one.
     params are the sampling parameters the reply was generated with, as stored; stats are what
     the engine measured (None where nothing was: user messages, older records).
     """
 
     id: int
     conversation_id: int
+    parent_id: int | None
     position: int
+    version: int
+    versions: int
     role: str
     content: str
     model: str | None
@@ -75,7 +81,8 @@ class StoredMessage:
     def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
         """The message in row; a row whose JSON or status makes no sense (a damaged page that
         still reads) is DatabaseDamaged, like a page SQLite itself cannot read."""
-        values = {name: row[name] for name in row.keys() if not name.endswith("_json") and name != "status"}
+        computed = ("params", "stats", "status")
+        values = {name: row[name] for name in cls.__dataclass_fields__ if name not in computed}
         try:
             stats = json.loads(row["stats_json"])
             return cls(
@@ -84,6 +91,20 @@ class StoredMessage:
             )
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise DatabaseDamaged(f"Message {row['id']} in the conversation database cannot be read ({shorten(str(exc))}).") from exc
+
+
+@dataclass(frozen=True)
+class DeletedVersion:
+    """A version deleted with everything below it: what Undo needs to put it back.
+
+    Its rows are marked with `deleted_at` (the same instant for all of them, so a version
+    deleted earlier inside it stays deleted); `leaf_id` is the branch that was shown."""
+
+    message_id: int
+    conversation_id: int
+    deleted_at: str
+    leaf_id: int | None
+    messages: int  # how many were hidden: the message and those below it
 
 
 def utc_now() -> str:

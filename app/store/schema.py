@@ -53,6 +53,46 @@ MIGRATIONS: tuple[str, ...] = (
     -- Crash recovery looks for 'streaming' rows on every start; this index holds only those.
     CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
     """,
+    # 1 -> 2: every version of a message. A message's parent is the one it follows; an edit or a
+    # regenerated reply is a sibling (same parent), so nothing is deleted by Edit or Regenerate.
+    # position is the depth (0 for a first message), so a branch is numbered 0..n-1 as before.
+    # conversations.leaf_id ends the branch shown; viewed_at says which branch below a message
+    # was seen last; deleted_at hides a deleted version (and all below it) until Undo.
+    # SQLite cannot drop the old UNIQUE (conversation_id, position), hence the new table; ids
+    # are kept, so the full-text index (rebuilt by search.install) still points at the same rows.
+    """
+    CREATE TABLE messages_v2 (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        parent_id INTEGER REFERENCES messages_v2 (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+        content TEXT NOT NULL,
+        model TEXT,
+        params_json TEXT NOT NULL DEFAULT '{}',
+        stats_json TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'complete'
+            CHECK (status IN ('complete', 'streaming', 'cancelled', 'error')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        viewed_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    INSERT INTO messages_v2 (id, conversation_id, parent_id, position, role, content, model, params_json,
+                             stats_json, status, created_at, updated_at, viewed_at)
+        SELECT id, conversation_id, LAG(id) OVER branch, ROW_NUMBER() OVER branch - 1, role, content, model,
+               params_json, stats_json, status, created_at, updated_at, updated_at
+        FROM messages WINDOW branch AS (PARTITION BY conversation_id ORDER BY position)
+        ORDER BY conversation_id, position;
+    DROP TABLE messages;
+    ALTER TABLE messages_v2 RENAME TO messages;
+    CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
+    -- A message's versions and children; roots (parent_id NULL) by conversation.
+    CREATE INDEX messages_by_parent ON messages (parent_id, conversation_id);
+    ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
+    UPDATE conversations SET leaf_id =
+        (SELECT id FROM messages m WHERE m.conversation_id = conversations.id ORDER BY position DESC LIMIT 1);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

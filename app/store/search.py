@@ -59,22 +59,23 @@ def _index_ddl(index: str, table: str, column: str) -> list[str]:
 
 
 def find(conn: sqlite3.Connection, words: list[str], full_text: bool) -> list[sqlite3.Row]:
-    """Conversations not in the trash whose title, or any one message, has all the words.
+    """Conversations not in the trash whose title, or any one message (any version, not a
+    deleted one), has all the words.
 
     FTS matches words by prefix ("stream" finds "streaming"), ignoring case and accents; the
     LIKE fallback matches substrings, ignoring ASCII case only.
     """
     if full_text:
-        params: dict[str, str] = {"query": " ".join(_fts_phrase(word) for word in words)}
+        params: dict[str, str] = {"query": _fts_query(words)}
         title_match = "c.id IN (SELECT rowid FROM conversation_fts WHERE conversation_fts MATCH :query)"
         message_match = (
             "c.id IN (SELECT m.conversation_id FROM message_fts JOIN messages m "
-            "ON m.id = message_fts.rowid WHERE message_fts MATCH :query)"
+            "ON m.id = message_fts.rowid WHERE message_fts MATCH :query AND m.deleted_at IS NULL)"
         )
     else:
         params = {f"w{i}": "%" + _like_escape(word) + "%" for i, word in enumerate(words)}
         title_match = " AND ".join(f"c.title LIKE :{name} ESCAPE '\\'" for name in params)
-        message_match = "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND {})".format(
+        message_match = "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.deleted_at IS NULL AND {})".format(
             " AND ".join(f"m.content LIKE :{name} ESCAPE '\\'" for name in params)
         )
     sql = (
@@ -88,36 +89,49 @@ def snippets(conn: sqlite3.Connection, words: list[str], full_text: bool, conver
     """For each of conversation_ids with a message that has all the words: the words around
     them in its newest such message, raw (the caller puts them on one line). Conversations
     found by their title alone have none."""
+    found = {}
+    for conversation_id, message_id in newest_hits(conn, words, full_text, conversation_ids).items():
+        if full_text:
+            row = conn.execute(
+                f"SELECT snippet(message_fts, 0, '', '', '…', {SNIPPET_WORDS}) FROM message_fts "
+                "WHERE message_fts MATCH ? AND rowid = ?", (_fts_query(words), message_id)).fetchone()
+            if row is not None:
+                found[conversation_id] = row[0]
+        else:
+            # A window of characters around the first word, read by SQLite: a message may be a megabyte.
+            row = conn.execute(
+                f"SELECT instr(lower(content), lower(:first)) AS at, substr(content, max(1, instr(lower(content), "
+                f"lower(:first)) - {SNIPPET_CHARS // 3}), {SNIPPET_CHARS}) AS around FROM messages WHERE id = :id",
+                {"first": words[0], "id": message_id}).fetchone()
+            found[conversation_id] = ("…" if row["at"] > SNIPPET_CHARS // 3 + 1 else "") + row["around"] + "…"
+    return found
+
+
+def newest_hits(conn: sqlite3.Connection, words: list[str], full_text: bool, conversation_ids: list[int]) -> dict[int, int]:
+    """For each of conversation_ids: its newest message, in any version not deleted, that has
+    all the words (where a search opens it), if one has."""
     if not conversation_ids:
         return {}
     wanted = set(conversation_ids)
     if full_text:
-        query = " ".join(_fts_phrase(word) for word in words)
-        newest = conn.execute(
+        rows = conn.execute(
             "SELECT m.conversation_id, MAX(m.id) FROM message_fts JOIN messages m ON m.id = message_fts.rowid "
-            "WHERE message_fts MATCH ? GROUP BY m.conversation_id", (query,)).fetchall()
-        found = {}
-        for conversation_id, message_id in newest:
-            if conversation_id in wanted:
-                row = conn.execute(
-                    f"SELECT snippet(message_fts, 0, '', '', '…', {SNIPPET_WORDS}) FROM message_fts "
-                    "WHERE message_fts MATCH ? AND rowid = ?", (query, message_id)).fetchone()
-                if row is not None:
-                    found[conversation_id] = row[0]
-        return found
+            "WHERE message_fts MATCH ? AND m.deleted_at IS NULL GROUP BY m.conversation_id", (_fts_query(words),))
+        return {conversation_id: message_id for conversation_id, message_id in rows if conversation_id in wanted}
     params = {f"w{i}": "%" + _like_escape(word) + "%" for i, word in enumerate(words)}
     matches = " AND ".join(f"content LIKE :{name} ESCAPE '\\'" for name in params)
     found = {}
     for conversation_id in conversation_ids:
-        # A window of characters around the first word, read by SQLite: a message may be a megabyte.
         row = conn.execute(
-            f"SELECT instr(lower(content), lower(:first)) AS at, substr(content, max(1, instr(lower(content), "
-            f"lower(:first)) - {SNIPPET_CHARS // 3}), {SNIPPET_CHARS}) AS around FROM messages "
-            f"WHERE conversation_id = :conversation AND {matches} ORDER BY position DESC LIMIT 1",
-            params | {"first": words[0], "conversation": conversation_id}).fetchone()
-        if row is not None:
-            found[conversation_id] = ("…" if row["at"] > SNIPPET_CHARS // 3 + 1 else "") + row["around"] + "…"
+            f"SELECT MAX(id) FROM messages WHERE conversation_id = :conversation AND deleted_at IS NULL AND {matches}",
+            params | {"conversation": conversation_id}).fetchone()
+        if row[0] is not None:
+            found[conversation_id] = row[0]
     return found
+
+
+def _fts_query(words: list[str]) -> str:
+    return " ".join(_fts_phrase(word) for word in words)
 
 
 def _fts_phrase(word: str) -> str:

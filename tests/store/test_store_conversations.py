@@ -26,8 +26,9 @@ def test_unknown_ids_are_store_errors(store):
         store.messages(999)
     with pytest.raises(StoreError):
         store.add_message(999, "user", "hi")
-    with pytest.raises(StoreError):
-        store.update_message_content(999, "x")
+    for call in (store.add_version, store.show_version, store.delete_version, store.branch_from):
+        with pytest.raises(StoreError):
+            call(*((999, "x") if call == store.add_version else (999,)))
 
 
 def test_list_is_newest_activity_first_and_rename_keeps_the_order(store):
@@ -173,30 +174,58 @@ def _dialogue(store):
     return cid, ids
 
 
-def test_edit_user_message_drops_what_followed(store):
+def test_an_edit_is_a_new_version_and_the_old_branch_stays(store):
     cid, (q1, a1, q2, a2) = _dialogue(store)
-    store.update_message_content(q1, "q1 edited")
-    assert store.truncate_after(cid, q1) == 3
-    assert [(m.id, m.content) for m in store.messages(cid)] == [(q1, "q1 edited")]
+    edited = store.add_version(q1, "q1 edited")
+    assert [(m.id, m.content, m.version, m.versions) for m in store.messages(cid)] == [(edited, "q1 edited", 2, 2)]
     new = store.add_message(cid, "assistant", "fresh")
-    assert [(m.position, m.id) for m in store.messages(cid)] == [(0, q1), (1, new)]
+    assert [(m.position, m.id) for m in store.messages(cid)] == [(0, edited), (1, new)]
+    assert store.show_version(q1) == a2  # the old branch, whole
+    assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2", "a2"]
 
 
-def test_regenerate_drops_the_last_reply(store):
+def test_regenerate_keeps_the_earlier_reply_as_a_version(store):
     cid, (q1, a1, q2, a2) = _dialogue(store)
-    assert store.truncate_after(cid, q2) == 1
-    assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2"]
-    assert store.truncate_after(cid, q2) == 0
-    store.add_message(cid, "assistant", "a2 again")
-    assert [m.position for m in store.messages(cid)] == [0, 1, 2, 3]
+    again = store.add_version(a2, "a2 again")
+    assert [(m.content, m.position, m.version) for m in store.messages(cid)][-1] == ("a2 again", 3, 2)
+    assert store.sibling(again, -1) == a2 and store.sibling(a2, -1) is None and store.sibling(again, 1) is None
+    assert store.leaf_message(cid).id == again
 
 
-def test_truncate_after_checks_the_message_belongs_to_the_conversation(store):
-    cid, ids = _dialogue(store)
-    other = store.create_conversation()
+def test_a_deleted_version_comes_back_with_undo_and_hides_from_search_meanwhile(store):
+    cid, (q1, a1, q2, a2) = _dialogue(store)
+    edited = store.add_version(q2, "q2 edited")
+    deleted = store.delete_version(q2)
+    assert deleted.messages == 2  # q2 and its reply
+    assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2 edited"]
+    assert store.message(edited).versions == 1
     with pytest.raises(StoreError):
-        store.truncate_after(other, ids[0])
+        store.show_version(q2)
+    store.show_version(edited)
+    store.restore_version(deleted)
+    assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2 edited"]  # the branch shown at the delete
+    assert store.show_version(q2) == a2
+
+
+def test_a_reply_being_written_cannot_be_deleted_or_branched_from(store):
+    cid, (q1, a1, q2, a2) = _dialogue(store)
+    streaming = store.add_version(a2, "", status="streaming")
+    for call in (store.delete_version, store.branch_from):
+        with pytest.raises(StoreError, match="being written"):
+            call(streaming)
+    with pytest.raises(StoreError, match="being written"):
+        store.delete_version(q2)  # it is below q2
     assert len(store.messages(cid)) == 4
+
+
+def test_branch_from_copies_the_path_into_a_new_conversation(store):
+    cid, (q1, a1, q2, a2) = _dialogue(store)
+    store.add_version(a1, "a1 again")
+    store.show_version(a1)
+    branch = store.branch_from(q2)
+    assert store.get_conversation(branch).title == "d (branch)"
+    assert [(m.content, m.versions) for m in store.messages(branch)] == [("q1", 1), ("a1", 1), ("q2", 1)]
+    assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2", "a2"]
 
 
 def test_everything_survives_reopening(store, db_path):

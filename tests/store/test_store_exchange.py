@@ -37,7 +37,7 @@ def test_markdown_export_of_untitled_conversation(store):
 
 def test_json_export(store, chat):
     data = store.export_json(chat)
-    assert (data["format"], data["version"]) == ("hearth.conversation", 1)
+    assert (data["format"], data["version"]) == ("hearth.conversation", 2)
     assert data["conversation"]["title"] == "Tea"
     assert data["conversation"]["system_prompt"] == "Answer briefly."
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "assistant"]
@@ -107,7 +107,10 @@ def _with(change):
         (b"\xff\xfe not json", "malformed"),
         ("[1, 2]", "not a Hearth conversation export"),
         (_with(lambda d: d.update(format="other.app")), "not a Hearth conversation export"),
-        (_with(lambda d: d.update(version=2)), "newer Hearth"),
+        (_with(lambda d: d.update(version=3)), "newer Hearth"),
+        (_with(lambda d: d.update(version=2) or d["messages"][0].update(parent=0)),
+         r"messages\[0\].parent must be the index of an earlier"),
+        (_with(lambda d: d.update(version=2) or d["conversation"].update(current=7)), "conversation.current must be"),
         (_with(lambda d: d.update(version="1")), "version"),
         (_with(lambda d: d.pop("messages")), 'missing "messages"'),
         (_with(lambda d: d.update(messages={})), "messages has the wrong type"),

@@ -61,9 +61,13 @@ def test_search_excludes_deleted_and_follows_edits(searchable):
     assert ids(store.search("sourdough")) == []
     assert ids(store.search("pizza")) == [bread]
     (question,) = store.messages(bread)
-    store.update_message_content(question.id, "Is a hot oven needed?")
+    edited = store.add_version(question.id, "Is a hot oven needed?")
+    assert ids(store.search("rise")) == ids(store.search("oven")) == [bread]  # every version is searched
+    assert store.search_hit("rise", bread) == question.id and store.search_hit("oven", bread) == edited
+    deleted = store.delete_version(question.id)
     assert ids(store.search("rise")) == []
-    assert ids(store.search("oven")) == [bread]
+    store.restore_version(deleted)
+    assert ids(store.search("rise")) == [bread]
 
 
 def test_search_treats_operators_and_wildcards_as_text(searchable):
@@ -83,7 +87,8 @@ def test_index_stays_consistent_through_every_kind_of_write(db_path):
             store.update_partial(mid, text)
         store.finish_message(mid, "final reply", {})
         store.rename(cid, "A title")
-        store.truncate_after(cid, store.messages(cid)[0].id)
+        store.add_version(store.messages(cid)[0].id, "other words")
+        store.delete_version(store.messages(cid)[0].id)
         gone = store.create_conversation(title="gone")
         store.add_message(gone, "user", "purged text")
         store.delete(gone)
