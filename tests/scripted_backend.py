@@ -27,7 +27,8 @@ class Script:
     `hold`: after the first piece, a reply waits for its cancel flag (a reply that streams until
     the user stops it). `fail_start`: the next reply raises this TemplateError message before
     its first piece. `broken`: file names that fail to load. `slow`: file names whose load
-    waits for its cancel flag and then reports it cancelled.
+    waits for its cancel flag and then reports it cancelled. `dropped_messages`: what each
+    reply says it left out to fit the context window (ReplyStats.dropped_messages).
     """
 
     info: ModelInfo
@@ -36,6 +37,7 @@ class Script:
     fail_start: str | None = None
     broken: set[str] = field(default_factory=set)
     slow: set[str] = field(default_factory=set)
+    dropped_messages: int = 0
     requests: list[tuple[list[dict], SamplingParams]] = field(default_factory=list)
     loads: list[tuple[LocalModel, LoadOptions]] = field(default_factory=list)
     templates: list[str | None] = field(default_factory=list)
@@ -70,7 +72,8 @@ class ScriptedBackend(Backend):
 
     def _reply(self, text: str, cancel: threading.Event):
         pieces = text.split(" ")
-        stats = ReplyStats(prompt_tokens=10, stop_reason=StopReason.END_OF_TURN)
+        stats = ReplyStats(prompt_tokens=10, stop_reason=StopReason.END_OF_TURN,
+                           dropped_messages=self._script.dropped_messages)
         for index, piece in enumerate(pieces):
             if cancel.is_set():
                 stats.stop_reason = StopReason.CANCELLED
