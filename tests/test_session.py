@@ -219,3 +219,92 @@ def test_a_send_while_a_served_request_runs_is_stored_at_once_and_its_reply_wait
     assert finished.args[0].text == "The window's reply." and said == [SERVED_WAIT_MESSAGE, ""] and not session.waiting
     send(qtbot, session, "Nothing served now")
     assert said == [SERVED_WAIT_MESSAGE, ""]  # a reply that did not wait says nothing
+
+
+def test_regenerate_keeps_the_earlier_reply_and_shows_the_new_one_as_it_streams(qtbot, session, script, store):
+    script.replies = ["first", "second"]
+    send(qtbot, session, "Q1")
+    shown = []
+    session.conversationChanged.connect(lambda cid: shown.append(
+        (cid, [m.content for m in store.messages(cid)], session.reply_so_far() is not None)))
+    session.replyStarted.connect(lambda m: pytest.fail("a new version is shown by conversationChanged"))
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        assert session.regenerate()
+    # The window is told while the new version streams: the branch shown ends with it.
+    assert shown == [(session.conversation_id, ["Q1", ""], True)]
+    first, second = store.messages(session.conversation_id)[1], store.message(store.sibling(
+        store.messages(session.conversation_id)[1].id, -1))
+    assert (first.content, first.version, first.versions) == ("second", 2, 2)
+    assert (second.content, second.status) == ("first", ReplyStatus.COMPLETE)
+    assert script.requests[-1][0] == [{"role": "user", "content": "Q1"}]  # not the reply it replaces
+
+
+def test_a_stopped_reply_stays_as_its_own_version(qtbot, session, script, store):
+    script.hold = True
+    script.replies = ["partial words here", "again"]
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        session.send("Go")
+        qtbot.waitUntil(lambda: bool(script.requests), timeout=WAIT_MS)
+        session.stop()
+    script.hold = False
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        assert session.regenerate()
+    reply = store.messages(session.conversation_id)[-1]
+    stopped = store.message(store.sibling(reply.id, -1))
+    assert (stopped.content, stopped.status) == ("partial", ReplyStatus.CANCELLED)
+    assert (reply.content, reply.version, reply.versions) == ("again", 2, 2)
+
+
+def test_versions_are_shown_deleted_restored_and_branched_from(qtbot, session, script, store):
+    script.replies = ["a1", "a2", "a2 edited"]
+    send(qtbot, session, "Q1")
+    send(qtbot, session, "Q2")
+    q2 = store.messages(session.conversation_id)[2]
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        assert session.edit(q2.id, "Q2 edited")
+    cid = session.conversation_id
+    assert [m.content for m in store.messages(cid)] == ["Q1", "a1", "Q2 edited", "a2 edited"]
+    with qtbot.waitSignal(session.conversationChanged, timeout=WAIT_MS):
+        assert session.show_version(q2.id)
+    assert [m.content for m in session.messages()] == ["Q1", "a1", "Q2", "a2"]
+
+    with qtbot.waitSignals([session.conversationChanged, session.conversationsChanged], timeout=WAIT_MS):
+        deleted = session.delete_version(q2.id)
+    assert deleted.messages == 2 and [m.content for m in session.messages()] == ["Q1", "a1", "Q2 edited", "a2 edited"]
+    session.restore_version(deleted)
+    assert [m.content for m in session.messages()] == ["Q1", "a1", "Q2", "a2"]
+
+    branch = session.branch_from(q2.id)
+    assert session.conversation_id == branch != cid
+    assert [m.content for m in session.messages()] == ["Q1", "a1", "Q2"]
+
+
+def test_the_branch_being_written_cannot_be_switched_or_deleted(qtbot, session, script, store):
+    script.replies = ["a1", "held reply"]
+    send(qtbot, session, "Q1")
+    first = store.messages(session.conversation_id)[1]
+    script.hold = True
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        assert session.regenerate()
+        assert not session.show_version(first.id)
+        assert session.delete_version(first.id) is None
+        assert [m.id for m in store.messages(session.conversation_id)][-1] != first.id
+        session.stop()
+    assert session.show_version(first.id)
+
+
+def test_the_context_boundary_follows_the_branch_shown(qtbot, session, script, store):
+    script.replies = ["a1", "a2", "a3"]
+    send(qtbot, session, "Q1")
+    send(qtbot, session, "Q2")
+    assert session.context_boundary() is None
+    script.dropped_messages = 2
+    send(qtbot, session, "Q3")
+    q1, a1, *_ = store.messages(session.conversation_id)
+    assert (session.context_boundary().message_id, session.context_boundary().unseen) == (a1.id, 2)
+    script.dropped_messages = 0
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        assert session.regenerate()
+    assert session.context_boundary() is None  # this version saw everything
+    session.show_version(store.sibling(store.leaf_message(session.conversation_id).id, -1))
+    assert session.context_boundary().message_id == a1.id
