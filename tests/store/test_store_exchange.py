@@ -132,3 +132,54 @@ def test_bad_imports_are_rejected_and_add_nothing(store, data, message):
 
 def test_the_valid_base_of_the_bad_imports_imports(store):
     assert store.get_conversation(store.import_json(_valid())).title == "x"
+
+
+@pytest.fixture
+def tree(store):
+    """Q1 with two replies (the second shown), and Q1 edited with its own reply."""
+    cid = store.create_conversation(title="Tree")
+    q1 = store.add_message(cid, "user", "Q1")
+    first = store.add_message(cid, "assistant", "first reply")
+    second = store.add_version(first, "second reply")
+    edited = store.add_version(q1, "Q1 edited")
+    store.add_message(cid, "assistant", "reply to the edit")
+    store.show_version(second)
+    return cid, {"q1": q1, "first": first, "second": second, "edited": edited}
+
+
+def test_json_export_carries_the_whole_tree_and_the_branch_shown(store, tree):
+    cid, ids = tree
+    data = store.export_json(cid)
+    messages = data["messages"]
+    assert [(m["content"], m["parent"]) for m in messages] == [
+        ("Q1", None), ("Q1 edited", None), ("first reply", 0), ("second reply", 0), ("reply to the edit", 1)]
+    assert messages[data["conversation"]["current"]]["content"] == "second reply"
+
+    copy = store.import_json(json.dumps(data))
+    assert [(m.content, m.version, m.versions) for m in store.messages(copy)] == [("Q1", 1, 2), ("second reply", 2, 2)]
+    assert store.export_json(copy)["messages"] == messages
+    assert [m.content for m in store.messages(store.import_json(data | {"conversation": data["conversation"] | {
+        "current": 4}}))] == ["Q1 edited", "reply to the edit"]
+
+
+def test_deleted_versions_are_not_exported(store, tree):
+    cid, ids = tree
+    store.delete_version(ids["edited"])
+    assert [m["content"] for m in store.export_json(cid)["messages"]] == ["Q1", "first reply", "second reply"]
+
+
+def test_a_version_1_file_imports_as_one_branch(store):
+    data = _valid() | {"messages": [
+        {"role": role, "content": f"m{index}", "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"}
+        for index, role in enumerate(["user", "assistant", "user"])]}
+    cid = store.import_json(data)
+    messages = store.messages(cid)
+    assert [(m.content, m.position, m.versions) for m in messages] == [("m0", 0, 1), ("m1", 1, 1), ("m2", 2, 1)]
+    assert [m.parent_id for m in messages] == [None, messages[0].id, messages[1].id]
+
+
+def test_markdown_writes_the_branch_shown_and_says_what_else_exists(store, tree):
+    cid, ids = tree
+    text = store.export_markdown(cid)
+    assert "second reply\n\n*version 2 of 2*" in text and "first reply" not in text and "Q1 edited" not in text
+    assert "3 messages on other branches" in text  # "first reply", "Q1 edited" and its reply
