@@ -415,8 +415,12 @@ class ConversationStore:
         """A {"format": "hearth.conversation", "version": 2, ...} dict with every version (not
         deleted ones), ready for json.dump."""
         conversation = self.get_conversation(conversation_id)
+        # Window functions number the versions in one pass: _MESSAGE counts siblings per row,
+        # which a file of a hundred thousand versions of one message would make quadratic.
         tree = [StoredMessage.from_row(row) for row in self._conn.execute(
-            f"{_MESSAGE} WHERE m.conversation_id = ? AND m.deleted_at IS NULL ORDER BY m.position, m.id",
+            "SELECT m.*, ROW_NUMBER() OVER siblings AS version, COUNT(*) OVER (PARTITION BY parent_id) AS versions"
+            " FROM messages m WHERE conversation_id = ? AND deleted_at IS NULL"
+            " WINDOW siblings AS (PARTITION BY parent_id ORDER BY id) ORDER BY position, id",
             (conversation_id,))]
         leaf = self._leaf(conversation_id)
         return exchange.to_json(conversation, tree, leaf[0] if leaf else None)
