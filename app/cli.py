@@ -10,6 +10,9 @@ argument, so it stays out of the shell's history and the process list.
 
 `serve` runs the model as a local OpenAI-compatible server (app/serve/) until Ctrl+C or
 SIGTERM; stdout gets one line, the server's base URL, once it is ready.
+
+`conversations list | export | import` and `chat --conversation ID` work on the conversations
+the window keeps (app/cli_conversations.py, app/cli_conversation_chat.py).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from .engine.modelfile import ModelFileError, inspect_model
 from .engine.remote_errors import RemoteError
 from .engine.sampling import PRESETS, SamplingError, SamplingParams
 from .engine.templates import ChatTemplate, TemplateError, template_for
-from .engine.types import ServerConfig, api_key_problem
+from .engine.types import ReplyStats, ServerConfig, api_key_problem
+from .store import StoreError
 
 MIN_CONTEXT = 64  # below this no chat template and reply fit; llama.cpp fails obscurely at 2
 
@@ -36,7 +40,7 @@ class UsageError(ValueError):
 
 
 USAGE_ERRORS = (UsageError, SamplingError)
-USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, RemoteError, OSError, ValueError)
+USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, RemoteError, StoreError, OSError, ValueError)
 
 
 def add_subcommands(subparsers) -> None:
@@ -53,12 +57,18 @@ def add_subcommands(subparsers) -> None:
     prompt.add_argument("--no-generation-prompt", action="store_true", help="omit the assistant header")
     prompt.set_defaults(run=run_prompt)
 
-    chat = subparsers.add_parser("chat", help="stream a reply to one message")
-    chat.add_argument("model", help="a GGUF file, or with --server the model's id on the server")
+    chat = subparsers.add_parser("chat", help="stream a reply to one message, or continue a stored conversation")
+    chat.add_argument("first", nargs="?", metavar="MODEL",
+                      help="a GGUF file, or with --server the model's id on the server (or give it with --model)")
     chat.add_argument("message", nargs="?", help="the message; - reads it from standard input")
+    chat.add_argument("--model", help="the model, as MODEL; then the only argument is the message")
+    chat.add_argument("--conversation", type=int, metavar="ID",
+                      help="continue this stored conversation (`hearth conversations list`) and store the exchange; "
+                           "the model defaults to its last one")
     chat.add_argument("--message-file", type=Path, help="read the message from this file (UTF-8)")
-    chat.add_argument("--system", help="system prompt")
-    chat.add_argument("--preset", choices=sorted(PRESETS), default="Balanced")
+    chat.add_argument("--system", help="system prompt (with --conversation: instead of the conversation's)")
+    chat.add_argument("--preset", choices=sorted(PRESETS),
+                      help="sampling preset (default Balanced; with --conversation, the window's settings for the model)")
     add_sampling_arguments(chat)
     chat.add_argument("--ctx", type=int, help="context length in tokens")
     chat.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
@@ -90,6 +100,10 @@ def add_subcommands(subparsers) -> None:
     pull = subparsers.add_parser("pull", help="download a GGUF model from Hugging Face")
     add_pull_arguments(pull)
     pull.set_defaults(run=run_pull)
+
+    from .cli_conversations import add_conversations_parser
+
+    add_conversations_parser(subparsers)
 
 
 _SAMPLING_FLAGS = {
@@ -124,11 +138,12 @@ def server_from_args(args) -> ServerConfig:
         raise UsageError(f"--server: {exc}") from None
 
 
-def sampling_from_args(args) -> SamplingParams:
+def sampling_from_args(args, base: SamplingParams = PRESETS["Balanced"]) -> SamplingParams:
+    """--preset, else `base`, changed by the sampling flags given."""
     changes = {name: getattr(args, name) for name in _SAMPLING_FLAGS if getattr(args, name) is not None}
     if args.stop:
         changes["stop"] = tuple(args.stop)
-    return PRESETS[args.preset].with_changes(**changes)
+    return (PRESETS[args.preset] if args.preset else base).with_changes(**changes)
 
 
 def run_inspect(args) -> int:
@@ -161,6 +176,11 @@ def run_models(args) -> int:
 
 
 def run_chat(args) -> int:
+    _read_chat_positionals(args)
+    if args.conversation is not None:
+        from .cli_conversation_chat import run_chat_in_conversation
+
+        return run_chat_in_conversation(args)
     from .engine.backend import open_backend
     from .engine.types import LoadOptions, LocalModel, RemoteModel, StopReason
 
@@ -174,9 +194,9 @@ def run_chat(args) -> int:
         if args.api_key_env is not None:
             raise UsageError("--api-key-env goes with --server")
         source = LocalModel(Path(args.model))
-        _check_context(args.ctx, inspect_model(source.path).context_length)
+        check_context(args.ctx, inspect_model(source.path).context_length)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
-    messages.append({"role": "user", "content": _message(args)})
+    messages.append({"role": "user", "content": message_text(args)})
     backend = open_backend(source, LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers))
     device = backend.describe().device.describe()
     try:
@@ -191,13 +211,32 @@ def run_chat(args) -> int:
         out.flush()
     finally:
         backend.close()
-    if args.stats == "json":
-        keys = ("prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s", "stop_reason")
-        print(json.dumps({k: getattr(stats, k) for k in keys} | {"device": device}), file=sys.stderr)
+    report_stats(args, stats, device)
     if stats.stop_reason is StopReason.ERROR:
         print(f"hearth: {stats.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _read_chat_positionals(args) -> None:
+    """`hearth chat MODEL MESSAGE`, or with --model or --conversation `hearth chat MESSAGE`:
+    the positional arguments are read as the options given say, into args.model and args.message."""
+    given = [value for value in (args.first, args.message) if value is not None]
+    if args.model is not None or args.conversation is not None:
+        if len(given) > 1:
+            raise UsageError("with --model or --conversation, the only argument is the message")
+        args.message = given[0] if given else None
+    elif not given:
+        raise UsageError("give a MODEL.gguf (or --model MODEL, or --conversation ID) and the message")
+    else:
+        args.model, args.message = given[0], (given[1] if len(given) > 1 else None)
+
+
+def report_stats(args, stats: ReplyStats, device: str) -> None:
+    """With --stats json, the reply's statistics as one line of JSON on stderr."""
+    if args.stats == "json":
+        keys = ("prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s", "stop_reason")
+        print(json.dumps({k: getattr(stats, k) for k in keys} | {"device": device}), file=sys.stderr)
 
 
 def run_serve(args) -> int:
@@ -218,7 +257,7 @@ def run_serve(args) -> int:
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, not {args.threads}")
     path = args.model or _default_model()
-    _check_context(args.ctx, inspect_model(path).context_length)
+    check_context(args.ctx, inspect_model(path).context_length)
     sock = addresses.bind(args.host, args.port)  # before loading: a taken port fails at once
     try:
         options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
@@ -271,7 +310,7 @@ def _default_model() -> Path:
     return path
 
 
-def _message(args) -> str:
+def message_text(args) -> str:
     """The message: the argument, standard input for "-", or --message-file (for messages
     longer than the shell lets an argument be)."""
     if (args.message is None) == (args.message_file is None):
@@ -281,7 +320,7 @@ def _message(args) -> str:
     return sys.stdin.read() if args.message == "-" else args.message
 
 
-def _check_context(n_ctx: int | None, model_context: int) -> None:
+def check_context(n_ctx: int | None, model_context: int) -> None:
     """Refuse a context the model was not made for, before llama.cpp tries to allocate it."""
     if n_ctx is None:
         return
