@@ -5,12 +5,21 @@ block of its own. Qt's HTML import and fragment insertion leave an empty line af
 (code blocks and quotes are tables), drop the format of a fragment's first block, and draw a
 rule that directly follows a table beside it; the helpers after the writer put these right.
 A wrapped line of code hangs under its own indentation (CSS has no way to say that).
+
+A message's label and footer blocks carry its id (MESSAGE_START, MESSAGE_END), and the context
+divider's blocks a mark of their own (DIVIDER), so the view can find them again in the document
+without keeping positions that every edit before them would move.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
 from PySide6.QtGui import (
+    QBrush,
     QFont,
+    QTextBlock,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -18,10 +27,31 @@ from PySide6.QtGui import (
     QTextDocumentFragment,
     QTextFormat,
     QTextFrameFormat,
+    QTextLength,
 )
 
 from .markdown_render import CODE_HANG_PX, MarkdownRenderer
 from .theme import ChatTheme
+
+# Block properties marking what a block is: the label (start) or footer (end) of the message
+# with this id, or a part of the context divider.
+MESSAGE_START = QTextFormat.Property.UserProperty + 1
+MESSAGE_END = QTextFormat.Property.UserProperty + 2
+DIVIDER = QTextFormat.Property.UserProperty + 3
+
+_DIVIDER_LINE_PX = 8  # the height of the divider's line's block: the line is drawn across its middle
+
+
+@dataclass(frozen=True)
+class FooterPart:
+    """A piece of a footer line: a link when href is set, else muted text. `name` is what the
+    piece is called in full, as its tooltip (and to a screen reader, for a link) when its text
+    is not enough, e.g. an arrow."""
+
+    text: str
+    href: str | None = None
+    name: str | None = None
+    large: bool = False  # at the text's size, in bold (an arrow: a small one is hard to hit)
 
 
 class DocumentWriter:
@@ -58,10 +88,13 @@ class DocumentWriter:
         frame.setBorder(0)
         cursor.insertFrame(frame)
 
-    def label(self, cursor: QTextCursor, text: str, top_margin: int) -> None:
+    def label(self, cursor: QTextCursor, text: str, top_margin: int, message_id: int | None = None) -> None:
+        """The name above a message (its author); marked with the message's id."""
         block = QTextBlockFormat()
         block.setTopMargin(top_margin)
         block.setBottomMargin(2)
+        if message_id is not None:
+            block.setProperty(MESSAGE_START, message_id)
         self.new_block(cursor, block, self._label)
         cursor.insertText(text, self._label)
 
@@ -104,24 +137,53 @@ class DocumentWriter:
             return self._reasoning
         return self._mono if code else QTextCharFormat()
 
-    def footer(self, cursor: QTextCursor, links: list[tuple[str, str]], note: str, indent: bool) -> None:
-        """A small line of action links (text, href), then a grey note such as reply stats;
-        indented to line up with a user's bubble."""
+    def footer(
+        self, cursor: QTextCursor, parts: list[FooterPart], note: str, indent: bool, message_id: int | None = None,
+    ) -> None:
+        """A small line of links and muted text, then a muted note such as reply stats;
+        indented to line up with a user's bubble, and marked with the message's id."""
         block = QTextBlockFormat()
         block.setLeftMargin(self.BUBBLE_INDENT if indent else 0)
         block.setTopMargin(2)
         block.setBottomMargin(4)
+        if message_id is not None:
+            block.setProperty(MESSAGE_END, message_id)
         self.new_block(cursor, block, self._muted)
-        for i, (text, href) in enumerate(links):
-            link = QTextCharFormat(self._muted)
-            link.setForeground(self.theme.link)
-            link.setAnchor(True)
-            link.setAnchorHref(href)
-            cursor.insertText(text, link)
-            if i < len(links) - 1:
-                cursor.insertText("  ·  ", self._muted)
+        for part in parts:
+            piece = QTextCharFormat(self._muted)
+            if part.href is not None:
+                piece.setForeground(self.theme.link)
+                piece.setAnchor(True)
+                piece.setAnchorHref(part.href)
+            if part.name:
+                piece.setToolTip(part.name)
+            if part.large:
+                piece.setProperty(QTextFormat.Property.FontSizeAdjustment, 0)
+                piece.setFontWeight(QFont.Weight.Bold)
+            cursor.insertText(part.text, piece)
         if note:
             cursor.insertText("\u2003\u2003" + note, self._muted)
+
+    def divider(self, cursor: QTextCursor, text: str) -> None:
+        """A line across the column with a muted caption under it (the context boundary).
+
+        The line is Qt's horizontal rule, which takes its colour from the block's background
+        brush; a brush with no fill style gives the colour without filling the block.
+        """
+        line = QTextBlockFormat()
+        line.setProperty(DIVIDER, True)
+        line.setProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth,
+                         QTextLength(QTextLength.Type.PercentageLength, 100))
+        line.setBackground(QBrush(self.theme.muted, Qt.BrushStyle.NoBrush))
+        line.setTopMargin(6)
+        line.setLineHeight(_DIVIDER_LINE_PX, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
+        self.new_block(cursor, line, QTextCharFormat())
+        caption = QTextBlockFormat()
+        caption.setProperty(DIVIDER, True)
+        caption.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        caption.setBottomMargin(6)
+        cursor.insertBlock(caption, self._muted)
+        cursor.insertText(text, self._muted)
 
     @staticmethod
     def new_block(cursor: QTextCursor, block: QTextBlockFormat, chars: QTextCharFormat) -> None:
@@ -196,6 +258,35 @@ def _is_rule(block) -> bool:
 
 def _in_table(block) -> bool:
     return block.isValid() and QTextCursor(block).currentTable() is not None
+
+
+def find_block(document: QTextDocument, mark: int, value: object = True, backwards: bool = False) -> QTextBlock:
+    """The first (or last) block whose format has `mark` set to `value`; invalid if none."""
+    block = document.lastBlock() if backwards else document.begin()
+    while block.isValid():
+        if block.blockFormat().property(mark) == value:
+            return block
+        block = block.previous() if backwards else block.next()
+    return block
+
+
+def remove_divider(document: QTextDocument) -> tuple[int, int] | None:
+    """Take the context divider out of the document: (where it was, characters removed), or
+    None when there is none."""
+    first = find_block(document, DIVIDER)
+    if not first.isValid():
+        return None
+    last = first
+    while last.next().isValid() and last.next().blockFormat().property(DIVIDER):
+        last = last.next()
+    cursor = QTextCursor(document)
+    # From the end of the block before it to the end of its caption: the divider's blocks and
+    # the break before them (the document's first block cannot be a divider's).
+    cursor.setPosition(first.position() - 1)
+    cursor.setPosition(last.position() + last.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+    start, removed = cursor.selectionStart(), cursor.selectionEnd() - cursor.selectionStart()
+    cursor.removeSelectedText()
+    return start, removed
 
 
 def end_of(document: QTextDocument) -> QTextCursor:

@@ -17,31 +17,46 @@ its place (inline_editor); while a reply streams, a "Generating" line moves unde
 transcript; the end of a reply, and errors the window reports, are announced to assistive
 technology (announce).
 
-This module decides what is shown where; chat_document writes the messages into the document
-and streaming_reply writes the reply as it arrives.
+A message with several versions offers ‹ n/m › under it; the window answers a step by showing
+the conversation again on the other branch, and the view keeps that message where it was on
+screen (and the keyboard on its arrow) instead of jumping to the bottom. A line drawn after a
+message marks the context boundary: the model did not see what is above it. reveal() scrolls
+to a message (a search hit), rendering the pages before it if need be, and tints it a moment.
+
+This module decides what is shown where; chat_document writes the messages into the document,
+message_footer says what the line under each offers, streaming_reply writes the reply as it
+arrives, link_focus tells a screen reader which link the keyboard is on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QUrl, Signal
-from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication, QPalette, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QEvent, QPoint, QUrl, Signal
+from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication, QPalette, QTextBlock, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from ..engine.types import ReplyStats, ReplyStatus, StopReason
+from ..engine.types import ReplyStats, ReplyStatus
 from ..store import shorten
 from .announce import announce
 from .chat_browser import DOCUMENT_MARGIN, BottomFollower, ChatBrowser
-from .chat_document import DocumentWriter, end_of
+from .chat_document import (
+    MESSAGE_END, MESSAGE_START, DocumentWriter, FooterPart, end_of, find_block, remove_divider,
+)
 from .generating_indicator import GeneratingIndicator
 from .inline_editor import EditorOverlay
+from .link_focus import LinkFocus
 from .markdown_render import ZERO_WIDTH_SPACE, MarkdownRenderer
+from .message_footer import ACTION_SCHEME, action_href, footer_parts, version_words
+from .message_view import STATUS_REASONS, MessageView, stats_text
+from .reveal_mark import RevealMark
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
 from .welcome import Welcome, write_welcome
 
-ACTION_SCHEME = "hearth"
+__all__ = ["ChatView", "MessageView", "stats_text"]
 
 # Characters of message text rendered when a conversation opens (about 3,000 tokens, several
 # screens); older messages wait behind "Show earlier messages", a page of this size per click.
@@ -56,43 +71,8 @@ MESSAGE_SHOWN_CHARS = 100_000
 _ENDINGS = {ReplyStatus.COMPLETE: "Reply finished", ReplyStatus.CANCELLED: "Reply stopped",
             ReplyStatus.ERROR: "Reply ended with an error"}
 
-# A reply with no stop reason (nothing was measured, or an imported record) says how it ended
-# by its status; a complete one says nothing.
-_STATUS_REASONS = {ReplyStatus.CANCELLED: StopReason.CANCELLED, ReplyStatus.ERROR: StopReason.ERROR}
-
-
-@dataclass(frozen=True)
-class MessageView:
-    """What the pane shows of one message; the window builds these from stored messages."""
-
-    id: int | None
-    role: str  # 'user' | 'assistant' | 'system'
-    content: str
-    stats: ReplyStats | None = None  # None: a user or system message, or nothing was measured
-    status: ReplyStatus = ReplyStatus.COMPLETE
-    model: str | None = None
-
-
-def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
-    """One short line about a reply, e.g. "128 tokens · 34.5 tok/s · end of turn"."""
-    parts = []
-    reason = None
-    if stats is not None:
-        tokens = stats.completion_tokens
-        if tokens is not None:
-            parts.append(f"{tokens} token" + ("" if tokens == 1 else "s"))
-        elif stats.tokens_per_s:  # measured, but not counted: a server that sends no usage
-            parts.append("token count not reported by the server")
-        if stats.tokens_per_s:
-            parts.append(f"{stats.tokens_per_s:.1f} tok/s")
-        if stats.ttft_s:
-            parts.append(f"first token {stats.ttft_s:.2f} s")
-        reason = stats.stop_reason
-    if reason is None:
-        reason = _STATUS_REASONS.get(status)
-    if reason is not None:
-        parts.append(reason.words)
-    return " · ".join(parts)
+# Room kept above a message scrolled to the top of the pane (reveal).
+_REVEAL_MARGIN_PX = 12
 
 
 def _first_to_show(messages: list[MessageView]) -> int:
@@ -120,10 +100,37 @@ def _ending(stats: ReplyStats | None, status: ReplyStatus) -> str:
     """What is announced when a reply ends, e.g. "Reply finished. 12 tokens · end of turn."
     A reply that did not complete says how it ended once, not again as its stop reason."""
     details = stats_text(stats, status)
-    reason = (stats.stop_reason if stats is not None else None) or _STATUS_REASONS.get(status)
+    reason = (stats.stop_reason if stats is not None else None) or STATUS_REASONS.get(status)
     if status is not ReplyStatus.COMPLETE and reason is not None:
         details = details.removesuffix(reason.words).rstrip(" ·")
     return f"{_ENDINGS[status]}. {details}." if details else f"{_ENDINGS[status]}."
+
+
+def _divider_text(unseen: int) -> str:
+    if unseen == 1:
+        return "The model did not see the message above this line"
+    if unseen > 1:
+        return f"The model did not see the {unseen:,} messages above this line"
+    return "The model did not see the messages above this line"
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A version step under way: where its message stood, to find the message that stands
+    there once the window has shown the other branch."""
+
+    first: bool  # it was the conversation's first message
+    after: int | None  # else the id of the message before it (None: that one was not handed over)
+    step: int
+    label_y: float | None  # its top in the viewport, None if it was not rendered
+    keyboard: bool  # the keyboard was on its arrow: it stays on the arrow
+
+    def index_in(self, messages: list[MessageView]) -> int | None:
+        """Where the message that took its place is among `messages`, or None if unknown."""
+        if self.first:
+            return 0 if messages else None
+        index = next((i for i, m in enumerate(messages) if self.after is not None and m.id == self.after), None)
+        return index + 1 if index is not None and index + 1 < len(messages) else None
 
 
 class ChatView(QWidget):
@@ -137,6 +144,14 @@ class ChatView(QWidget):
             calls ChatSession.edit. The editor stays until set_messages shows the conversation
             again, so an edit that is refused (a reply is being written) loses nothing.
         regenerateRequested(): Regenerate was clicked under the last assistant reply.
+        versionStepped(int, int): ‹ (-1) or › (+1) under the message with this id: the window
+            shows the version before or after it (store.sibling, then ChatSession.show_version)
+            with set_messages; the view keeps that place in view, and the keyboard on the arrow.
+        branchRequested(int): "Branch" under the message with this id: the window starts a new
+            conversation from the messages up to it (ChatSession.branch_from).
+        deleteVersionRequested(int): "Delete" under the message with this id, offered where a
+            message has other versions: the window deletes this one with what follows it
+            (ChatSession.delete_version) and offers Undo.
         promptChosen(str): an example prompt of the welcome was clicked: the window puts it in
             the message box.
         getModelsRequested(): the welcome's "Get models" link was clicked.
@@ -147,11 +162,17 @@ class ChatView(QWidget):
 
     A reply's lifecycle: begin_reply(), append_text() per chunk (cheap: buffered), then
     finish_reply() with the authoritative text.
+
+    After set_messages the window may call set_context_boundary (set_messages clears it), and
+    reveal() to bring a message into view (a search hit).
     """
 
     linkActivated = Signal(QUrl)
     editSubmitted = Signal(int, str)
     regenerateRequested = Signal()
+    versionStepped = Signal(int, int)
+    branchRequested = Signal(int)
+    deleteVersionRequested = Signal(int)
     copied = Signal(str)
     earlierRequested = Signal()
     promptChosen = Signal(str)
@@ -167,11 +188,16 @@ class ChatView(QWidget):
         self._indicator = GeneratingIndicator(self._browser)
         self._browser.anchorClicked.connect(self._anchor_clicked)
         self._follower = BottomFollower(self._browser.verticalScrollBar())
+        self._link_focus = LinkFocus(self._browser)
+        self._mark = RevealMark(self._browser)
         self._messages: list[MessageView] = []
         self._first_shown = 0  # index of the oldest message rendered; older ones wait
         self._earlier = 0  # older messages the window has not handed over
         self._snippets: dict[str, str] = {}  # href of a code block's Copy link -> its code
         self._reply: StreamingReply | None = None
+        self._reply_version = (1, 1)  # the streaming reply's version, of how many
+        self._boundary: tuple[int, int] | None = None  # the context boundary: message id, unseen
+        self._stepping: _Step | None = None  # while versionStepped is being answered
         self._regenerate_footer: int | None = None  # position of the footer offering Regenerate
         self._last_body: tuple[int, int] | None = None  # the last finished reply's body span
         self._welcome: Welcome | None = None
@@ -189,11 +215,18 @@ class ChatView(QWidget):
             self._reply = None
             self._indicator.stop()
         self._close_editor(rebuild=False)  # all is rendered afresh below
+        self._boundary = None
         self._messages = list(messages)
         self._earlier = earlier
         self._first_shown = _first_to_show(self._messages)
+        stepped = self._stepping.index_in(self._messages) if self._stepping is not None else None
+        if stepped is None:
+            self._rebuild()
+            self._follower.follow()
+            return
+        self._first_shown = self._pages_back_to(stepped)
         self._rebuild()
-        self._follower.follow()
+        self._after_step(stepped, self._stepping)
 
     def prepend_messages(self, messages: list[MessageView], earlier: int) -> None:
         """Older messages the window handed over after earlierRequested, and how many older
@@ -213,12 +246,16 @@ class ChatView(QWidget):
         self._write_message(len(self._messages) - 1, regenerate=message.role == "assistant")
         self._follower.follow()
 
-    def begin_reply(self, message_id: int | None, model: str | None = None) -> None:
-        """Start a streaming assistant reply at the bottom."""
+    def begin_reply(
+        self, message_id: int | None, model: str | None = None, version: int = 1, versions: int = 1,
+    ) -> None:
+        """Start a streaming assistant reply at the bottom; it is `version` of `versions`
+        (a regenerated reply is a new version), offered under it when it finishes."""
         if self._reply is not None:
             raise RuntimeError("a reply is already streaming")
         self._leave_welcome()
         self._drop_regenerate()
+        self._reply_version = (version, versions)
         self._reply = self._start_reply(message_id, model)
         self._indicator.start()
         self._follower.follow()
@@ -247,7 +284,9 @@ class ChatView(QWidget):
         self._reply = None
         self._indicator.stop()
         announce(self._browser, _ending(stats, status))
-        self._messages.append(MessageView(reply.message_id, "assistant", content, stats, status, reply.model))
+        self._messages.append(
+            MessageView(reply.message_id, "assistant", content, stats, status, reply.model, *self._reply_version)
+        )
         finished_in_place = reply.finish_in_place(content)
         reply.stop()
         if finished_in_place:
@@ -320,6 +359,52 @@ class ChatView(QWidget):
         top = self._document.documentLayout().blockBoundingRect(block).top()
         self._browser.verticalScrollBar().setValue(int(top))
 
+    def set_context_boundary(self, message_id: int | None, unseen: int = 0) -> None:
+        """Draw a line after the message with this id: "The model did not see the `unseen`
+        messages above this line" (None: no line). It moves when called again, stays through
+        every rendering afresh, and waits while that message is not rendered (behind "Show
+        earlier messages"). set_messages clears it."""
+        boundary = None if message_id is None else (message_id, unseen)
+        if boundary == self._boundary:
+            return
+        self._boundary = boundary
+        if self._editor is not None:  # it lies over a gap at a position: render it all again
+            self._rebuild_in_place()
+            return
+        with self._view_kept():
+            removed = remove_divider(self._document)
+            if removed is not None:
+                self._moved(removed[0], -removed[1])
+            footer = find_block(self._document, MESSAGE_END, message_id, backwards=True) if boundary else QTextBlock()
+            if footer.isValid():
+                cursor = QTextCursor(footer)
+                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+                start = cursor.position()
+                self._writer.divider(cursor, _divider_text(unseen))
+                self._moved(start, cursor.position() - start)
+
+    def reveal(self, message_id: int) -> bool:
+        """Scroll the message with this id into view, rendering the pages before it if it
+        waits behind "Show earlier messages", and tint it a moment so the eye finds it (a
+        search hit); a screen reader is told. False if it is not among those handed over."""
+        index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
+        if index is None:
+            return False
+        if index < self._first_shown:
+            self._first_shown = self._pages_back_to(index)
+            self._rebuild()
+        label = find_block(self._document, MESSAGE_START, message_id)
+        if not label.isValid():
+            return False
+        self._browser.verticalScrollBar().setValue(int(self._top_of(label)) - _REVEAL_MARGIN_PX)
+        footer = find_block(self._document, MESSAGE_END, message_id)
+        end = footer.position() - 1 if footer.isValid() else label.position() + label.length() - 1
+        self._mark.show(label.position(), end)
+        message = self._messages[index]
+        who = {"user": "your message", "system": "the system prompt"}.get(message.role, "a reply")
+        announce(self._browser, f"Found in {who}: {shorten(message.content)}")
+        return True
+
     @property
     def flush_count(self) -> int:
         """Document updates made by the streaming reply so far (for tests and benchmarks)."""
@@ -354,6 +439,7 @@ class ChatView(QWidget):
         Returns where each message starts in the document, by index.
         """
         streamed = self._reply.text_so_far() if self._reply is not None else None
+        self._mark.clear()
         self._document.clear()
         self._browser.fit_column()
         self._snippets.clear()
@@ -364,7 +450,8 @@ class ChatView(QWidget):
         if self.hidden_count():
             count = self.hidden_count()
             link = f"Show {count} earlier message{'s' if count != 1 else ''}"
-            self._writer.footer(end_of(self._document), [(link, f"{ACTION_SCHEME}:show-earlier")], "", indent=False)
+            show = [FooterPart(link, action_href("show-earlier"))]
+            self._writer.footer(end_of(self._document), show, "", indent=False)
         starts = {}
         for index in range(self._first_shown, len(self._messages)):
             is_last = index == len(self._messages) - 1
@@ -387,7 +474,7 @@ class ChatView(QWidget):
         writer = self._writer
         if message.role == "user":
             writer.bubble(cursor)
-            writer.label(cursor, "You", top_margin=0)
+            writer.label(cursor, "You", top_margin=0, message_id=message.id)
             if self._editor is not None and message.id == self._editor.message_id:
                 # The editor lies over a gap where the text was, in place of the text and footer.
                 writer.new_block(cursor, self._editor.gap_format(), QTextCharFormat())
@@ -395,7 +482,7 @@ class ChatView(QWidget):
                 return
         else:
             label = {"system": "System prompt"}.get(message.role) or message.model or "Assistant"
-            writer.label(cursor, shorten(label), top_margin=16)
+            writer.label(cursor, shorten(label), top_margin=16, message_id=message.id)
         body_start = writer.markdown(cursor, _shown_text(message.content))
         cursor.movePosition(QTextCursor.MoveOperation.End)  # out of the user's bubble
         footer = self._write_footer(cursor, index, regenerate)
@@ -403,18 +490,59 @@ class ChatView(QWidget):
             self._last_body = (body_start, footer - 1)
 
     def _write_footer(self, cursor: QTextCursor, index: int, regenerate: bool) -> int:
-        """Write the footer of message `index` at the cursor; return where its block starts."""
+        """Write the footer of message `index` at the cursor, and the context divider if it
+        follows that message; return where the footer's block starts."""
         message = self._messages[index]
-        links = [("Copy", f"{ACTION_SCHEME}:copy-message/{index}")]
-        if message.role == "user" and message.id is not None:
-            links.append(("Edit", f"{ACTION_SCHEME}:edit/{message.id}"))
-        if regenerate:
-            links.append(("Regenerate", f"{ACTION_SCHEME}:regenerate"))
         note = stats_text(message.stats, message.status) if message.role == "assistant" else ""
-        self._writer.footer(cursor, links, note, indent=message.role == "user")
+        self._writer.footer(cursor, footer_parts(message, index, regenerate), note, indent=message.role == "user",
+                            message_id=message.id)
         position = cursor.block().position()
         self._regenerate_footer = position if regenerate else None
+        if self._boundary is not None and message.id == self._boundary[0]:
+            self._writer.divider(cursor, _divider_text(self._boundary[1]))
         return position
+
+    def _top_of(self, label: QTextBlock) -> float:
+        """Where the message whose label this is starts in the document: the top of the
+        user's bubble it is in, else its label's."""
+        layout = self._document.documentLayout()
+        frame = QTextCursor(label).currentFrame()
+        if frame is not None and frame != self._document.rootFrame():
+            return layout.frameBoundingRect(frame).top()
+        return layout.blockBoundingRect(label).top()
+
+    def _pages_back_to(self, index: int) -> int:
+        """The oldest message to render for message `index` to be rendered: whole pages, as
+        "Show earlier messages" renders them."""
+        first = self._first_shown
+        while index < first:
+            first = _first_to_show(self._messages[:first])
+        return first
+
+    def _moved(self, at: int, delta: int) -> None:
+        """The document gained (or lost) `delta` characters at `at`: positions kept after it move."""
+        if self._regenerate_footer is not None and self._regenerate_footer >= at:
+            self._regenerate_footer += delta
+        if self._last_body is not None and self._last_body[0] >= at:
+            self._last_body = (self._last_body[0] + delta, self._last_body[1] + delta)
+        if self._reply is not None and self._reply.start >= at:
+            self._reply.shift(delta)
+        self._mark.clear()
+
+    @contextmanager
+    def _view_kept(self) -> Iterator[None]:
+        """Keep what the user is reading where it is on screen while the document changes
+        above it (or at the bottom, when the pane follows the end). A cursor at the block at
+        the top of the pane moves with the edits, as cursors do."""
+        bar = self._browser.verticalScrollBar()
+        layout = self._document.documentLayout()
+        top = QTextCursor(self._browser.cursorForPosition(QPoint(0, 0)).block())
+        offset = layout.blockBoundingRect(top.block()).top() - bar.value()
+        yield
+        if self._follower.following:
+            self._follower.follow()
+        else:
+            bar.setValue(int(layout.blockBoundingRect(top.block()).top() - offset))
 
     def _drop_regenerate(self) -> None:
         """Only the last reply offers Regenerate: rewrite its footer before anything follows."""
@@ -451,6 +579,12 @@ class ChatView(QWidget):
             self._open_editor(int(argument))
         elif action == "regenerate":
             self.regenerateRequested.emit()
+        elif action in ("previous-version", "next-version") and argument.isdigit():
+            self._step_version(int(argument), -1 if action == "previous-version" else 1)
+        elif action == "branch" and argument.isdigit():
+            self.branchRequested.emit(int(argument))
+        elif action == "delete-version" and argument.isdigit():
+            self.deleteVersionRequested.emit(int(argument))
         elif action == "show-earlier":
             self.show_earlier()
         elif action == "get-models":
@@ -459,6 +593,42 @@ class ChatView(QWidget):
             prompts = self._welcome.prompts()
             if int(argument) < len(prompts):
                 self.promptChosen.emit(prompts[int(argument)])
+
+    # -- versions ------------------------------------------------------------------------------
+
+    def _step_version(self, message_id: int, step: int) -> None:
+        """‹ or › under a message: ask the window for the other version, remembering where the
+        message stood so that set_messages (called while the signal is answered) keeps it there."""
+        index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
+        if index is None:
+            return
+        first = index == 0 and not self._earlier
+        after = self._messages[index - 1].id if index else None
+        label = find_block(self._document, MESSAGE_START, message_id)
+        label_y = self._top_of(label) - self._browser.verticalScrollBar().value() if label.isValid() else None
+        keyboard = self._link_focus.marked_href() in (action_href("previous-version", message_id),
+                                                      action_href("next-version", message_id))
+        self._stepping = _Step(first, after, step, label_y, keyboard and self._browser.hasFocus())
+        try:
+            self.versionStepped.emit(message_id, step)
+        finally:
+            self._stepping = None
+
+    def _after_step(self, index: int, step: _Step) -> None:
+        """The other version is shown, as message `index`: keep it where the one stepped from
+        stood, the keyboard on the same arrow (or the other, at an end), and say which it is."""
+        message = self._messages[index]
+        label = find_block(self._document, MESSAGE_START, message.id)
+        if label.isValid():
+            y = step.label_y if step.label_y is not None and step.label_y > 0 else _REVEAL_MARGIN_PX
+            self._browser.verticalScrollBar().setValue(int(self._top_of(label) - y))
+            if step.keyboard:
+                arrows = ["previous-version", "next-version"]
+                if step.step > 0:
+                    arrows.reverse()  # the arrow it was on, else (at an end) the other one
+                if not self._link_focus.mark(action_href(arrows[0], message.id), label.position()):
+                    self._link_focus.mark(action_href(arrows[1], message.id), label.position())
+        announce(self._browser, version_words(message))
 
     # -- the welcome and the editor ------------------------------------------------------------
 

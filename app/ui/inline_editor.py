@@ -70,14 +70,15 @@ class InlineEditor(QFrame):
         self.box.setTabChangesFocus(True)
         self.box.setAccessibleName("Edit message")
         self.box.setAccessibleDescription(
-            "Change the message, then press Enter to send it again; the replies after it are replaced. "
+            "Change the message, then press Enter to send it as a new version with a new reply; the "
+            "message as it was, and what followed it, stay as the earlier version. "
             "Shift+Enter starts a new line, Esc cancels."
         )
         self.box.moveCursor(self.box.textCursor().MoveOperation.End)
         hint = QLabel("Enter sends · Shift+Enter new line · Esc cancels", self)
         self.send_button = QPushButton("Send", self)
         self.send_button.setAccessibleName("Send the edited message")
-        self.send_button.setToolTip("Send the changed message; the replies after it are replaced (Enter)")
+        self.send_button.setToolTip("Send the changed message as a new version; the earlier one is kept (Enter)")
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.setAccessibleName("Cancel editing")
         self.cancel_button.setToolTip("Keep the message as it was (Esc)")

@@ -52,7 +52,7 @@ class StreamingReply(QObject):
         self._timer = QTimer(self, singleShot=True, interval=FLUSH_INTERVAL_MS)
         self._timer.timeout.connect(self.flush)
         cursor = end_of(document)
-        writer.label(cursor, shorten(model or "Assistant"), top_margin=16)
+        writer.label(cursor, shorten(model or "Assistant"), top_margin=16, message_id=message_id)
         self.start = cursor.block().position()
         writer.plain_block(cursor)
         self.body_start = self._tail_start = cursor.position()
@@ -64,6 +64,13 @@ class StreamingReply(QObject):
 
     def text_so_far(self) -> str:
         return "".join(self._raw) + "".join(self._chunks).replace("\r", "")
+
+    def shift(self, delta: int) -> None:
+        """The document changed by `delta` characters before the reply (the context divider
+        was drawn or taken away above it): its positions move with it."""
+        self.start += delta
+        self.body_start += delta
+        self._tail_start += delta
 
     def stop(self) -> None:
         self._timer.stop()
