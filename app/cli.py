@@ -68,7 +68,8 @@ def add_subcommands(subparsers) -> None:
     chat.add_argument("--message-file", type=Path, help="read the message from this file (UTF-8)")
     chat.add_argument("--system", help="system prompt (with --conversation: instead of the conversation's)")
     chat.add_argument("--preset", choices=sorted(PRESETS),
-                      help="sampling preset (default Balanced; with --conversation, the window's settings for the model)")
+                      help="sampling preset (default: Balanced; with --conversation, "
+                           "the window's settings for the model)")
     add_sampling_arguments(chat)
     chat.add_argument("--ctx", type=int, help="context length in tokens")
     chat.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")

@@ -28,7 +28,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,7 @@ from .settings import Settings
 from .store import ConversationStore
 
 PARTIAL_SAVE_S = PARTIAL_SAVE_MS / 1000
-STOP_WAIT_S = 5.0  # how long a reply left behind by an error is given to stop before the model is freed
+STOP_WAIT_S = 5.0  # how long a reply is given to end before the model it runs on is freed
 INTERRUPTED_STATUS = 130  # the shell's status for a command ended by Ctrl+C
 
 
@@ -62,6 +63,8 @@ class _Reply:
 
 
 def run_chat_in_conversation(args) -> int:
+    """`hearth chat --conversation`: the reply on stdout, statistics on stderr as `hearth chat`
+    prints them; exit 0, 1 for a reply that failed, 130 for one Ctrl+C stopped."""
     text = message_text(args).strip()
     if not text:
         raise UsageError("the message is empty")
@@ -102,9 +105,9 @@ def _model(args, conversation_id: int, last_model: str | None, settings: Setting
         return LocalModel(Path(args.model))
     path = find_model_file(last_model, settings) if last_model else None
     if path is None:
-        said = f"was last answered by {printable(last_model)}, which is not a model file in Hearth's model folders" \
-            if last_model else "has no model recorded"
-        raise ValueError(f"conversation {conversation_id} {said}: pass --model MODEL.gguf")
+        reason = (f"was last answered by {printable(last_model)}, which is not a model file in Hearth's model folders"
+                  if last_model else "has no model recorded")
+        raise ValueError(f"conversation {conversation_id} {reason}: pass --model MODEL.gguf")
     return LocalModel(path)
 
 
@@ -135,24 +138,44 @@ def _converse(store: ConversationStore, conversation_id: int, text: str, system_
               backend: Backend, params: SamplingParams) -> _Reply:
     """Store the message and the reply as ChatSession.send does, in its order: the message, the
     history read (which has it), the system prompt kept, the reply added as 'streaming'."""
-    store.add_message(conversation_id, "user", text)
-    messages = history(store, conversation_id, system_prompt)
-    store.set_system_prompt(conversation_id, system_prompt)
-    reply_id = store.add_message(conversation_id, "assistant", "", model=backend.describe().record_name,
-                                 params=params.to_dict(), status=ReplyStatus.STREAMING)
-    reply = _stream(backend, messages, params, lambda so_far: store.update_partial(reply_id, so_far))
-    store.finish_message(reply_id, reply.text, reply.stats, ReplyStatus.after(reply.stats.stop_reason))
+    cancel = threading.Event()
+    with _ctrl_c_stops(cancel):
+        store.add_message(conversation_id, "user", text)
+        messages = history(store, conversation_id, system_prompt)
+        store.set_system_prompt(conversation_id, system_prompt)
+        reply_id = store.add_message(conversation_id, "assistant", "", model=backend.describe().record_name,
+                                     params=params.to_dict(), status=ReplyStatus.STREAMING)
+        reply = _stream(backend, messages, params, cancel, lambda so_far: store.update_partial(reply_id, so_far))
+        store.finish_message(reply_id, reply.text, reply.stats, ReplyStatus.after(reply.stats.stop_reason))
     return reply
 
 
-def _stream(backend: Backend, messages: list[dict], params: SamplingParams,
+@contextmanager
+def _ctrl_c_stops(cancel: threading.Event) -> Iterator[None]:
+    """While the exchange is stored, Ctrl+C sets `cancel` (the reply stops, and is kept as
+    stopped) instead of interrupting a write; a second one ends the process at once, as a kill
+    would, for a reply that does not stop: the last partial save is found interrupted."""
+
+    def stop(_signum, _frame) -> None:
+        if cancel.is_set():
+            sys.stdout.flush()
+            os._exit(INTERRUPTED_STATUS)
+        cancel.set()
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stream(backend: Backend, messages: list[dict], params: SamplingParams, cancel: threading.Event,
             save_partial: Callable[[str], None]) -> _Reply:
     """The reply, printed as it comes and saved (`save_partial(text so far)`) every
-    PARTIAL_SAVE_S while it grows. It runs on a thread of its own, so that saving keeps time
-    while the model is silent, and Ctrl+C only asks it to stop. A reply that could not start
-    ends with ReplyStats.failed and no text, as the window keeps one."""
+    PARTIAL_SAVE_S while it grows. It is generated on a thread of its own, so that saving
+    keeps time while the model is silent. A reply that could not start ends with
+    ReplyStats.failed and no text, as the window keeps one."""
     events: queue.SimpleQueue[str | ReplyStats | Exception] = queue.SimpleQueue()
-    cancel = threading.Event()
 
     def produce() -> None:
         try:
@@ -161,16 +184,9 @@ def _stream(backend: Backend, messages: list[dict], params: SamplingParams,
         except Exception as exc:  # raised before the first piece: a template, a full context, a refusal
             events.put(exc)
 
-    def stop(_signum, _frame) -> None:
-        if cancel.is_set():  # asked twice: end now, as a kill would (the last save is kept)
-            sys.stdout.flush()
-            os._exit(INTERRUPTED_STATUS)
-        cancel.set()
-
     output = _Output()
     pieces: list[str] = []
     length = saved = 0
-    previous = signal.signal(signal.SIGINT, stop)
     worker = threading.Thread(target=produce, name="reply", daemon=True)
     worker.start()
     try:
@@ -194,10 +210,11 @@ def _stream(backend: Backend, messages: list[dict], params: SamplingParams,
                     save_partial("".join(pieces))
                     saved = length
                 next_save = time.monotonic() + PARTIAL_SAVE_S
+    except BaseException:
+        cancel.set()  # a save failed: the reply stops before the caller frees the model it runs on
+        raise
     finally:
-        signal.signal(signal.SIGINT, previous)
-        cancel.set()  # a no-op for a reply that ended; one that a failed save left running stops
-        worker.join(STOP_WAIT_S)  # before the caller frees the model it runs on
+        worker.join(STOP_WAIT_S)
 
 
 class _Output:

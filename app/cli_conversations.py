@@ -5,7 +5,8 @@ the window does. The one thing they must not do then is what opening the databas
 take every reply still 'streaming' for one cut off by a crash and mark it interrupted. While
 Hearth runs, such a reply is the one its window is writing. So:
 
-- `list` and `export` read without that recovery while the data folder is in use;
+- `list` and `export` read without that recovery while the data folder is in use (when it is
+  not, a 'streaming' reply was cut off, and they find it interrupted as the window would);
 - `import` adds its conversation in one transaction on a connection of its own, which never
   recovers anything: the very call the window's File → Import makes on a worker thread beside
   a streaming reply. It does not conflict, and runs while Hearth runs (its list shows the new
@@ -21,7 +22,6 @@ a killed process counts as free, and a PID reused by another program is not mist
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Iterator
@@ -36,7 +36,7 @@ from .store import Conversation, ConversationStore, StoreError, import_file
 
 # The window's lock file in the data folder (app/ui/single_instance.py names it too).
 LOCK_FILE = "hearth.lock"
-IN_USE_MESSAGE = "Hearth is running with this data folder ({folder}); close it first"
+IN_USE_MESSAGE = "Hearth is running with this data folder ({folder}{holder}); close it first"
 TITLE_SHOWN = 60
 MODEL_SHOWN = 40
 
@@ -82,13 +82,15 @@ def data_folder_in_use() -> bool:
 
 
 @contextmanager
-def holding_data_folder(action: str = "") -> Iterator[None]:
+def holding_data_folder(remedy: str) -> Iterator[None]:
     """Hold the data folder as a running Hearth does, so that neither the window nor another
     command opens the database meanwhile (a window started now says Hearth is running). Raises
-    StoreError, the message saying what to do, while someone else holds it."""
+    StoreError while someone else holds it: IN_USE_MESSAGE, then `remedy` (", or …")."""
     lock = _lock()
     if not lock.tryLock(0):
-        raise StoreError(IN_USE_MESSAGE.format(folder=paths.data_dir()) + f"{action}.")
+        pid = lock.getLockInfo()[0]  # 0 when the lock file cannot be read
+        holder = f", process {pid}" if pid else ""
+        raise StoreError(IN_USE_MESSAGE.format(folder=paths.data_dir(), holder=holder) + f"{remedy}.")
     try:
         yield
     finally:
@@ -140,8 +142,8 @@ def run_list(args) -> int:
     width = max(len("MODEL"), *map(len, models))
     lines = [f"{'ID':>{ids}}  {'UPDATED (UTC)':16}  {'MESSAGES':>8}  {'MODEL':{width}}  TITLE"]
     for (c, count), model in zip(rows, models):
-        updated = c.updated_at[:16].replace("T", " ")
-        lines.append(f"{c.id:>{ids}}  {updated:16}  {count:>8}  {model:{width}}  {shorten(c.title, TITLE_SHOWN) or '(untitled)'}")
+        updated, title = c.updated_at[:16].replace("T", " "), shorten(c.title, TITLE_SHOWN) or "(untitled)"
+        lines.append(f"{c.id:>{ids}}  {updated:16}  {count:>8}  {model:{width}}  {title}")
     _write("\n".join(lines) + "\n")
     return 0
 

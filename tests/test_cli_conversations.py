@@ -21,6 +21,7 @@ from app.engine.sampling import PRESETS, SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, ReplyStatus, StopReason
 from app.settings import Settings
 from app.store import ConversationStore
+from app.ui.single_instance import SingleInstance
 from remote_servers import stand_in  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,7 +204,9 @@ def test_beside_a_running_hearth_reading_and_importing_leave_its_reply_alone_and
         assert "Hearth is running" in imported.stderr.decode()
         refused = hearth(home, "chat", "--conversation", cid, "--model", ROOT / "models" / GEMMA, "Hi", check=False)
         assert refused.returncode == 1 and refused.stdout == b""
-        assert IN_USE in refused.stderr.decode() and "close it first" in refused.stderr.decode()
+        assert refused.stderr.decode().strip() == (
+            f"hearth: error: {IN_USE} ({home / 'data'}, process {os.getpid()}); close it first, "
+            "or continue the conversation in its window.")
         row = last_reply_row(home, cid)
         assert (row["id"], row["parent_id"], row["status"]) == (reply, writing, "streaming")
     finally:
@@ -310,6 +313,7 @@ def test_ctrl_c_stops_the_reply_and_keeps_it_as_stopped(home, stand_in):  # noqa
                     "Hi", "--stats", "json")
     try:
         wait_for_partial_save(home, cid, "Hello there", process)
+        assert not SingleInstance(home / "data").acquire()  # a window started now finds Hearth running
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
@@ -319,3 +323,14 @@ def test_ctrl_c_stops_the_reply_and_keeps_it_as_stopped(home, stand_in):  # noqa
     reply = last_reply_row(home, cid)
     assert (reply["content"], reply["status"]) == ("Hello there", "cancelled")
     assert json.loads(reply["stats_json"])["stop_reason"] == "cancelled"
+
+
+def test_a_reader_that_goes_away_stops_the_printing_not_the_stored_reply(home, stand_in):  # noqa: F811
+    with ConversationStore(database(home)) as store:
+        cid = store.create_conversation()
+    process = start(home, "chat", "--conversation", cid, "--server", stand_in.url("ok"), "--model", "stand-in", "Hi")
+    process.stdout.close()  # like `| head` having read its fill
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 141 and err == b""
+    reply = branch(home, cid)[-1]
+    assert (reply.content, reply.status) == ("Hello there.", ReplyStatus.COMPLETE)
