@@ -280,7 +280,7 @@ def test_a_boundary_behind_show_earlier_is_drawn_once_its_message_is(view, qtbot
     assert text.index("Answer number 0.") < text.index(DIVIDER_2) < text.index("Question number 1?")
 
 
-def test_the_divider_stays_through_the_editor_and_a_streaming_reply_goes_on_below_it(view, qtbot):
+def test_the_divider_stays_through_the_editor(view, qtbot):
     view.set_messages(CONVERSATION)
     view.set_context_boundary(2, 2)
     click_anchor(qtbot, view, "hearth:edit/3")
@@ -289,18 +289,30 @@ def test_the_divider_stays_through_the_editor_and_a_streaming_reply_goes_on_belo
     qtbot.mouseClick(editor.cancel_button, Qt.MouseButton.LeftButton)
     assert len(dividers(view)) == 1 and "And an estuary?" in plain_text(view)
 
+
+def test_a_reply_goes_on_streaming_below_a_divider_drawn_and_taken_away_above_it(view, qtbot):
+    view.set_messages(CONVERSATION)
     view.begin_reply(5)
-    stream(qtbot, view, ["The first half"])
-    view.set_context_boundary(3, 3)  # drawn above the reply while it is written
+    stream(qtbot, view, ["The first half\n\n"])
+    view.set_context_boundary(3, 3)
+    stream(qtbot, view, ["and the second "])
+    assert view.text_of_reply() == "The first half\nand the second "
+    view.set_context_boundary(None)
+    stream(qtbot, view, ["and the rest."])
+    assert view.text_of_reply() == "The first half\nand the second and the rest."
     view.set_context_boundary(4, 4)
-    stream(qtbot, view, [" and the rest."])
-    assert view.text_of_reply() == "The first half and the rest."
-    view.finish_reply("The first half and the rest.", None, ReplyStatus.COMPLETE)
-    assert view.text_of_reply() == "The first half and the rest."
+    view.finish_reply("The first half\n\nand the second and the rest.", None, ReplyStatus.COMPLETE)
+    assert view.text_of_reply() == "The first half\nand the second and the rest."
     text = plain_text(view)
     assert text.count("The model did not see") == 1
     assert text.index("Where a river") < text.index("did not see the 4") < text.index("The first half")
     assert "hearth:regenerate" in hrefs(view)
+
+    view.set_context_boundary(1, 1)  # moved above the finished reply: a shorter caption
+    assert view.text_of_reply() == "The first half\nand the second and the rest."
+    view.add_message(MessageView(6, "user", "Thanks"))  # Regenerate leaves the reply's footer
+    assert "hearth:regenerate" not in hrefs(view)
+    assert plain_text(view).endswith("and the rest.\nCopy  ·  Branch\nYou\nThanks\nCopy  ·  Edit  ·  Branch")
 
 
 def test_a_boundary_drawn_above_the_pane_does_not_move_what_is_read(view, qtbot):
