@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QTextBrowser
 from .announce import announce
 
 _MOVES = (Qt.Key.Key_Tab, Qt.Key.Key_Backtab)
+_OTHER_KEYS = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.MetaModifier
 
 
 class LinkFocus(QObject):
@@ -28,7 +29,10 @@ class LinkFocus(QObject):
         browser.installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() in _MOVES:
+        if (
+            event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() in _MOVES
+            and not event.modifiers() & _OTHER_KEYS  # Ctrl+Tab and the like move nothing here
+        ):
             # The browser moves the mark when it handles the key, after this filter.
             QTimer.singleShot(0, self._say_marked)
         return False
