@@ -21,7 +21,7 @@ A message with several versions offers ‹ n/m › under it; the window answers 
 the conversation again on the other branch, and the view keeps that message where it was on
 screen (and the keyboard on its arrow) instead of jumping to the bottom. A line drawn after a
 message marks the context boundary: the model did not see what is above it. reveal() scrolls
-to a message (a search hit), rendering the pages before it if need be, and tints it a moment.
+to a message (a search hit), rendering the pages before it if need be, and marks it a moment.
 
 This module decides what is shown where; chat_document writes the messages into the document,
 message_footer says what the line under each offers, streaming_reply writes the reply as it
@@ -71,7 +71,7 @@ MESSAGE_SHOWN_CHARS = 100_000
 _ENDINGS = {ReplyStatus.COMPLETE: "Reply finished", ReplyStatus.CANCELLED: "Reply stopped",
             ReplyStatus.ERROR: "Reply ended with an error"}
 
-# Room kept above a message scrolled to the top of the pane (reveal).
+# Room kept above a message scrolled to the top of the pane (reveal, a version step).
 _REVEAL_MARGIN_PX = 12
 
 
@@ -385,7 +385,7 @@ class ChatView(QWidget):
 
     def reveal(self, message_id: int) -> bool:
         """Scroll the message with this id into view, rendering the pages before it if it
-        waits behind "Show earlier messages", and tint it a moment so the eye finds it (a
+        waits behind "Show earlier messages", and mark it a moment so the eye finds it (a
         search hit); a screen reader is told. False if it is not among those handed over."""
         index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
         if index is None:
