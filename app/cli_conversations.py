@@ -34,8 +34,6 @@ from . import paths
 from .engine.text import printable, shorten
 from .store import Conversation, ConversationStore, StoreError, import_file
 
-# The window's lock file in the data folder (app/ui/single_instance.py names it too).
-LOCK_FILE = "hearth.lock"
 IN_USE_MESSAGE = "Hearth is running with this data folder ({folder}{holder}); close it first"
 TITLE_SHOWN = 60
 MODEL_SHOWN = 40
@@ -66,7 +64,7 @@ def add_conversations_parser(subparsers) -> None:
 
 
 def _lock() -> QLockFile:
-    lock = QLockFile(str(paths.data_dir() / LOCK_FILE))
+    lock = QLockFile(str(paths.data_dir() / paths.INSTANCE_LOCK_FILE))
     lock.setStaleLockTime(0)  # as the window's: stale only when its process is gone
     return lock
 
@@ -97,20 +95,11 @@ def holding_data_folder(remedy: str) -> Iterator[None]:
         lock.unlock()
 
 
-class _ReadingStore(ConversationStore):
-    """The store, opened to read beside a running Hearth: its 'streaming' reply is the one the
-    window is writing, not one a crash cut off, and is left as it is."""
-
-    def _recover_interrupted(self) -> None:
-        pass
-
-
 def open_to_read() -> ConversationStore:
     """The conversation database, for list and export: with crash recovery only when nobody
     holds the data folder (then a 'streaming' reply was cut off, and is found interrupted, as
     the window would find it)."""
-    store_class = _ReadingStore if data_folder_in_use() else ConversationStore
-    return store_class(paths.database_path())
+    return ConversationStore(paths.database_path(), recover=not data_folder_in_use())
 
 
 def conversation(store: ConversationStore, conversation_id: int) -> Conversation:

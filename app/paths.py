@@ -61,6 +61,11 @@ def database_path() -> Path:
     return data_dir() / "conversations.sqlite3"
 
 
+# The file a running Hearth locks in its data folder (ui/single_instance.py); the command line's
+# conversation commands test it before touching the database.
+INSTANCE_LOCK_FILE = "hearth.lock"
+
+
 def app_models_dir() -> Path:
     """The `models/` folder that ships with Hearth: beside the bundle, or in the source tree."""
     if getattr(sys, "frozen", False):

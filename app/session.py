@@ -346,12 +346,17 @@ class ChatSession(QObject):
         self.conversationsChanged.emit()
         return deleted
 
-    def restore_version(self, deleted: DeletedVersion) -> None:
-        """Undo delete_version: the version comes back, with the branch that was shown."""
+    def restore_version(self, deleted: DeletedVersion) -> bool:
+        """Undo delete_version: the version comes back, with the branch that was shown. False
+        (nothing restored yet) while a reply is written in that conversation: bringing back
+        the branch shown then would take it away from the reply."""
+        if deleted.conversation_id == self.reply_conversation_id:
+            return False
         self.store.restore_version(deleted)
-        if deleted.conversation_id == self._conversation_id and not self._reply_runs_here():
+        if deleted.conversation_id == self._conversation_id:
             self.open(self._conversation_id)
         self.conversationsChanged.emit()
+        return True
 
     def branch_from(self, message_id: int) -> int:
         """Open a new conversation holding a copy of the branch up to this message."""

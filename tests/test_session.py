@@ -308,3 +308,20 @@ def test_the_context_boundary_follows_the_branch_shown(qtbot, session, script, s
     assert session.context_boundary() is None  # this version saw everything
     session.show_version(store.sibling(store.leaf_message(session.conversation_id).id, -1))
     assert session.context_boundary().message_id == a1.id
+
+
+def test_undo_of_a_delete_waits_while_that_conversation_has_a_reply_written(qtbot, session, script, store):
+    script.replies = ["first", "second", "held"]
+    send(qtbot, session, "Q1")
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        session.regenerate()
+    deleted = session.delete_version(store.leaf_message(session.conversation_id).id)
+    script.hold = True
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        session.send("Q2")
+        assert not session.restore_version(deleted)
+        assert store.leaf_message(session.conversation_id).role == "assistant"
+        session.stop()
+    assert [m.content for m in store.messages(session.conversation_id)][:2] == ["Q1", "first"]
+    assert session.restore_version(deleted)
+    assert [m.content for m in store.messages(session.conversation_id)] == ["Q1", "second"]

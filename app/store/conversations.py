@@ -113,17 +113,19 @@ class ConversationStore:
     StoreError.
     """
 
-    def __init__(self, path: str | os.PathLike, *, full_text_search: bool = True):
+    def __init__(self, path: str | os.PathLike, *, full_text_search: bool = True, recover: bool = True):
         """Open path, creating or upgrading it, and recover replies cut off by a crash.
 
         full_text_search=False searches with LIKE, as on an SQLite built without FTS5; the
-        tests use it to cover that path.
+        tests use it to cover that path. recover=False leaves 'streaming' replies as they are:
+        the command line reads beside a running Hearth, whose reply is not a crashed one.
         """
         self.path = Path(path)
         self._conn = connect(path)
         try:
             self.full_text_search = search.install(self._conn, full_text_search)
-            self._recover_interrupted()
+            if recover:
+                self._recover_interrupted()
         except sqlite3.Error as exc:
             self._conn.close()
             raise database_error(path, exc) from exc
@@ -330,8 +332,15 @@ class ConversationStore:
         return DeletedVersion(message_id, conversation_id, stamp, leaf[0] if leaf else None, hidden)
 
     def restore_version(self, deleted: DeletedVersion) -> None:
-        """Undo delete_version(): its messages come back, and the branch that was shown."""
+        """Undo delete_version(): its messages come back, and the branch that was shown. Not
+        while a message above it is deleted too (a later deletion holds it): undo that first."""
         with transaction(self._conn):
+            parent = self.message(deleted.message_id).parent_id
+            if parent is not None and self._conn.execute(
+                f"{_BRANCH} SELECT 1 FROM messages JOIN branch USING (id) WHERE deleted_at IS NOT NULL",
+                {"leaf": parent, "lowest": 0},
+            ).fetchone():
+                raise StoreError("This version was inside one deleted later: undo that deletion first.")
             self._conn.execute(  # one instant marks one deletion: what was deleted before stays so
                 "UPDATE messages SET deleted_at = NULL WHERE conversation_id = ? AND deleted_at = ?",
                 (deleted.conversation_id, deleted.deleted_at),

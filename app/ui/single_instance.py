@@ -17,6 +17,8 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile, QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
+from ..paths import INSTANCE_LOCK_FILE
+
 log = logging.getLogger(__name__)
 
 _CONNECT_TIMEOUT_MS = 1000
@@ -33,7 +35,7 @@ class SingleInstance(QObject):
 
     def __init__(self, data_dir: Path, parent: QObject | None = None):
         super().__init__(parent)
-        self._lock = QLockFile(str(data_dir / "hearth.lock"))
+        self._lock = QLockFile(str(data_dir / INSTANCE_LOCK_FILE))
         self._lock.setStaleLockTime(0)  # stale only when its process is gone, however old
         self._name = "hearth-" + hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
         self._server: QLocalServer | None = None

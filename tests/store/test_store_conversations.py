@@ -257,3 +257,16 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(store, db_path):
 def test_stored_statistics_out_of_range_or_of_the_wrong_type_read_as_not_counted(stored):
     """A hand-made record's statistics never raise, and never reach the footer as numbers."""
     assert ReplyStats.from_dict(stored) == ReplyStats(completion_tokens=None, stop_reason=None)
+
+
+def test_a_version_inside_a_later_deletion_is_not_restored_on_its_own(store):
+    cid, (q1, a1, q2, a2) = _dialogue(store)
+    store.add_version(q1, "q1 again")
+    inner = store.delete_version(q2)
+    outer = store.delete_version(q1)
+    with pytest.raises(StoreError, match="undo that deletion first"):
+        store.restore_version(inner)
+    store.restore_version(outer)
+    store.restore_version(inner)
+    store.show_version(q1)
+    assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2", "a2"]
