@@ -38,6 +38,7 @@ class Script:
     broken: set[str] = field(default_factory=set)
     slow: set[str] = field(default_factory=set)
     dropped_messages: int = 0
+    first_words: threading.Event = field(default_factory=threading.Event)
     requests: list[tuple[list[dict], SamplingParams]] = field(default_factory=list)
     loads: list[tuple[LocalModel, LoadOptions]] = field(default_factory=list)
     templates: list[str | None] = field(default_factory=list)
@@ -79,6 +80,7 @@ class ScriptedBackend(Backend):
                 stats.stop_reason = StopReason.CANCELLED
                 break
             yield piece if index == 0 else " " + piece
+            self._script.first_words.set()
             stats.completion_tokens += 1
             if self._script.hold:
                 cancel.wait(HOLD_TIMEOUT_S)

@@ -37,13 +37,6 @@ def send(qtbot, session, text) -> FinishedReply:
     return finished.args[0]
 
 
-def said_something(session) -> bool:
-    """The reply's first words have arrived: a Stop now keeps them (a Stop before them may reach
-    the backend before it says anything)."""
-    reply = session.reply_so_far()
-    return reply is not None and bool(reply.text)
-
-
 def test_send_stores_both_messages_streams_and_finishes_typed(qtbot, session, script, store):
     script.replies = ["The sea is wide."]
     events = []
@@ -87,7 +80,7 @@ def test_one_reply_at_a_time_and_stop_keeps_the_partial_reply(qtbot, session, sc
     script.replies = ["one two three four"]
     with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS) as finished:
         assert session.send("Go")
-        qtbot.waitUntil(lambda: said_something(session), timeout=WAIT_MS)
+        qtbot.waitUntil(script.first_words.is_set, timeout=WAIT_MS)
         assert not session.send("Again") and not session.regenerate()
         session.stop()
     reply = finished.args[0]
@@ -251,7 +244,7 @@ def test_a_stopped_reply_stays_as_its_own_version(qtbot, session, script, store)
     script.replies = ["partial words here", "again"]
     with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
         session.send("Go")
-        qtbot.waitUntil(lambda: said_something(session), timeout=WAIT_MS)
+        qtbot.waitUntil(script.first_words.is_set, timeout=WAIT_MS)
         session.stop()
     script.hold = False
     with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
