@@ -38,8 +38,8 @@ class ChatBrowser(QTextBrowser):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setAccessibleName("Conversation")
         self.setAccessibleDescription(
-            "The messages of this conversation, oldest first. Tab moves through the links under "
-            "each message: Copy, Edit and Regenerate."
+            "The messages of this conversation, oldest first. Tab moves through the links under each "
+            "message: the version arrows, Copy, Edit, Regenerate, Branch and Delete; Enter follows the one reached."
         )
         self.document().setUndoRedoEnabled(False)  # an undo stack of every streamed chunk
         self.document().setDocumentMargin(DOCUMENT_MARGIN)
