@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date
 
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QContextMenuEvent, QKeyEvent, QKeySequence
+from PySide6.QtGui import QContextMenuEvent, QKeyEvent, QKeySequence, QMouseEvent
 from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from ..store import Conversation, shorten
@@ -31,10 +31,19 @@ def no_results(query: str) -> str:
 
 class _ConversationListWidget(QListWidget):
     """The list itself: Delete asks to delete the selected conversation, and the Menu key or
-    Shift+F10 open its menu at the row, as right-clicking it does."""
+    Shift+F10 open its menu at the row, as right-clicking it does. A click on the row already
+    selected says so (currentPressed): selecting it again changes nothing for Qt."""
 
     deletePressed = Signal()
     menuKeyPressed = Signal(QPoint)
+    currentPressed = Signal()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        item = self.itemAt(event.position().toPoint())
+        again = event.button() == Qt.MouseButton.LeftButton and item is not None and item is self.currentItem()
+        super().mousePressEvent(event)
+        if again:
+            self.currentPressed.emit()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         menu_key = event.key() == Qt.Key.Key_Menu or (
@@ -65,7 +74,8 @@ class ConversationList(QWidget):
     """Lists conversations; says what the user asked for, the window decides what it means.
 
     Signals:
-        opened(int): a conversation was selected.
+        opened(int): a conversation was selected, or its row, already selected, was clicked or
+            activated (Enter) again: the window opens it at what a search found.
         newRequested(): "New chat".
         renameRequested(int, str): a title was edited in place.
         deleteRequested(int): Delete from the context menu or the Delete key (the window
@@ -119,6 +129,8 @@ class ConversationList(QWidget):
         self.search.textChanged.connect(self._debounce.start)
         self.new_button.clicked.connect(self.newRequested)
         self.list.currentItemChanged.connect(self._on_current)
+        self.list.itemActivated.connect(self._open_again)
+        self.list.currentPressed.connect(lambda: self._open_again(self.list.currentItem()))
         self.list.itemChanged.connect(self._on_item_changed)
         self.list.customContextMenuRequested.connect(self._context_menu)
         self.list.menuKeyPressed.connect(self._context_menu)
@@ -165,6 +177,10 @@ class ConversationList(QWidget):
 
     def _on_current(self, item, _previous) -> None:
         if item is not None and not self._filling and item.data(CONVERSATION_ID) is not None:
+            self.opened.emit(item.data(CONVERSATION_ID))
+
+    def _open_again(self, item: QListWidgetItem | None) -> None:
+        if item is not None and item.data(CONVERSATION_ID) is not None:
             self.opened.emit(item.data(CONVERSATION_ID))
 
     def _on_item_changed(self, item) -> None:

@@ -13,7 +13,8 @@ so) and is sent when it can be.
 
 Store errors (a damaged or full database, a bad import) are shown in one place, the banner
 above the chat (ui/store_problems.py), whichever slot meets them; window_files.py holds what
-the window does with conversation files and a damaged database.
+the window does with conversation files and a damaged database; window_versions.py what it does
+with the versions of messages, branches, the context boundary and opening at a search's hit.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from .window_files import ConversationFiles
 from .window_models import ModelDisplay
 from .window_serving import ServingDisplay
 from .window_splitter import PanelSplitter
+from .window_versions import VersionActions
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ SNIPPETS_SHOWN = 100
 UNDO_TITLE_CHARS = 40  # of a deleted conversation's title, in the narrow undo bar
 
 
-class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
+class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions, QMainWindow):
     """Signals:
         importFinished(object): an import ended: the new conversation's id, or None when it
             failed (the reason was shown).
@@ -195,7 +197,7 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
         self._action(file_menu, "Quit", self.close, QKeySequence.Quit)
 
         edit_menu = bar.addMenu("&Edit")
-        self.undo_action = self._action(edit_menu, "Undo delete conversation", self.undo_bar.undo, SHORTCUTS["undo_delete"])
+        self.undo_action = self._action(edit_menu, "Undo delete", self.undo_bar.undo, SHORTCUTS["undo_delete"])
         # Only while the bar offers it; a text box with focus keeps Ctrl+Z for its own undo.
         self.undo_action.setShortcutContext(Qt.WindowShortcut)
         self.undo_action.setEnabled(False)
@@ -203,6 +205,8 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
         chat_menu = bar.addMenu("&Chat")
         self.stop_action = self._action(chat_menu, "Stop", self.session.stop, SHORTCUTS["stop"])
         self.regenerate_action = self._action(chat_menu, "Regenerate", self.session.regenerate, SHORTCUTS["regenerate"])
+        self._add_version_actions(chat_menu)
+        chat_menu.addSeparator()
         self._action(chat_menu, "Focus the message box", self.composer.edit.setFocus, SHORTCUTS["focus_input"])
 
         view_menu = bar.addMenu("&View")
@@ -237,7 +241,7 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
         session, models = self.session, self.models
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(session.stop)
-        self.conversations.opened.connect(self._guarded(session.open))
+        self.conversations.opened.connect(self.open_conversation)
         self.conversations.newRequested.connect(self.new_chat)
         self.conversations.renameRequested.connect(self.rename_conversation)
         self.conversations.deleteRequested.connect(self.delete_conversation)
@@ -248,7 +252,8 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
         session.conversationChanged.connect(self.show_conversation)
         session.conversationsChanged.connect(self.refresh_conversations)
         session.messageAdded.connect(lambda message: self.chat.add_message(self.message_view(message)))
-        session.replyStarted.connect(lambda reply: self.chat.begin_reply(reply.id, model=self.model_name(reply.model)))
+        session.replyStarted.connect(lambda reply: self.chat.begin_reply(
+            reply.id, model=self.model_name(reply.model), version=reply.version, versions=reply.versions))
         session.promptProgress.connect(self._show_prompt_progress)
         session.replyChunk.connect(self._show_chunk)
         session.replyFinished.connect(self.on_reply_finished)
@@ -265,6 +270,7 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
         self.chat.promptChosen.connect(self.use_prompt)
         self.chat.getModelsRequested.connect(self.show_get_models)
         self.chat.regenerateRequested.connect(self._guarded(session.regenerate))
+        self._connect_versions()
         self.chat.linkActivated.connect(self.confirm_open_link)
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
 
@@ -329,26 +335,32 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
         return MessageView(
             id=message.id, role=message.role, content=message.content, stats=message.stats,
             status=message.status, model=self.model_name(message.model),
+            version=message.version, versions=message.versions,
         )
 
     @reports_store_errors
     def show_conversation(self, conversation_id: int | None) -> None:
-        """Show the newest MESSAGES_LOADED messages (older ones are read when asked for); a reply
-        still being written in it is shown as far as it got, and goes on streaming."""
+        """Show the branch shown's newest MESSAGES_LOADED messages (older ones are read when
+        asked for; more when a message further up must be in view: window_versions), and the
+        line above which the model saw nothing in its last reply; a reply still being written in
+        it is shown as far as it got, and goes on streaming."""
         if self.composer.waiting and conversation_id != self._shown_id:
             self.composer.stop_waiting("Not sent: another conversation was opened. Your message is still here.")
         self._shown_id = conversation_id
         if conversation_id is None:
             self.chat.set_messages([])
         else:
-            page = self.store.recent_messages(conversation_id, MESSAGES_LOADED)
+            page = self.store.recent_messages(conversation_id, self._messages_to_hand_over(conversation_id, MESSAGES_LOADED))
             reply = self.session.reply_so_far()
             streaming = reply is not None and reply.conversation_id == conversation_id
             shown = [m for m in page.messages if not (streaming and m.id == reply.message_id)]
             self.chat.set_messages([self.message_view(m) for m in shown], page.earlier)
             if streaming:
-                self.chat.begin_reply(reply.message_id, model=self.model_name(reply.model))
+                written = self.store.message(reply.message_id)
+                self.chat.begin_reply(reply.message_id, model=self.model_name(reply.model),
+                                      version=written.version, versions=written.versions)
                 self.chat.append_text(reply.text)
+            self._show_context_boundary()
         self._show_busy()
         self.refresh_conversations()
 
@@ -371,9 +383,11 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
 
     def _show_busy(self) -> None:
         """Stop in place of Send while the open conversation's reply is written; Regenerate
-        only when no reply is being written anywhere (one runs at a time)."""
+        only when no reply is being written anywhere (one runs at a time); the version actions
+        when they can act."""
         self.composer.set_busy(self._reply_is_shown())
         self.regenerate_action.setEnabled(not self.session.busy)
+        self._enable_version_actions()
 
     def _show_context(self, use: ContextUse) -> None:
         current = self.models.current
@@ -399,16 +413,18 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, QMainWindow):
             self.chat.finish_reply(reply.text, stats, reply.status)
             if stats.tokens_per_s:
                 self.speed_label.setText(f"{stats.tokens_per_s:.1f} tok/s · first token {stats.ttft_s:.2f} s")
-            if stats.dropped_messages:
+            self._show_context_boundary()
+            if stats.dropped_messages:  # the line in the chat stays; this says it as it happens
                 self.statusBar().showMessage(
-                    f"The conversation was longer than the context window: the oldest "
-                    f"{stats.dropped_messages} messages were left out of this reply.", 10_000)
+                    f"The oldest {stats.dropped_messages} messages did not fit the context window: "
+                    f"see the line in the chat.", 10_000)
         self.refresh_conversations()
 
     @reports_store_errors
     def submit_edit(self, message_id: int, text: str) -> None:
-        """The transcript's editor sent a changed message: answer it again from there. Not while
-        a reply is being written (the editor stays open, nothing is lost)."""
+        """The transcript's editor sent a changed message: it becomes a new version of the
+        message (the old one keeps what followed it), answered from there. Not while a reply is
+        being written (the editor stays open, nothing is lost)."""
         if self.session.busy:
             self.statusBar().showMessage("A reply is being written: stop it (Esc) or let it finish, then send the edit.", 10_000)
             return

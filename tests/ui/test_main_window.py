@@ -154,27 +154,32 @@ def test_stop_keeps_the_partial_reply_and_it_is_saved_while_streaming(harness, q
     assert window.composer.button.text() == "Send"
 
 
-def test_regenerate_replaces_the_last_reply(harness, qtbot):
+def test_regenerate_shows_a_new_reply_and_keeps_the_first_as_a_version(harness, qtbot):
     harness.send_and_wait("Name a fruit")
     first = harness.replies()[-1]
     harness.short_replies(temperature=1.0, seed=99)
     with qtbot.waitSignal(harness.window.session.replyFinished, timeout=60_000):
         harness.window.regenerate_action.trigger()
     replies = harness.replies()
-    assert len(replies) == 1 and replies[0].created_at != first.created_at  # a new row (SQLite may reuse the id)
+    assert len(replies) == 1 and replies[0].id != first.id  # the branch shown ends in the new reply
     assert replies[0].content != first.content  # seed 99 at temperature 1 writes something else
+    assert (replies[0].version, replies[0].versions) == (2, 2)
+    assert harness.store.message(first.id).content == first.content  # the first reply is kept
     assert [m.role for m in harness.window.session.messages()] == ["user", "assistant"]
 
 
-def test_edit_changes_the_message_and_continues_from_there(harness, qtbot):
+def test_edit_makes_a_new_version_and_continues_from_there(harness, qtbot):
     harness.send_and_wait("First question")
     harness.send_and_wait("Second question")
-    first_user = harness.window.session.messages()[0]
+    before = harness.window.session.messages()
     with qtbot.waitSignal(harness.window.session.replyFinished, timeout=60_000):
-        assert harness.window.session.edit(first_user.id, "Edited question")
+        assert harness.window.session.edit(before[0].id, "Edited question")
     messages = harness.window.session.messages()
     assert [(m.role, m.content) for m in messages][0] == ("user", "Edited question")
     assert [m.role for m in messages] == ["user", "assistant"]
+    assert (messages[0].version, messages[0].versions) == (2, 2)
+    kept = [harness.store.message(m.id).content for m in before]  # the first branch, all of it
+    assert kept == [m.content for m in before]
 
 
 def test_conversations_persist_and_reload(harness, qtbot):
