@@ -211,8 +211,12 @@ class ChatSession(QObject):
 
     # --- conversations -------------------------------------------------------------------------
 
-    def open(self, conversation_id: int) -> None:
-        """Show another conversation; a reply being written in this one goes on (and is saved)."""
+    def open(self, conversation_id: int, at: int | None = None) -> None:
+        """Show another conversation; a reply being written in this one goes on (and is saved).
+        With `at` (a search hit), on the branch through that message, unless that
+        conversation's reply is being written: its branch stays shown (is_shown says which)."""
+        if at is not None and conversation_id != self.reply_conversation_id and not self.store.is_shown(at):
+            self.store.show_version(at)
         self._conversation_id = conversation_id
         self.conversationChanged.emit(conversation_id)
         self._emit_context()

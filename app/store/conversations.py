@@ -242,6 +242,12 @@ class ConversationStore:
             raise StoreError(f"There is no message {message_id}.")
         return StoredMessage.from_row(row)
 
+    def is_shown(self, message_id: int) -> bool:
+        """Whether the message is on its conversation's branch shown."""
+        message = self.message(message_id)
+        found = self.recent_messages(message.conversation_id, 1, before=message.position + 1).messages
+        return bool(found) and found[0].id == message_id
+
     def leaf_message(self, conversation_id: int) -> StoredMessage | None:
         """The last message of the branch shown (the reply Regenerate answers again)."""
         leaf = self._leaf(conversation_id)

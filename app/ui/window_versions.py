@@ -199,18 +199,12 @@ class VersionActions:
             if conversation_id != self.session.conversation_id:
                 self.session.open(conversation_id)
             return
-        position = self.store.message(hit).position
-        with self._handing_over_from(position):
-            if conversation_id != self.session.conversation_id:
-                self.session.open(conversation_id)
-            on_branch = self._message_at(conversation_id, position) == hit
-            if not on_branch and not self.session.show_version(hit):
-                self._refused("show the version that matched")
-                return
-        if not self.chat.reveal(hit):  # it was open already, the hit above what was handed over
-            with self._handing_over_from(position):
-                self.show_conversation(conversation_id)
-            self.chat.reveal(hit)
+        with self._handing_over_from(self.store.message(hit).position):
+            self.session.open(conversation_id, at=hit)
+        if not self.store.is_shown(hit):
+            self._refused("show the version that matched")
+            return
+        self.chat.reveal(hit)
 
     # --- handing messages over ----------------------------------------------------------------
 
@@ -233,8 +227,3 @@ class VersionActions:
         if last is None:
             return newest
         return max(newest, last.position - self._keep_position + 1 + CONTEXT_ABOVE)
-
-    def _message_at(self, conversation_id: int, position: int) -> int | None:
-        """The id of the message at this position of the branch shown, if it reaches there."""
-        found = self.store.recent_messages(conversation_id, 1, before=position + 1).messages
-        return found[0].id if found and found[0].position == position else None
