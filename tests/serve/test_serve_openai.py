@@ -160,7 +160,9 @@ def test_a_client_that_walks_away_stops_its_reply_and_the_next_is_served_at_once
     stream.close()
     start = time.monotonic()
     assert chat(client, served, max_tokens=4, seed=1, timeout=10).usage.completion_tokens == 4
-    assert time.monotonic() - start < baseline + 5.0  # a reply left running would take a minute
+    # A reply left running would take a minute; on 2 busy cores a stop at the next token and the
+    # next request's own work have taken 6 s.
+    assert time.monotonic() - start < baseline + 15.0
     # Waiting in the queue: a client that gives up before its turn is not served later.
     running = count(client, served)
     next(iter(running))
@@ -170,4 +172,6 @@ def test_a_client_that_walks_away_stops_its_reply_and_the_next_is_served_at_once
     running.close()
     start = time.monotonic()
     assert chat(client, served, max_tokens=4, seed=1, timeout=10).usage.completion_tokens == 4
-    assert time.monotonic() - start < baseline + 5.0  # a reply left running would take a minute
+    # A reply left running would take a minute; on 2 busy cores a stop at the next token and the
+    # next request's own work have taken 6 s.
+    assert time.monotonic() - start < baseline + 15.0
