@@ -12,6 +12,19 @@ from app.ui.streaming_reply import FLUSH_INTERVAL_MS
 WAIT_MS = FLUSH_INTERVAL_MS * 20
 
 
+def shown_view(qtbot, width: int, height: int, exposed: bool = False) -> ChatView:
+    """A chat pane of this size, shown (and, with `exposed`, on screen and active, for the
+    keyboard), closed with the test."""
+    view = ChatView()
+    view.resize(width, height)
+    qtbot.addWidget(view)
+    view.show()
+    if exposed:
+        qtbot.waitExposed(view)
+        view.activateWindow()
+    return view
+
+
 def browser(view: ChatView) -> QTextBrowser:
     return view.findChild(QTextBrowser)
 

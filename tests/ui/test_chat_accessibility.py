@@ -10,7 +10,7 @@ from PySide6.QtGui import QAccessible
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.ui.chat_view import ChatView, MessageView
 from app.ui.generating_indicator import FRAME_MS, GeneratingIndicator
-from chat_helpers import WAIT_MS, browser, stream
+from chat_helpers import browser, shown_view, stream
 
 STATS = ReplyStats(completion_tokens=12, tokens_per_s=20.0, stop_reason=StopReason.END_OF_TURN)
 # Characters Qt or the renderer put in the document that are not the text.
@@ -19,11 +19,7 @@ MARKERS = ("\u200b", "\u2028", "\u2029", "\ufffc", "\ufdd0", "\ufdd1")
 
 @pytest.fixture
 def view(qtbot):
-    widget = ChatView()
-    widget.resize(800, 600)
-    qtbot.addWidget(widget)
-    widget.show()
-    return widget
+    return shown_view(qtbot, 800, 600)
 
 
 @pytest.fixture

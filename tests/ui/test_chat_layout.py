@@ -12,7 +12,7 @@ from app.engine.types import ReplyStatus
 from app.ui.chat_browser import DOCUMENT_MARGIN
 from app.ui.chat_view import ChatView, MessageView
 from app.ui.markdown_render import CODE_HANG_PX, ZERO_WIDTH_SPACE
-from chat_helpers import WAIT_MS, browser, click_anchor, hrefs, stream
+from chat_helpers import WAIT_MS, browser, click_anchor, hrefs, shown_view, stream
 
 LONG_LINE = "values = [" + ", ".join(f"'item {i}'" for i in range(200)) + "]"  # 2,000+ characters
 UNBROKEN = "x" * 2_000
@@ -20,11 +20,7 @@ UNBROKEN = "x" * 2_000
 
 @pytest.fixture
 def view(qtbot):
-    widget = ChatView()
-    widget.resize(1024, 640)
-    qtbot.addWidget(widget)
-    widget.show()
-    return widget
+    return shown_view(qtbot, 1024, 640)
 
 
 def blocks(view: ChatView):

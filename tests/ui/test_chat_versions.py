@@ -15,7 +15,7 @@ from app.ui.chat_view import ChatView, MessageView
 from app.ui.colors import MIN_CONTRAST, contrast
 from app.ui.inline_editor import InlineEditor
 from app.ui.theme import ChatTheme
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, stream
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 CONVERSATION = [
     MessageView(1, "user", "What is a delta?"),
@@ -28,13 +28,7 @@ DIVIDER_2 = "The model did not see the 2 messages above this line"
 
 @pytest.fixture
 def view(qtbot):
-    widget = ChatView()
-    widget.resize(800, 600)
-    qtbot.addWidget(widget)
-    widget.show()
-    qtbot.waitExposed(widget)
-    widget.activateWindow()
-    return widget
+    return shown_view(qtbot, 800, 600, exposed=True)
 
 
 @pytest.fixture

@@ -17,18 +17,14 @@ from app.ui.chat_view import (
 from app.ui.inline_editor import InlineEditor
 from app.ui.markdown_render import LONG_RUN, BlockSplitter
 from app.ui.streaming_reply import FLUSH_INTERVAL_MS
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, stream
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 REPLY_STATS = ReplyStats(completion_tokens=128, tokens_per_s=34.5, stop_reason=StopReason.END_OF_TURN, ttft_s=0.21)
 
 
 @pytest.fixture
 def view(qtbot):
-    widget = ChatView()
-    widget.resize(700, 500)
-    qtbot.addWidget(widget)
-    widget.show()
-    return widget
+    return shown_view(qtbot, 700, 500)
 
 
 # -- streaming ----------------------------------------------------------------------------------

@@ -10,21 +10,17 @@ from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStatus
 from app.ui import appearance
-from app.ui.chat_view import ChatView, MessageView
+from app.ui.chat_view import MessageView
 from app.ui.theme import ChatTheme, _contrast
 from app.ui.welcome import BASE_PROMPTS, GET_MODELS_HREF, INSTRUCT_PROMPTS, PROMPT_HREF, Welcome
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text, shown_view
 
 GEMMA = Welcome("Gemma 3 270M", loading=False, base_model=True)
 
 
 @pytest.fixture
 def view(qtbot):
-    widget = ChatView()
-    widget.resize(1024, 640)
-    qtbot.addWidget(widget)
-    widget.show()
-    return widget
+    return shown_view(qtbot, 1024, 640)
 
 
 def test_an_empty_chat_says_the_model_is_a_base_model_and_offers_continuations(view):
