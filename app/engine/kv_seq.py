@@ -1,0 +1,90 @@
+"""Copy the KV state of the engine's one sequence out of a llama.cpp context and back.
+
+The primitive is llama.cpp's sequence state (`llama_state_seq_get_data` / `set_data`): the
+cache cells of one sequence, without the logits. Measured on Gemma 3 270M with 1,552 tokens
+(bench/kv_state.py): 8.2 MB per 1,000 tokens, copied out in about 15 ms and back in 10 ms.
+`Llama.save_state` is the wrong tool: it copies the whole context state (all cells, 2.3x
+larger here) and a numpy copy of the logits buffer (n_batch x vocabulary: 537 MB for Gemma's
+262k vocabulary), over a second.
+
+Sliding-window models (Gemma 3, and any model llama.cpp gives an iSWA cache): llama.cpp saves
+only the cells of the SWA layers inside the window (the last n_swa positions), even though
+the engine keeps the whole window (swa_full). A restored state therefore extends exactly
+(greedy output byte-identical to a cold evaluation, measured) but cannot be cut back by more
+than one token: the re-evaluated tokens would miss the positions the window needs. Hence
+`can_reuse`, llama.cpp's own server check: the caller evaluates everything again where the
+cache no longer holds what the first new position attends to. Recurrent and hybrid models
+(llama.cpp's other memories) save their state the same way and fall back the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import llama_cpp
+from llama_cpp import Llama
+from llama_cpp import llama_cpp as llama_c
+
+SEQ = 0  # the engine's only sequence
+
+# llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled; a ggml_type number otherwise.
+_GGML_TYPES = {0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 30: "bf16"}
+
+
+def build_identity() -> str:
+    """The llama.cpp build, for StateKey.llama_version: a state is only read by the build that
+    wrote it (llama.cpp also checks the layout as it reads, and refuses a mismatch)."""
+    return (f"llama-cpp-python {llama_cpp.__version__}; llama.cpp {llama_c.llama_version().decode(errors='replace')}; "
+            f"state {llama_c.LLAMA_STATE_SEQ_VERSION}/{llama_c.LLAMA_SESSION_VERSION}")
+
+
+def cache_layout(llm: Llama) -> str:
+    """How the context lays out its KV cache, for StateKey.kv_type."""
+    params = llm.context_params
+    k_type = _GGML_TYPES.get(params.type_k, str(params.type_k))
+    v_type = _GGML_TYPES.get(params.type_v, str(params.type_v))
+    return f"k={k_type} v={v_type} fa={params.flash_attn_type} swa_full={int(params.swa_full)}"
+
+
+def save(llm: Llama) -> bytes:
+    """The sequence's KV state as bytes (its cells; not the logits)."""
+    ctx = llm._ctx.ctx
+    size = llama_c.llama_state_seq_get_size(ctx, SEQ)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_c.llama_state_seq_get_data(ctx, buffer, size, SEQ)
+    if written == 0 or written > size:
+        raise RuntimeError(f"llama.cpp wrote {written} bytes of sequence state into {size}")
+    return bytes(memoryview(buffer)[:written])
+
+
+def restore(llm: Llama, tokens: list[int], payload: bytes) -> bool:
+    """Put a saved state into the context as its whole KV cache, the tokens it holds as the
+    context's; False (and an empty cache) where llama.cpp refuses the payload."""
+    llm.reset()
+    llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+    if not tokens or len(tokens) > llm.n_ctx():
+        return False
+    source = ctypes.cast(ctypes.c_char_p(payload), ctypes.POINTER(ctypes.c_uint8))  # read in place, not copied
+    if llama_c.llama_state_seq_set_data(llm._ctx.ctx, source, len(payload), SEQ) != len(payload):
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)  # llama.cpp clears what it read on failure; be sure
+        return False
+    llm.input_ids[: len(tokens)] = tokens
+    llm.n_tokens = len(tokens)
+    return True
+
+
+def can_reuse(llm: Llama, n_past: int) -> bool:
+    """Whether the cache still holds every position that position `n_past` attends to, so the
+    first `n_past` cached tokens can be kept and evaluation can start there.
+
+    Without a sliding window that is every earlier position; with one of n_swa, those after
+    n_past - n_swa (llama.cpp masks positions n_swa or more behind). A restored SWA state starts
+    at its last position - n_swa + 1.
+    """
+    if n_past <= 0:
+        return True
+    pos_min = llama_c.llama_memory_seq_pos_min(llama_c.llama_get_memory(llm._ctx.ctx), SEQ)
+    if pos_min < 0:
+        return False  # the sequence is empty
+    n_swa = llama_c.llama_model_n_swa(llm._model.model)
+    return pos_min <= (max(0, n_past - n_swa + 1) if n_swa > 0 else 0)
