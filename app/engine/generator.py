@@ -36,8 +36,9 @@ from . import llama_log
 from .backend import Backend, LoadCancelled, PromptProgress
 from .context import Fitted, fit_conversation
 from .devices import cpu_threads, supports_gpu_offload
+from .lookup import Drafter, DraftStats
 from .modelfile import ModelFileError, ModelInfo, inspect_model
-from .sampling import SamplingParams
+from .sampling import Drafting, SamplingParams
 from .stops import StopStringMatcher
 from .templates import ChatTemplate, template_for
 from .types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
@@ -106,6 +107,7 @@ class Engine(Backend):
         self._segments: list[_Segment] = []
         self._last_fit: tuple[int, list[dict]] = (0, [])  # its budget, and the turns it left out
         self._piece_buffer = ctypes.create_string_buffer(64)
+        self.last_draft_stats: DraftStats | None = None  # the last reply's (None: it drafted nothing)
 
     # --- loading -----------------------------------------------------------------------------
 
@@ -291,17 +293,21 @@ class Engine(Backend):
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopStringMatcher(params.stop)
         first_token_at = last_token_at = None
+        verifier = None
+        self.last_draft_stats = None
         try:
             stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel, prompt_progress)
             sampler = self._sampler(params, stats.seed)
+            verifier = _Verifier(self._llm, self._drafter(prompt, params))
+            index = -1  # the logits the next token is sampled from: the batch row before it
             stats.stop_reason = StopReason.LENGTH
             while len(reply_tokens) < max_tokens:
                 if cancel.is_set():
                     stats.stop_reason = StopReason.CANCELLED
                     break
-                if self._llm.n_tokens >= self.n_ctx:
+                if verifier.evaluated >= self.n_ctx:
                     break  # the window is full: stop with "length"
-                token = sampler.sample(self._llm._ctx, -1)
+                token = sampler.sample(self._llm._ctx, index)
                 last_token_at = time.perf_counter()
                 if first_token_at is None:
                     first_token_at = last_token_at
@@ -322,7 +328,7 @@ class Engine(Backend):
                 if stopped:
                     stats.stop_reason = StopReason.STOP_STRING
                     break
-                self._llm.eval([token])
+                index = verifier.advance(token, max_tokens - len(reply_tokens))
             tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason is not StopReason.STOP_STRING else ""
             if tail:
                 yield tail
@@ -331,6 +337,11 @@ class Engine(Backend):
             stats.stop_reason = StopReason.ERROR
             stats.error = f"The model failed while generating: {exc}"
         finally:
+            if verifier is not None:
+                verifier.finish()
+                self.last_draft_stats = verifier.draft_stats
+                if self.last_draft_stats is not None:
+                    log.debug("drafting: %s", self.last_draft_stats)
             stats.completion_tokens = len(reply_tokens)
             if first_token_at is not None and last_token_at is not None and len(reply_tokens) > 1:
                 stats.tokens_per_s = (len(reply_tokens) - 1) / max(last_token_at - first_token_at, 1e-9)
@@ -363,6 +374,16 @@ class Engine(Backend):
             if progress is not None:
                 progress(min(start + llm.n_batch, len(prompt)) - common, len(prompt) - common)
         return len(prompt) - common
+
+    def _drafter(self, prompt: list[int], params: SamplingParams) -> Drafter | None:
+        """Prompt-lookup drafting for this reply, unless it is off or the model's memory
+        cannot forget the end of a rejected draft: a recurrent or hybrid model's state
+        (Mamba, RWKV, Jamba) holds no positions to remove, so it decodes one token at a time.
+        Gemma 3's sliding-window cache can: the engine keeps it whole (swa_full), and a draft
+        only ever adds positions after the last accepted one, which are removed again."""
+        if params.draft is not Drafting.LOOKUP or self._llm._is_recurrent or self._llm._is_hybrid:
+            return None
+        return Drafter(prompt)
 
     def _sampler(self, params: SamplingParams, seed: int) -> LlamaSampler:
         sampler = LlamaSampler()
@@ -447,6 +468,76 @@ class _Segment:
             count -= 1
             end -= len(self.pieces[count])
         return _Segment(text[position:end], self.tokens[:count], self.pieces[:count])
+
+
+class _Verifier:
+    """Evaluates each reply token as it is chosen, with a drafted guess at the next ones
+    after it when there is one, in one batch with logits for every row.
+
+    `advance(token)` returns the batch row whose logits predict the token after `token`. If
+    the sampler, run on that row, picks the next drafted token, that token is already
+    evaluated and `advance` only moves to the next row; the first token it does not pick
+    drops the rest of the draft from the KV cache and is evaluated with a new draft. The
+    sampler runs once per reply token, in order, on the logits that token follows, so its
+    penalties and its random stream see exactly what they see without drafting; only the
+    arithmetic differs (a batch is computed with other kernels than one token, as a prompt
+    is), and with it, rarely, a token where two were all but tied.
+    """
+
+    def __init__(self, llm: Llama, drafter: Drafter | None):
+        self._llm = llm
+        self._drafter = drafter
+        self._pending: list[int] = []  # drafted tokens in the cache after the last accepted one
+        self._drafted = 0  # the length of the draft being checked
+        self._row = -1
+
+    @property
+    def draft_stats(self) -> DraftStats | None:
+        return self._drafter.stats if self._drafter is not None else None
+
+    @property
+    def evaluated(self) -> int:
+        """Tokens in the KV cache that belong to the prompt and the reply (not the draft)."""
+        return self._llm.n_tokens - len(self._pending)
+
+    def advance(self, token: int, room: int) -> int:
+        """`token` joins the reply (`room`: how many more may follow it)."""
+        drafter = self._drafter
+        if drafter is None:
+            self._llm.eval([token])
+            return -1
+        drafter.append(token)
+        if self._pending:
+            if token == self._pending[0]:
+                self._pending.pop(0)
+                self._row += 1
+                if not self._pending:
+                    drafter.checked(self._drafted)
+                return self._row
+            drafter.checked(self._drafted - len(self._pending))
+        self.finish()
+        llm = self._llm
+        draft = drafter.propose(min(room, llm.n_batch - 1, self._llm.n_ctx() - llm.n_tokens - 1))
+        batch = [token, *draft]
+        if draft:
+            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+            llm._batch.set_batch(batch, llm.n_tokens, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[llm.n_tokens:llm.n_tokens + len(batch)] = batch
+            llm.n_tokens += len(batch)
+        else:
+            llm.eval(batch)
+        self._pending, self._drafted = draft, len(draft)
+        self._row = 0 if draft else -1
+        return self._row
+
+    def finish(self) -> None:
+        """Forget the unchecked rest of the draft: the cache then holds exactly the prompt and
+        the reply's evaluated tokens, as without drafting, for the next prompt to reuse."""
+        if self._pending:
+            self._llm.n_tokens -= len(self._pending)
+            self._llm._ctx.kv_cache_seq_rm(-1, self._llm.n_tokens, -1)
+            self._pending = []
 
 
 class _LogWriter(io.TextIOBase):

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 
 
 class SamplingError(ValueError):
     """A sampling parameter out of range; the message names the parameter and its range."""
+
+
+class Drafting(str, Enum):
+    """How a local model may guess ahead. It never changes which tokens are picked, only how
+    many are checked per decode (see engine/lookup.py); a server's model ignores it."""
+
+    LOOKUP = "lookup"  # copy what followed the reply's last tokens earlier in the conversation
+    NONE = "none"  # one token per decode
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -27,9 +39,15 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     # token id -> added logit; also how tests force a model to emit a given token.
     logit_bias: dict[int, float] = field(default_factory=dict)
+    draft: Drafting = Drafting.LOOKUP
 
     def __post_init__(self):
         object.__setattr__(self, "stop", tuple(self.stop))
+        try:
+            object.__setattr__(self, "draft", Drafting(self.draft))
+        except ValueError:
+            choices = " or ".join(repr(d.value) for d in Drafting)
+            raise SamplingError(f"draft must be {choices}, not {self.draft!r}") from None
         for name, bounds in BOUNDS.items():
             value = getattr(self, name)
             if value is not None or name != "seed":
@@ -49,6 +67,7 @@ class SamplingParams:
         data = asdict(self)
         data["stop"] = list(self.stop)
         data["logit_bias"] = {str(k): v for k, v in self.logit_bias.items()}
+        data["draft"] = self.draft.value
         return data
 
     @classmethod
