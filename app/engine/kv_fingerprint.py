@@ -42,9 +42,9 @@ def model_fingerprint(path: str | os.PathLike) -> ModelFingerprint:
             digest = hashlib.sha256()
             digest.update(len(buf).to_bytes(8, "little"))
             digest.update(buf[:header_end])
-            data = len(buf) - header_end
-            for index in range(WEIGHT_SAMPLES):
-                start = header_end + data * index // WEIGHT_SAMPLES
+            span = max(0, len(buf) - header_end - SAMPLE_BYTES)
+            for index in range(WEIGHT_SAMPLES):  # the first page of the weights, the last, and between
+                start = header_end + span * index // (WEIGHT_SAMPLES - 1)
                 digest.update(buf[start:start + SAMPLE_BYTES])
             return ModelFingerprint(len(buf), digest.hexdigest())
     except (OSError, ValueError) as exc:
