@@ -2,18 +2,25 @@
 
 Layout (little-endian), format 1:
 
-    0   8  magic b"HEARTHKV"
-    8   4  format version (u32)
-    12  4  key length in bytes (u32, at most MAX_KEY_BYTES)
-    16  8  token count (u64)
-    24  8  payload length in bytes (u64)
-    32 32  SHA-256 of everything after the header: key, tokens, payload
-    64     key bytes, then the tokens (int32 each), then the payload (llama.cpp's sequence state)
+    0    8  magic b"HEARTHKV"
+    8    4  format version (u32)
+    12   4  key length in bytes (u32, at most MAX_KEY_BYTES)
+    16   8  token count (u64)
+    24   8  meta length in bytes (u64)
+    32   8  payload length in bytes (u64)
+    40  32  SHA-256 of the key, the tokens and the meta (the head)
+    72  32  SHA-256 of the payload
+    104     the key, the tokens (int32 each), the meta (the engine's, opaque here), the payload
+            (llama.cpp's sequence state)
+
+The head has a checksum of its own so that the tokens and the meta can be read, checked, and
+acted on (the engine tokenizes the next prompt with them) without reading a payload that may
+be hundreds of megabytes; the payload's checksum is checked before it is handed out.
 
 A file is written under a temporary name in the same folder and renamed over the real one
 (`os.replace`, atomic), so a crash leaves either the old file or the new one, never half of
 one under the real name. It is not fsynced: after a power cut the renamed file may hold
-garbage, and the checksum, read before anything is trusted, catches exactly that.
+garbage, and the checksums, checked before anything is trusted, catch exactly that.
 
 The folder is the user's and anything may be put in it, so a reader trusts nothing: the
 lengths in the header must add up to the file's size before anything is allocated, each is
@@ -36,12 +43,13 @@ from pathlib import Path
 MAGIC = b"HEARTHKV"
 FORMAT_VERSION = 1
 MAX_KEY_BYTES = 4096
-_HEADER = struct.Struct("<8sIIQQ32s")  # magic, version, key length, token count, payload length, checksum
+# magic, version, key length, token count, meta length, payload length, head checksum, payload checksum
+_HEADER = struct.Struct("<8sIIQQQ32s32s")
 HEADER_BYTES = _HEADER.size
 TEMP_SUFFIX = ".tmp"
 _TOKEN = "i"  # int32, as llama_token (a C int is 4 bytes on every platform llama.cpp builds for)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
+# Not following a link; not waiting for a writer where a fifo was put under a state's name.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
 class DamagedState(Exception):
@@ -57,17 +65,18 @@ class Limits:
     """The most a file may claim before a byte of it is read into memory."""
 
     max_tokens: int
-    max_payload_bytes: int
+    max_bytes: int  # for the meta and the payload together
 
 
 @dataclass(frozen=True)
 class StateFile:
     key: bytes
     tokens: array  # array("i")
-    payload: bytes
+    meta: bytes
+    payload: bytes | None  # None where only the head was read
 
 
-def write(path: Path, key: bytes, tokens: array, payload: bytes) -> None:
+def write(path: Path, key: bytes, tokens: array, meta: bytes, payload: bytes) -> None:
     """Write a state to `path` atomically (a temporary file in the same folder, then a rename).
 
     Raises OSError where the disk refuses; the temporary file is removed then.
@@ -75,14 +84,12 @@ def write(path: Path, key: bytes, tokens: array, payload: bytes) -> None:
     if len(key) > MAX_KEY_BYTES:
         raise ValueError(f"a state key is at most {MAX_KEY_BYTES} bytes")
     token_bytes = _little_endian(tokens).tobytes()
-    digest = hashlib.sha256()
-    for part in (key, token_bytes, payload):
-        digest.update(part)
-    header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(key), len(tokens), len(payload), digest.digest())
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(key), len(tokens), len(meta), len(payload),
+                          _digest(key, token_bytes, meta), _digest(payload))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     try:
         with temporary.open("xb") as handle:
-            for part in (header, key, token_bytes, payload):
+            for part in (header, key, token_bytes, meta, payload):
                 handle.write(part)
         os.replace(temporary, path)
     except BaseException:
@@ -90,34 +97,43 @@ def write(path: Path, key: bytes, tokens: array, payload: bytes) -> None:
         raise
 
 
-def read(path: Path, limits: Limits, expected_key: bytes | None = None) -> StateFile:
-    """The state in the file at `path`, checked whole; DamagedState if anything is wrong.
+def read(path: Path, limits: Limits, expected_key: bytes, with_payload: bool = True) -> StateFile:
+    """The state in the file at `path`, every part read checked; DamagedState if anything is
+    wrong, KeyMismatch (before the tokens are read) if it was saved under another key.
 
-    With `expected_key`, a file for another key raises KeyMismatch before its tokens and
-    payload are read.
+    Without `with_payload`, only the head (key, tokens, meta) is read and checked.
     """
     with _open(path) as handle:
         size = os.fstat(handle.fileno()).st_size
-        key_length, n_tokens, payload_length, checksum = _header(handle.read(HEADER_BYTES), size)
+        raw = handle.read(HEADER_BYTES)
+        if len(raw) < HEADER_BYTES:
+            raise DamagedState(f"it is {size:,} bytes, shorter than a header")
+        magic, version, key_length, n_tokens, meta_length, payload_length, head_sum, payload_sum = _HEADER.unpack(raw)
+        if magic != MAGIC:
+            raise DamagedState("it is not a Hearth state file")
+        if version != FORMAT_VERSION:
+            raise DamagedState(f"it is format {version}, not {FORMAT_VERSION}")
+        if key_length > MAX_KEY_BYTES:
+            raise DamagedState(f"its key is {key_length:,} bytes long")
         if n_tokens > limits.max_tokens:
             raise DamagedState(f"it claims {n_tokens:,} tokens, more than {limits.max_tokens:,}")
-        if payload_length > limits.max_payload_bytes:
-            raise DamagedState(f"it claims a payload of {payload_length:,} bytes, more than {limits.max_payload_bytes:,}")
-        if HEADER_BYTES + key_length + 4 * n_tokens + payload_length != size:
+        if meta_length > limits.max_bytes or payload_length > limits.max_bytes - meta_length:
+            raise DamagedState(f"it claims {meta_length + payload_length:,} bytes of data, more than {limits.max_bytes:,}")
+        if HEADER_BYTES + key_length + 4 * n_tokens + meta_length + payload_length != size:
             raise DamagedState(f"its lengths do not add up to its size ({size:,} bytes): truncated or padded")
         key = _exactly(handle, key_length)
-        if expected_key is not None and key != expected_key:
+        if key != expected_key:
             raise KeyMismatch("it was saved for another model or other settings")
         token_bytes = _exactly(handle, 4 * n_tokens)
-        payload = _exactly(handle, payload_length)
-    digest = hashlib.sha256()
-    for part in (key, token_bytes, payload):
-        digest.update(part)
-    if digest.digest() != checksum:
-        raise DamagedState("its checksum does not match: it was damaged")
+        meta = _exactly(handle, meta_length)
+        if _digest(key, token_bytes, meta) != head_sum:
+            raise DamagedState("its tokens or meta do not match their checksum: it was damaged")
+        payload = _exactly(handle, payload_length) if with_payload else None
+    if payload is not None and _digest(payload) != payload_sum:
+        raise DamagedState("its payload does not match its checksum: it was damaged")
     tokens = array(_TOKEN)
     tokens.frombytes(token_bytes)
-    return StateFile(key, _little_endian(tokens), payload)
+    return StateFile(key, _little_endian(tokens), meta, payload)
 
 
 def is_prefix(tokens: array, prompt: Sequence[int]) -> bool:
@@ -125,9 +141,16 @@ def is_prefix(tokens: array, prompt: Sequence[int]) -> bool:
     return len(tokens) <= len(prompt) and tokens.tolist() == list(prompt[:len(tokens)])
 
 
+def _digest(*parts: bytes) -> bytes:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    return digest.digest()
+
+
 def _open(path: Path):
     """The file for reading, refusing anything but a regular file (no links, fifos, devices)."""
-    descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY)
+    descriptor = os.open(path, _OPEN_FLAGS)
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise DamagedState("it is not a regular file")
@@ -135,19 +158,6 @@ def _open(path: Path):
     except BaseException:
         os.close(descriptor)
         raise
-
-
-def _header(raw: bytes, size: int) -> tuple[int, int, int, bytes]:
-    if len(raw) < HEADER_BYTES:
-        raise DamagedState(f"it is {size:,} bytes, shorter than a header")
-    magic, version, key_length, n_tokens, payload_length, checksum = _HEADER.unpack(raw)
-    if magic != MAGIC:
-        raise DamagedState("it is not a Hearth state file")
-    if version != FORMAT_VERSION:
-        raise DamagedState(f"it is format {version}, not {FORMAT_VERSION}")
-    if key_length > MAX_KEY_BYTES:
-        raise DamagedState(f"its key is {key_length:,} bytes long")
-    return key_length, n_tokens, payload_length, checksum
 
 
 def _exactly(handle, count: int) -> bytes:

@@ -68,21 +68,23 @@ class StateKey:
 @dataclass(frozen=True)
 class SavedState:
     """A state that begins the prompt it was asked for: restore `payload`, then evaluate
-    the prompt from `len(tokens)` on."""
+    the prompt from `len(tokens)` on. `meta` is what the engine saved with it."""
 
     tokens: list[int]
     payload: bytes
+    meta: bytes
 
 
 @dataclass
 class _Entry:
     key: bytes
     tokens: array
+    meta: bytes
     payload: bytes
 
     @property
     def size(self) -> int:
-        return len(self.payload) + self.tokens.itemsize * len(self.tokens)
+        return len(self.payload) + len(self.meta) + self.tokens.itemsize * len(self.tokens)
 
 
 class StateCache:
@@ -121,13 +123,30 @@ class StateCache:
                     return None
                 self._memory.move_to_end(conversation_id)
                 self._touch(self._path(conversation_id))
-                return SavedState(entry.tokens.tolist(), entry.payload)
+                return SavedState(entry.tokens.tolist(), entry.payload, entry.meta)
             return self._read_from_disk(encoded, key.n_ctx, conversation_id, prompt_tokens)
 
-    def put(self, key: StateKey, conversation_id: int, tokens: Sequence[int], payload: bytes) -> None:
+    def meta(self, key: StateKey, conversation_id: int) -> bytes | None:
+        """The meta saved with the conversation's state under `key`, read and checked without
+        the payload; None if there is none. The engine saves its token segments there, to
+        tokenize the next prompt as the saved tokens were before it asks `get` for the state."""
+        encoded = key.encoded()
+        with self._lock:
+            entry = self._memory.get(conversation_id)
+            if entry is not None:
+                if entry.key == encoded:
+                    return entry.meta
+                self._forget(conversation_id)
+                return None
+            state = self._read_file(encoded, key.n_ctx, conversation_id, with_payload=False)
+            return None if state is None else state.meta
+
+    def put(self, key: StateKey, conversation_id: int, tokens: Sequence[int], payload: bytes,
+            meta: bytes = b"") -> None:
         """Keep `payload`, the KV state after evaluating exactly `tokens`, as the conversation's
-        state: in memory and on disk where it fits each budget. Never raises for the disk."""
-        entry = _Entry(key.encoded(), array("i", tokens), bytes(payload))
+        state, with `meta` (anything the engine needs to reuse it): in memory and on disk
+        where it fits each budget. Never raises for the disk."""
+        entry = _Entry(key.encoded(), array("i", tokens), bytes(meta), bytes(payload))
         with self._lock:
             self._memory.pop(conversation_id, None)
             if entry.size <= self.memory_budget:
@@ -138,7 +157,7 @@ class StateCache:
                 self._delete(path)  # it holds an older state of this conversation
                 return
             try:
-                kv_file.write(path, entry.key, entry.tokens, entry.payload)
+                kv_file.write(path, entry.key, entry.tokens, entry.meta, entry.payload)
             except OSError as exc:
                 log.warning("could not save the KV state of conversation %d: %s", conversation_id, exc)
                 self._delete(path)
@@ -173,10 +192,22 @@ class StateCache:
 
     def _read_from_disk(self, key: bytes, n_ctx: int, conversation_id: int,
                         prompt_tokens: Sequence[int]) -> SavedState | None:
+        state = self._read_file(key, n_ctx, conversation_id, with_payload=True)
+        if state is None or not kv_file.is_prefix(state.tokens, prompt_tokens):
+            return None  # an intact state that does not begin this prompt may suit the next
+        entry = _Entry(state.key, state.tokens, state.meta, state.payload)
+        if entry.size <= self.memory_budget:
+            self._memory[conversation_id] = entry
+            self._evict_memory()
+        self._touch(self._path(conversation_id))
+        return SavedState(state.tokens.tolist(), state.payload, state.meta)
+
+    def _read_file(self, key: bytes, n_ctx: int, conversation_id: int, with_payload: bool) -> kv_file.StateFile | None:
+        """The conversation's file, checked; None (the file deleted) if it is another key's or damaged."""
         path = self._path(conversation_id)
-        limits = Limits(max_tokens=n_ctx, max_payload_bytes=self.disk_budget)
+        limits = Limits(max_tokens=n_ctx, max_bytes=self.disk_budget)
         try:
-            state = kv_file.read(path, limits, expected_key=key)
+            return kv_file.read(path, limits, expected_key=key, with_payload=with_payload)
         except FileNotFoundError:
             return None
         except KeyMismatch:
@@ -186,14 +217,6 @@ class StateCache:
             log.warning("deleting the saved KV state of conversation %d: %s", conversation_id, exc)
             self._delete(path)
             return None
-        entry = _Entry(state.key, state.tokens, state.payload)
-        if not kv_file.is_prefix(entry.tokens, prompt_tokens):
-            return None  # intact, and it may suit the conversation's next prompt
-        if entry.size <= self.memory_budget:
-            self._memory[conversation_id] = entry
-            self._evict_memory()
-        self._touch(path)
-        return SavedState(state.tokens.tolist(), state.payload)
 
     def _forget(self, conversation_id: int) -> None:
         self._memory.pop(conversation_id, None)

@@ -25,6 +25,7 @@ KEY = StateKey(model_size=253_113_024, model_digest="ab" * 32, n_ctx=4096, kv_ty
                offloaded_layers=0, llama_version="llama-cpp-python 0.3.36; llama.cpp 0.5.0-dev; state 3/10")
 TOKENS = [2, 105, 2364, 107, 9259, 236764]
 PAYLOAD = bytes(range(256)) * 40  # 10 KiB standing in for llama.cpp's sequence state
+META = b"the engine's token segments"
 
 
 def state_files(folder: Path) -> list[str]:
@@ -40,17 +41,29 @@ def payload(tag: int, size: int = 10_000) -> bytes:
 
 def test_a_state_comes_back_from_memory_for_a_prompt_its_tokens_begin(tmp_path):
     cache = StateCache(tmp_path, disk_budget=0)  # memory only
-    cache.put(KEY, 1, TOKENS, PAYLOAD)
+    cache.put(KEY, 1, TOKENS, PAYLOAD, META)
+    assert cache.meta(KEY, 1) == META
     saved = cache.get(KEY, 1, TOKENS + [108, 3041])
-    assert saved is not None and saved.tokens == TOKENS and saved.payload == PAYLOAD
+    assert saved is not None and (saved.tokens, saved.payload, saved.meta) == (TOKENS, PAYLOAD, META)
     assert state_files(tmp_path) == []
 
 
 def test_a_state_comes_back_from_disk_in_a_new_cache_on_the_same_folder(tmp_path):
-    StateCache(tmp_path).put(KEY, 1, TOKENS, PAYLOAD)
+    StateCache(tmp_path).put(KEY, 1, TOKENS, PAYLOAD, META)
     assert state_files(tmp_path) == ["conversation-1.kvstate"]
+    assert StateCache(tmp_path).meta(KEY, 1) == META
     saved = StateCache(tmp_path).get(KEY, 1, TOKENS + [108])
-    assert saved is not None and saved.tokens == TOKENS and saved.payload == PAYLOAD
+    assert saved is not None and (saved.tokens, saved.payload, saved.meta) == (TOKENS, PAYLOAD, META)
+
+
+def test_the_meta_is_read_without_the_payload(tmp_path, monkeypatch):
+    StateCache(tmp_path).put(KEY, 1, TOKENS, PAYLOAD, META)
+    path = tmp_path / "conversation-1.kvstate"
+    path.write_bytes(path.read_bytes()[:-1] + b"!")  # a damaged payload: the head is still whole
+    cache = StateCache(tmp_path)
+    assert cache.meta(KEY, 1) == META and path.exists()
+    assert cache.get(KEY, 1, TOKENS) is None and not path.exists()  # the payload is checked before use
+    assert cache.meta(KEY, 1) is None
 
 
 def test_a_prompt_equal_to_the_saved_tokens_uses_the_state(tmp_path):
@@ -100,12 +113,13 @@ OTHER_VALUES = {"model_size": 1, "model_digest": "cd" * 32, "n_ctx": 2048, "kv_t
 
 @pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(StateKey)])
 @pytest.mark.parametrize("tier", ["memory", "disk"])
-def test_a_state_saved_under_another_key_is_ignored_and_deleted(tmp_path, field, tier):
+@pytest.mark.parametrize("asked", ["get", "meta"])
+def test_a_state_saved_under_another_key_is_ignored_and_deleted(tmp_path, field, tier, asked):
     other = dataclasses.replace(KEY, **{field: OTHER_VALUES[field]})
     assert set(OTHER_VALUES) == {f.name for f in dataclasses.fields(StateKey)}
     cache = StateCache(tmp_path, memory_budget=0 if tier == "disk" else 1 << 20)
-    cache.put(KEY, 1, TOKENS, PAYLOAD)
-    assert cache.get(other, 1, TOKENS) is None
+    cache.put(KEY, 1, TOKENS, PAYLOAD, META)
+    assert (cache.get(other, 1, TOKENS) if asked == "get" else cache.meta(other, 1)) is None
     assert state_files(tmp_path) == []
     assert cache.get(KEY, 1, TOKENS) is None  # gone, not merely passed over
 
@@ -154,20 +168,19 @@ def test_a_state_larger_than_a_tier_is_not_kept_there(tmp_path):
 
 
 def saved_file(tmp_path: Path) -> Path:
-    StateCache(tmp_path).put(KEY, 1, TOKENS, PAYLOAD)
+    StateCache(tmp_path).put(KEY, 1, TOKENS, PAYLOAD, META)
     return tmp_path / "conversation-1.kvstate"
 
 
-def header_fields(data: bytes) -> list:
-    return list(struct.unpack_from("<8sIIQQ32s", data))
+HEADER = "<8sIIQQQ32s32s"
 
 
 def with_header(data: bytes, **changes) -> bytes:
-    names = ["magic", "version", "key_length", "tokens", "payload_length", "checksum"]
-    values = header_fields(data)
+    names = ["magic", "version", "key_length", "tokens", "meta_length", "payload_length", "head_sum", "payload_sum"]
+    values = list(struct.unpack_from(HEADER, data))
     for name, value in changes.items():
         values[names.index(name)] = value
-    return struct.pack("<8sIIQQ32s", *values) + data[kv_file.HEADER_BYTES:]
+    return struct.pack(HEADER, *values) + data[kv_file.HEADER_BYTES:]
 
 
 def flip(data: bytes, position: int) -> bytes:
@@ -178,37 +191,64 @@ DAMAGES = {
     "empty": lambda data: b"",
     "cut-in-header": lambda data: data[:40],
     "cut-in-key": lambda data: data[:kv_file.HEADER_BYTES + 10],
-    "cut-in-tokens": lambda data: data[:len(data) - len(PAYLOAD) - 3],
+    "cut-in-tokens": lambda data: data[:len(data) - len(PAYLOAD) - len(META) - 3],
+    "cut-in-meta": lambda data: data[:len(data) - len(PAYLOAD) - 2],
     "cut-in-payload": lambda data: data[:-1],
     "padded": lambda data: data + b"\0",
     "payload-byte-flipped": lambda data: flip(data, len(data) - 100),
-    "token-byte-flipped": lambda data: flip(data, len(data) - len(PAYLOAD) - 4),
+    "meta-byte-flipped": lambda data: flip(data, len(data) - len(PAYLOAD) - 1),
+    "token-byte-flipped": lambda data: flip(data, len(data) - len(PAYLOAD) - len(META) - 4),
     "key-byte-flipped": lambda data: flip(data, kv_file.HEADER_BYTES + 5),
-    "checksum-flipped": lambda data: flip(data, 40),
+    "head-checksum-flipped": lambda data: flip(data, 40),
+    "payload-checksum-flipped": lambda data: flip(data, 72),
+    "meta-and-payload-lengths-swapped": lambda data: with_header(data, meta_length=len(PAYLOAD),
+                                                                  payload_length=len(META)),
     "garbage": lambda data: os.urandom(len(data)),
     "wrong-magic": lambda data: with_header(data, magic=b"GGUF\0\0\0\0"),
     "newer-format": lambda data: with_header(data, version=kv_file.FORMAT_VERSION + 1),
     # Lengths that would make a careless reader allocate without bound:
     "claims-2^60-tokens": lambda data: with_header(data, tokens=1 << 60),
     "claims-2^62-payload": lambda data: with_header(data, payload_length=1 << 62),
+    "claims-2^63-meta": lambda data: with_header(data, meta_length=1 << 63),
+    "meta-and-payload-wrap-around": lambda data: with_header(data, meta_length=(1 << 64) - 5, payload_length=10),
     "claims-huge-key": lambda data: with_header(data, key_length=0xFFFFFFFF),
     "more-tokens-than-the-context": lambda data: with_header(data, tokens=KEY.n_ctx + 1),
 }
 
 
-@pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())
+PAYLOAD_ONLY = {"payload-byte-flipped", "payload-checksum-flipped"}  # the head (tokens, meta) still whole
+
+
+@pytest.mark.parametrize("damage", DAMAGES.keys())
 def test_a_damaged_or_foreign_file_is_ignored_and_deleted(tmp_path, damage):
     path = saved_file(tmp_path)
-    path.write_bytes(damage(path.read_bytes()))
+    path.write_bytes(DAMAGES[damage](path.read_bytes()))
     cache = StateCache(tmp_path)
     assert cache.get(KEY, 1, TOKENS + [1]) is None
     assert not path.exists()
+
+
+@pytest.mark.parametrize("damage", DAMAGES.keys())
+def test_the_meta_of_a_damaged_file_is_never_handed_out(tmp_path, damage):
+    path = saved_file(tmp_path)
+    path.write_bytes(DAMAGES[damage](path.read_bytes()))
+    meta = StateCache(tmp_path).meta(KEY, 1)
+    if damage in PAYLOAD_ONLY:
+        assert meta == META and path.exists()  # get() checks the payload before handing it out
+    else:
+        assert meta is None and not path.exists()
 
 
 def test_a_file_that_adds_up_but_claims_more_payload_than_the_budget_is_deleted_unread(tmp_path):
     path = saved_file(tmp_path)
     assert StateCache(tmp_path, memory_budget=0, disk_budget=len(PAYLOAD) - 1).get(KEY, 1, TOKENS) is None
     assert not path.exists()
+
+
+def test_a_fifo_under_a_state_name_does_not_hang_the_engine(tmp_path):
+    os.mkfifo(tmp_path / "conversation-1.kvstate")  # reading one would wait for a writer forever
+    cache = StateCache(tmp_path)
+    assert cache.meta(KEY, 1) is None and cache.get(KEY, 1, TOKENS) is None
 
 
 def test_a_link_in_the_cache_folder_is_not_followed(tmp_path):
@@ -445,3 +485,28 @@ def test_llama_cpp_refuses_a_payload_that_is_not_its_state(gemma):
     fresh, payload = gemma.fresh, gemma.payload
     assert not kv_seq.restore(fresh, gemma.history, payload[: len(payload) // 2])
     assert fresh.n_tokens == 0 and not kv_seq.can_reuse(fresh, 1)
+
+
+# --- the engine's token segments, saved as the meta -------------------------------------------------
+
+
+def test_token_segments_come_back_as_they_were_saved():
+    from app.engine.kv_segments import SavedSegment, decode, encode
+
+    segments = [SavedSegment(b"<bos><start_of_turn>user\nHi<end_of_turn>\n", [2, 105, 2364, 107, 10979, 106, 107], None, False),
+                SavedSegment(" Hello there".encode(), [26352, 993], [b" Hello", b" there"], True),
+                SavedSegment(b"", [], [], False)]
+    assert decode(encode(segments)) == segments
+
+
+@pytest.mark.parametrize("meta", [b"", b"\x01\0\0", b"\xff\xff\xff\xff" + b"\0" * 20,
+                                  b"\x01\0\0\0" + b"\x04" + b"\0" * 12,  # unknown flags
+                                  b"\x01\0\0\0\x00" + (1 << 62).to_bytes(8, "little") + b"\0" * 4,  # text longer than all
+                                  b"\x01\0\0\0\x00" + b"\0" * 8 + b"\xff\xff\xff\x7f",  # more tokens than bytes
+                                  b"\x00\0\0\0" + b"extra"],
+                         ids=["empty", "short-count", "2^32-segments", "flags", "huge-text", "huge-token-count", "left-over"])
+def test_malformed_segments_are_refused_without_allocating(meta):
+    from app.engine.kv_segments import decode
+
+    with pytest.raises(ValueError):
+        decode(meta)
