@@ -27,7 +27,7 @@ from pathlib import Path
 from .engine.context import ContextFullError
 from .engine.modelfile import ModelFileError, inspect_model
 from .engine.remote_errors import RemoteError
-from .engine.sampling import PRESETS, SamplingError, SamplingParams
+from .engine.sampling import PRESETS, Drafting, SamplingError, SamplingParams
 from .engine.templates import ChatTemplate, TemplateError, template_for
 from .engine.types import ReplyStats, ServerConfig, api_key_problem
 from .store import StoreError
@@ -117,6 +117,10 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     for name, kind in _SAMPLING_FLAGS.items():
         parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
     parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    parser.add_argument("--draft", choices=[d.value for d in Drafting],
+                        help="lookup: check guesses copied from the conversation several tokens at a time, "
+                             "faster where a reply repeats its input; none: one token at a time "
+                             "(default: lookup; with --conversation, the window's setting for the model)")
 
 
 def add_server_arguments(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -144,6 +148,8 @@ def sampling_from_args(args, base: SamplingParams = PRESETS["Balanced"]) -> Samp
     changes = {name: getattr(args, name) for name in _SAMPLING_FLAGS if getattr(args, name) is not None}
     if args.stop:
         changes["stop"] = tuple(args.stop)
+    if args.draft:
+        changes["draft"] = Drafting(args.draft)
     return (PRESETS[args.preset] if args.preset else base).with_changes(**changes)
 
 
@@ -187,7 +193,7 @@ def run_chat(args) -> int:
 
     params = sampling_from_args(args)
     if args.server is not None:
-        for flag, value in (("--ctx", args.ctx), ("--gpu-layers", args.gpu_layers)):
+        for flag, value in (("--ctx", args.ctx), ("--gpu-layers", args.gpu_layers), ("--draft", args.draft)):
             if value is not None:
                 raise UsageError(f"{flag} does not apply to a model on a server: the server chose it")
         source = RemoteModel(server_from_args(args), args.model)

@@ -298,7 +298,7 @@ class Engine(Backend):
         try:
             stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel, prompt_progress)
             sampler = self._sampler(params, stats.seed)
-            verifier = _Verifier(self._llm, self._drafter(prompt, params))
+            verifier = _Verifier(self._llm, prompt if self._drafts(params) else None)
             index = -1  # the logits the next token is sampled from: the batch row before it
             stats.stop_reason = StopReason.LENGTH
             while len(reply_tokens) < max_tokens:
@@ -375,15 +375,13 @@ class Engine(Backend):
                 progress(min(start + llm.n_batch, len(prompt)) - common, len(prompt) - common)
         return len(prompt) - common
 
-    def _drafter(self, prompt: list[int], params: SamplingParams) -> Drafter | None:
-        """Prompt-lookup drafting for this reply, unless it is off or the model's memory
-        cannot forget the end of a rejected draft: a recurrent or hybrid model's state
-        (Mamba, RWKV, Jamba) holds no positions to remove, so it decodes one token at a time.
-        Gemma 3's sliding-window cache can: the engine keeps it whole (swa_full), and a draft
-        only ever adds positions after the last accepted one, which are removed again."""
-        if params.draft is not Drafting.LOOKUP or self._llm._is_recurrent or self._llm._is_hybrid:
-            return None
-        return Drafter(prompt)
+    def _drafts(self, params: SamplingParams) -> bool:
+        """Whether this reply drafts: unless it is off, or the model's memory cannot forget the
+        end of a rejected draft. A recurrent or hybrid model's state (Mamba, RWKV, Jamba) holds
+        no positions to remove, so it decodes one token at a time. Gemma 3's sliding-window
+        cache can: the engine keeps it whole (swa_full), and a draft only ever adds positions
+        after the last accepted one, which are removed again."""
+        return params.draft is Drafting.LOOKUP and not (self._llm._is_recurrent or self._llm._is_hybrid)
 
     def _sampler(self, params: SamplingParams, seed: int) -> LlamaSampler:
         sampler = LlamaSampler()
@@ -484,16 +482,20 @@ class _Verifier:
     is), and with it, rarely, a token where two were all but tied.
     """
 
-    def __init__(self, llm: Llama, drafter: Drafter | None):
+    def __init__(self, llm: Llama, context: list[int] | None):
+        """`context`: the prompt, to draft from (None: no drafting)."""
         self._llm = llm
-        self._drafter = drafter
+        self._context = context
+        self._drafter: Drafter | None = None  # made at the first token, after the time to it
         self._pending: list[int] = []  # drafted tokens in the cache after the last accepted one
         self._drafted = 0  # the length of the draft being checked
         self._row = -1
 
     @property
     def draft_stats(self) -> DraftStats | None:
-        return self._drafter.stats if self._drafter is not None else None
+        if self._context is None:
+            return None
+        return self._drafter.stats if self._drafter is not None else DraftStats()
 
     @property
     def evaluated(self) -> int:
@@ -502,10 +504,12 @@ class _Verifier:
 
     def advance(self, token: int, room: int) -> int:
         """`token` joins the reply (`room`: how many more may follow it)."""
-        drafter = self._drafter
-        if drafter is None:
+        if self._context is None:
             self._llm.eval([token])
             return -1
+        if self._drafter is None:
+            self._drafter = Drafter(self._context)
+        drafter = self._drafter
         drafter.append(token)
         if self._pending:
             if token == self._pending[0]:
