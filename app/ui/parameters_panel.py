@@ -11,7 +11,8 @@ For a model on a remote server the system prompt and sampling apply as for a fil
 server chooses the context length, GPU layers and threads and applies its own chat template:
 those controls are off, and say so. Which sampling fields a server obeys cannot be asked, so a
 note names llama.cpp's extensions (other servers may ignore them) and the fields this server
-is not sent (remote_request.py), whose controls are off.
+is not sent (remote_request.py), whose controls are off, as is "Draft from the conversation"
+(prompt-lookup decoding, engine/lookup.py: a local model's way of decoding).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from ..engine.modelfile import ModelInfo
 from ..engine.remote_request import REMOTE_EXTENSION_FIELDS
-from ..engine.sampling import BOUNDS, PRESETS, SamplingParams
+from ..engine.sampling import BOUNDS, PRESETS, Drafting, SamplingParams
 from ..engine.templates import fallback_name
 from ..engine.types import ModelDescription, ModelSettings
 from ..model_session import ModelSession
@@ -54,6 +55,10 @@ NO_GPU_REASON = "This build of llama.cpp has no GPU offload, so the model runs o
 RELOAD_NOTICE = "Takes effect when the model is reloaded."
 SERVER_CHOOSES = "Chosen by the server: context length, GPU layers and CPU threads."
 SERVER_TEMPLATE_TEXT = "The server applies its own chat template"
+DRAFT_TIP = ("Prompt lookup: guess the next words by copying what followed the same words earlier in the "
+             "conversation, and check several guesses in one step. A guess is kept only where the model "
+             "picks that same word, so the reply is the model's own; it comes faster where it repeats its "
+             "input (code edits, quotes). For models on this computer; a server decides for its own.")
 # The sampling controls' labels, by SamplingParams field: the remote note names fields by them.
 FIELD_LABELS = {
     "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p", "min_p": "Min-p",
@@ -218,8 +223,15 @@ class ParametersPanel(QWidget):
         form.add_row(self.fixed_seed, self.seed)
         self._labels.append(self.fixed_seed)
 
+        self.draft = QCheckBox("Draft from the conversation")
+        self.draft.setToolTip(DRAFT_TIP)
+        self.draft.setAccessibleName("Draft from the conversation (prompt lookup)")
+        self.draft.setAccessibleDescription(DRAFT_TIP)
+        form.add_wide(self.draft)
+
         self.max_tokens.valueChanged.connect(self._on_params_edited)
         self.stop.textEdited.connect(self._on_params_edited)
+        self.draft.toggled.connect(self._on_params_edited)
         self.seed.valueChanged.connect(self._on_params_edited)
         self.fixed_seed.toggled.connect(self.seed.setEnabled)
         self.fixed_seed.toggled.connect(self._on_params_edited)
@@ -332,6 +344,7 @@ class ParametersPanel(QWidget):
             seed=int(self.seed.value()) if self.fixed_seed.isChecked() else None,
             stop=parse_stop_strings(self.stop.text()),
             logit_bias=dict(self._logit_bias),  # no control; kept as given
+            draft=Drafting.LOOKUP if self.draft.isChecked() else Drafting.NONE,
         )
 
     def set_params(self, params: SamplingParams) -> None:
@@ -351,6 +364,7 @@ class ParametersPanel(QWidget):
                 self.seed.setValue(params.seed)
             self.stop.setText(format_stop_strings(params.stop))
             self._logit_bias = dict(params.logit_bias)
+            self.draft.setChecked(params.draft is Drafting.LOOKUP)
         finally:
             self._updating = False
         self._show_preset()
@@ -448,6 +462,7 @@ class ParametersPanel(QWidget):
         unsent = description.unsent_fields if description is not None else ()
         for field, spin in self._sampling_fields().items():
             spin.setEnabled(field not in unsent)
+        self.draft.setEnabled(not remote)
         self.remote_note.setText(remote_fields_note(unsent) if remote else "")
         self.remote_note.setVisible(remote)
 
