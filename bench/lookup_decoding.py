@@ -122,8 +122,29 @@ def child(model: Path, threads: int, runs: int) -> dict:
         reply(messages, params.with_changes(max_tokens=1))  # the prompt in the cache for both
         same += reply(messages, params.with_changes(draft="none"))[0] == reply(messages, params)[0]
     results["seeded_same_of_20"] = same
+    results["lookup_cost"] = lookup_cost(engine, cases["free_sampled"][0], reply)
     results["batch_vs_single_tv"] = batch_vs_single(engine, cases["copy"][0])
     return results
+
+
+def lookup_cost(engine, messages, reply) -> dict:
+    """What looking costs where nothing matches: the drafter's work per token of the sampled
+    free-form reply (append, look up, decide), next to a decode's time."""
+    import time
+
+    from app.engine.lookup import Drafter
+    from app.engine.sampling import PRESETS
+
+    text, stats, _ = reply(messages, PRESETS["Balanced"].with_changes(max_tokens=128, seed=7, draft="none"))
+    prompt = engine.prompt_tokens(messages)
+    tokens = engine.tokenize(text, at_start=False)
+    start = time.perf_counter()
+    drafter = Drafter(prompt)
+    for token in tokens:
+        drafter.append(token)
+        drafter.propose(128)
+    per_token = (time.perf_counter() - start) / len(tokens)
+    return {"microseconds_per_token": per_token * 1e6, "share_of_a_decode": per_token * stats.tokens_per_s}
 
 
 def batch_vs_single(engine, messages) -> dict:
@@ -193,6 +214,9 @@ def main() -> None:
         tv = figures["batch_vs_single_tv"]
         print(f"seeded replies the same with and without drafting: {figures['seeded_same_of_20']}/20 "
               f"(batch vs single-token distributions: total variation mean {tv['mean']:.4f}, max {tv['max']:.4f})")
+        cost = figures["lookup_cost"]
+        print(f"looking where nothing matches: {cost['microseconds_per_token']:.1f} µs per token "
+              f"({cost['share_of_a_decode']:.2%} of a decode)")
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "lookup_decoding.json").write_text(json.dumps(results, indent=2))

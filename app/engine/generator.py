@@ -9,6 +9,12 @@ a native sampler chain) rather than `Llama.generate`, for four reasons:
 - token pieces are read with a buffer that grows, because llama-cpp-python's 32-byte buffer
   returns longer pieces empty (upstream #2362).
 
+Prompt-lookup decoding (on unless SamplingParams.draft says none): where the reply's last
+tokens appeared earlier in the conversation, the tokens that followed them there are checked
+as a guess in the same decode as the token before them (engine/lookup.py guesses; _Verifier
+checks), and each kept only where the sampler picks it, so a reply that copies its input
+comes several tokens per decode, and one that does not costs what it did.
+
 Prefix reuse: the engine remembers the token sequence it last evaluated as text segments
 (the prompt, then the reply exactly as generated). The next prompt reuses those tokens for
 as long as its text starts with the same segments, and the KV cache keeps everything up to
@@ -469,17 +475,19 @@ class _Segment:
 
 
 class _Verifier:
-    """Evaluates each reply token as it is chosen, with a drafted guess at the next ones
-    after it when there is one, in one batch with logits for every row.
+    """Evaluates each reply token as it is chosen, and with it, when prompt lookup has one, a
+    drafted guess at the tokens after it: one batch with logits for every row.
 
-    `advance(token)` returns the batch row whose logits predict the token after `token`. If
+    `advance(token)` returns the batch row whose logits the next token is sampled from. When
     the sampler, run on that row, picks the next drafted token, that token is already
-    evaluated and `advance` only moves to the next row; the first token it does not pick
-    drops the rest of the draft from the KV cache and is evaluated with a new draft. The
-    sampler runs once per reply token, in order, on the logits that token follows, so its
-    penalties and its random stream see exactly what they see without drafting; only the
-    arithmetic differs (a batch is computed with other kernels than one token, as a prompt
-    is), and with it, rarely, a token where two were all but tied.
+    evaluated and `advance` only moves on a row; the first token it does not pick drops the
+    rest of the draft from the KV cache and is evaluated with a new draft. So the sampler
+    runs once per reply token, in order, on the logits that token follows: its penalties and
+    its random stream advance exactly as without drafting (tests/engine/test_lookup_decoding
+    shows it). The logits themselves are not bit for bit the same: llama.cpp's CPU kernels
+    round a batch's rows differently from a lone token's (as they do a prompt's), so a
+    sampled reply can take another word where the draw falls within that rounding of the
+    line between two (bench/lookup_decoding.py measures how often); a greedy one rarely can.
     """
 
     def __init__(self, llm: Llama, context: list[int] | None):
@@ -499,11 +507,11 @@ class _Verifier:
 
     @property
     def evaluated(self) -> int:
-        """Tokens in the KV cache that belong to the prompt and the reply (not the draft)."""
+        """Tokens in the KV cache that belong to the prompt and the reply (not to a draft)."""
         return self._llm.n_tokens - len(self._pending)
 
     def advance(self, token: int, room: int) -> int:
-        """`token` joins the reply (`room`: how many more may follow it)."""
+        """`token` joins the reply, which has room for `room` more tokens after it."""
         if self._context is None:
             self._llm.eval([token])
             return -1
@@ -519,18 +527,10 @@ class _Verifier:
                     drafter.checked(self._drafted)
                 return self._row
             drafter.checked(self._drafted - len(self._pending))
-        self.finish()
+            self.finish()
         llm = self._llm
-        draft = drafter.propose(min(room, llm.n_batch - 1, self._llm.n_ctx() - llm.n_tokens - 1))
-        batch = [token, *draft]
-        if draft:
-            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
-            llm._batch.set_batch(batch, llm.n_tokens, logits_all=True)
-            llm._ctx.decode(llm._batch)
-            llm.input_ids[llm.n_tokens:llm.n_tokens + len(batch)] = batch
-            llm.n_tokens += len(batch)
-        else:
-            llm.eval(batch)
+        draft = drafter.propose(min(room, llm.n_batch - 1, llm.n_ctx() - llm.n_tokens - 1))
+        self._decode([token, *draft])
         self._pending, self._drafted = draft, len(draft)
         self._row = 0 if draft else -1
         return self._row
@@ -542,6 +542,20 @@ class _Verifier:
             self._llm.n_tokens -= len(self._pending)
             self._llm._ctx.kv_cache_seq_rm(-1, self._llm.n_tokens, -1)
             self._pending = []
+
+    def _decode(self, batch: list[int]) -> None:
+        """`Llama.eval`, but with logits for every row of a batch that carries a draft
+        (`Llama.eval` keeps only the last row's unless the model was loaded with logits_all,
+        which would cost every prompt batch too)."""
+        llm = self._llm
+        if len(batch) == 1:
+            llm.eval(batch)
+            return
+        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        llm._batch.set_batch(batch, llm.n_tokens, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[llm.n_tokens:llm.n_tokens + len(batch)] = batch
+        llm.n_tokens += len(batch)
 
 
 class _LogWriter(io.TextIOBase):

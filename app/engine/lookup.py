@@ -2,13 +2,13 @@
 few tokens where they appeared before, in the prompt or in the reply so far.
 
 Many replies repeat their input (code edits, quotes, reformatting, names and numbers), and
-there a copied guess is usually right. The engine checks a guess in one batch and keeps the
-longest prefix the sampler agrees with (generator.py), so a guess never changes the reply;
-it only costs time when it is wrong. This module makes the guesses and decides how long a
-guess is worth making: `DraftLength` learns how often guesses come true and what a batch
-costs on this machine, and drafts nothing where guessing does not pay.
+there a copied guess is usually right. The engine checks a guess in one batch and keeps a
+guessed token only where the sampler picks it (generator.py's _Verifier), so the sampler,
+not the guess, decides the reply; a wrong guess only costs time. This module makes the
+guesses and decides how long a guess is worth checking (`DraftLength`): from how often this
+reply's guesses came true lately, and nothing where guessing does not pay.
 
-No llama_cpp here: the engine hands in tokens and timings, so all of it is tested alone.
+No llama_cpp here: the engine hands in tokens, so all of it is tested alone.
 """
 
 from __future__ import annotations
@@ -87,13 +87,14 @@ class PromptLookup:
 
 # What a batch of n tokens, with logits for every row, costs in single-token decodes. Batches
 # of a multiple of 4: llama.cpp's CPU kernels for repacked weights multiply 4 rows at a time
-# and the rest one by one, so 5 tokens cost more than 8. Measured on 2 CPU cores with Gemma 3
-# 270M at 1 thread, the dearest case (its 262k-word output layer is most of the work for each
-# row); a GPU or a larger model pays less per row, so these figures never overrate a draft.
-# Fixed rather than timed as it runs: a timed choice would make a seeded reply depend on the
-# machine's load (a batch rounds differently from single tokens), and the same seed and
-# conversation must give the same reply.
-BATCH_COST = {4: 3.0, 8: 4.6, 12: 6.2, 16: 7.8}
+# and the rest one by one, so 5 tokens cost more than 8. Measured with Gemma 3 270M on 2 CPU
+# cores at 1 thread, the dearest case found (its 262k-word output layer is most of the work
+# of each row); 2 threads measured 2.5, 3.5, 4.7 and 5.8, and a GPU or a larger model should
+# pay less per row (not measured here), so these figures do not overrate a draft. Fixed rather than timed as it
+# runs: a timed choice would make a seeded reply depend on the machine's load (a batch
+# rounds differently from single tokens), and the same seed and conversation should give
+# the same reply.
+BATCH_COST = {4: 3.2, 8: 4.7, 12: 6.4, 16: 7.9}
 # The chance that one drafted token is right, before this reply has checked any: by how long
 # the match behind the draft is (two tokens in common are often chance, sixteen rarely are).
 MATCH_PRIORS = ((16, 0.9), (8, 0.8), (4, 0.6), (3, 0.45), (2, 0.3))

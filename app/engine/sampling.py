@@ -12,8 +12,9 @@ class SamplingError(ValueError):
 
 
 class Drafting(str, Enum):
-    """How a local model may guess ahead. It never changes which tokens are picked, only how
-    many are checked per decode (see engine/lookup.py); a server's model ignores it."""
+    """How a local model decodes: one token at a time, or checking guesses copied from the
+    conversation several at a time (engine/lookup.py). The sampler still picks every token;
+    a server's model ignores it."""
 
     LOOKUP = "lookup"  # copy what followed the reply's last tokens earlier in the conversation
     NONE = "none"  # one token per decode
