@@ -98,6 +98,8 @@ class StateCache:
 
     def __init__(self, folder: Path, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  disk_budget: int = DEFAULT_DISK_BUDGET):
+        """Budgets in bytes (0: that tier keeps nothing). Raises OSError where the folder cannot
+        be made; the engine then runs without saved states."""
         self.folder = Path(folder)
         self.memory_budget = memory_budget
         self.disk_budget = disk_budget
@@ -180,11 +182,12 @@ class StateCache:
                 self._delete(path)
 
     def size_on_disk(self) -> int:
-        """Bytes the cache folder's state files take (temporary files included)."""
-        with self._lock:
-            return sum(status.st_size for _, status in self._files(include_temporary=True))
+        """Bytes the cache folder's state files take (temporary files included). Reads only
+        the folder, without the lock: a settings page may ask while the engine writes."""
+        return sum(status.st_size for _, status in self._files(include_temporary=True))
 
     def memory_size(self) -> int:
+        """Bytes the memory tier holds (payloads, metas and tokens)."""
         with self._lock:
             return sum(entry.size for entry in self._memory.values())
 
