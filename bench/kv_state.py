@@ -330,6 +330,9 @@ def main() -> None:
                   "reopened": reopened, "reopened_ttft_s": reopened_ttft, "switched_ttft_s": switched_ttft},
         "reopened_ratio": reopened_ttft / turn_one_ttft, "switched_ratio": switched_ttft / turn_one_ttft,
         "cold_ratio": cold_s / turn_one_ttft, "target_ratio": TARGET_RATIO,
+        # The fastest of the rounds: on a shared machine, the cost with the least interference.
+        "reopened_ratio_fastest": min(r["ttft_s"] for r in reopened) / min(r["ttft_s"] for r in turn_one_runs),
+        "switched_ratio_fastest": min(switched) / min(r["ttft_s"] for r in turn_one_runs),
         "cpu_pressure_before": pressure_before, "cpu_pressure_after": cpu_pressure(),
     }
     # Greedy identity is reported, not required: llama.cpp's CPU kernels round differently with
@@ -358,7 +361,9 @@ def main() -> None:
           f"in-process: {all(r['greedy_identical_to_in_process'] for r in reopened)}; switched back: {switched_ttft * 1e3:.0f} ms")
     print(f"reopened / turn 1 = {result['reopened_ratio']:.2f}, switched / turn 1 = {result['switched_ratio']:.2f} "
           f"(target <= {TARGET_RATIO}; cold / turn 1 = {result['cold_ratio']:.1f}): {'PASS' if result['pass'] else 'FAIL'}")
-    print(f"CPU pressure (some, avg10) before and after: {pressure_before} / {result['cpu_pressure_after']} %")
+    print(f"fastest of {args.rounds} rounds: reopened / turn 1 = {result['reopened_ratio_fastest']:.2f}, "
+          f"switched / turn 1 = {result['switched_ratio_fastest']:.2f}; CPU pressure (some, avg10) before and after: "
+          f"{pressure_before} / {result['cpu_pressure_after']} %")
     out = ROOT / "bench" / "results" / "kv_state.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
