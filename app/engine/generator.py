@@ -113,7 +113,7 @@ class Engine(Backend):
         self._segments: list[_Segment] = []
         self._last_fit: tuple[int, list[dict]] = (0, [])  # its budget, and the turns it left out
         self._piece_buffer = ctypes.create_string_buffer(64)
-        self.last_draft_stats: DraftStats | None = None  # the last reply's (None: it drafted nothing)
+        self.last_draft_stats: DraftStats | None = None  # the last reply's drafting (None: it did not draft)
 
     # --- loading -----------------------------------------------------------------------------
 
