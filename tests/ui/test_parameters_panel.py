@@ -14,7 +14,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QScrollArea, QStyleFactory
 
 from app.bridge import EngineBridge
-from app.engine.sampling import PRESETS, SamplingParams
+from app.engine.sampling import PRESETS, Drafting, SamplingParams
 from app.engine.types import ModelSettings
 from app.model_session import ModelSession
 from app.settings import Settings
@@ -28,6 +28,7 @@ EVERY_FIELD_CHANGED = SamplingParams(
     temperature=1.35, top_k=7, top_p=0.81, min_p=0.12, repeat_penalty=1.25, repeat_last_n=300,
     presence_penalty=-0.4, frequency_penalty=1.5, max_tokens=777, seed=4_000_000_000,
     stop=("\n\nUser:", "a, b", " padded ", "back\\slash", "\t", "###"), logit_bias={5: -100.0},
+    draft=Drafting.NONE,
 )
 
 
