@@ -1,7 +1,7 @@
 """Copy the KV state of the engine's one sequence out of a llama.cpp context and back.
 
 The primitive is llama.cpp's sequence state (`llama_state_seq_get_data` / `set_data`): the
-cache cells of one sequence, without the logits. Measured on Gemma 3 270M with 1,552 tokens
+cache cells of one sequence, without the logits. Measured on Gemma 3 270M with 1,520 tokens
 (bench/kv_state.py): 8.3 MB per 1,000 tokens, copied out in 16 ms and back in 2 ms.
 `Llama.save_state` is the wrong tool: it copies the whole context state (all cells, 2.3x
 larger here) and a numpy copy of the logits buffer (n_batch x vocabulary: 537 MB for Gemma's
