@@ -30,7 +30,9 @@ from app.store import exchange, search
 from app.store.records import (
     ROLES, STATUSES, Conversation, DeletedVersion, StoredMessage, StoreError, require_choice, utc_now,
 )
+from app.store.importing import insert_import
 from app.store.schema import connect, database_error, transaction
+from app.store.tree import BRANCH, MESSAGE, SUBTREE, last_seen_leaf
 
 TITLE_LENGTH = 40
 SNIPPET_SHOWN_CHARS = 100  # a search hit's snippet, on one line
@@ -51,28 +53,6 @@ def auto_title(text: str, limit: int = TITLE_LENGTH) -> str:
 def branch_title(title: str) -> str:
     """The title of a conversation branched from one titled `title`."""
     return f"{title or 'Untitled conversation'} (branch)"
-
-
-# A message as StoredMessage reads it: its row, and its place among its versions (siblings).
-_MESSAGE = """SELECT m.*,
-    (SELECT COUNT(*) FROM messages s WHERE s.parent_id IS m.parent_id AND s.conversation_id = m.conversation_id
-        AND s.deleted_at IS NULL) AS versions,
-    (SELECT COUNT(*) FROM messages s WHERE s.parent_id IS m.parent_id AND s.conversation_id = m.conversation_id
-        AND s.deleted_at IS NULL AND s.id <= m.id) AS version
-    FROM messages m"""
-# The ids of the branch ending at :leaf, walking up no further than position :lowest.
-_BRANCH = """WITH RECURSIVE branch(id, position) AS (
-    SELECT id, position FROM messages WHERE id = :leaf
-    UNION ALL
-    SELECT m.parent_id, m.position - 1 FROM messages m JOIN branch b ON m.id = b.id
-    WHERE m.parent_id IS NOT NULL AND b.position > :lowest)"""
-# The ids of :top and every live message below it, for "id IN" (a statement that begins with
-# WITH has no rowcount in sqlite3).
-_SUBTREE = """(WITH RECURSIVE subtree(id) AS (
-    SELECT :top
-    UNION ALL
-    SELECT m.id FROM messages m JOIN subtree s ON m.parent_id = s.id WHERE m.deleted_at IS NULL)
-    SELECT id FROM subtree)"""
 
 
 @dataclass(frozen=True)
@@ -237,10 +217,13 @@ class ConversationStore:
 
     def message(self, message_id: int) -> StoredMessage:
         """The message, also a deleted version (Undo may still bring it back)."""
-        row = self._conn.execute(f"{_MESSAGE} WHERE m.id = ?", (message_id,)).fetchone()
+        return StoredMessage.from_row(self._message_row(message_id))
+
+    def _message_row(self, message_id: int) -> sqlite3.Row:
+        row = self._conn.execute(f"{MESSAGE} WHERE m.id = ?", (message_id,)).fetchone()
         if row is None:
             raise StoreError(f"There is no message {message_id}.")
-        return StoredMessage.from_row(row)
+        return row
 
     def is_shown(self, message_id: int) -> bool:
         """Whether the message is on its conversation's branch shown."""
@@ -319,13 +302,13 @@ class ConversationStore:
             conversation_id = message.conversation_id
             leaf = self._leaf(conversation_id)
             if self._conn.execute(
-                f"SELECT 1 FROM messages WHERE id IN {_SUBTREE} AND status = 'streaming'",
+                f"SELECT 1 FROM messages WHERE id IN {SUBTREE} AND status = 'streaming'",
                 {"top": message_id},
             ).fetchone():
                 raise StoreError("A reply below this version is still being written: stop it first.")
             stamp = utc_now()
             hidden = self._conn.execute(
-                f"UPDATE messages SET deleted_at = :stamp WHERE id IN {_SUBTREE}",
+                f"UPDATE messages SET deleted_at = :stamp WHERE id IN {SUBTREE}",
                 {"top": message_id, "stamp": stamp},
             ).rowcount
             if leaf is not None and self._conn.execute(
@@ -343,7 +326,7 @@ class ConversationStore:
         with transaction(self._conn):
             parent = self.message(deleted.message_id).parent_id
             if parent is not None and self._conn.execute(
-                f"{_BRANCH} SELECT 1 FROM messages JOIN branch USING (id) WHERE deleted_at IS NOT NULL",
+                f"{BRANCH} SELECT 1 FROM messages JOIN branch USING (id) WHERE deleted_at IS NOT NULL",
                 {"leaf": parent, "lowest": 0},
             ).fetchone():
                 raise StoreError("This version was inside one deleted later: undo that deletion first.")
@@ -370,7 +353,7 @@ class ConversationStore:
             ).lastrowid
             parent = None
             for row in self._conn.execute(
-                f"{_BRANCH} SELECT m.* FROM messages m JOIN branch USING (id) ORDER BY m.position",
+                f"{BRANCH} SELECT m.* FROM messages m JOIN branch USING (id) ORDER BY m.position",
                 {"leaf": message_id, "lowest": 0},
             ).fetchall():
                 parent = self._conn.execute(
@@ -430,7 +413,7 @@ class ConversationStore:
         """A {"format": "hearth.conversation", "version": 2, ...} dict with every version (not
         deleted ones), ready for json.dump."""
         conversation = self.get_conversation(conversation_id)
-        # Window functions number the versions in one pass: _MESSAGE counts siblings per row,
+        # Window functions number the versions in one pass: MESSAGE counts siblings per row,
         # which a file of a hundred thousand versions of one message would make quadratic.
         tree = [StoredMessage.from_row(row) for row in self._conn.execute(
             "SELECT m.*, ROW_NUMBER() OVER siblings AS version, COUNT(*) OVER (PARTITION BY parent_id) AS versions"
@@ -446,7 +429,7 @@ class ConversationStore:
         Titles, messages, params, stats and timestamps are kept as they were. Bad input raises
         StoreError and adds nothing.
         """
-        return _insert_import(self._conn, *exchange.parse(data))
+        return insert_import(self._conn, *exchange.parse(data))
 
     # Internals
 
@@ -478,10 +461,11 @@ class ConversationStore:
         return message_id
 
     def _live(self, message_id: int) -> StoredMessage:
-        message = self.message(message_id)
-        if self._conn.execute("SELECT deleted_at FROM messages WHERE id = ?", (message_id,)).fetchone()[0]:
+        """The message, refused if it is a deleted version (read once, with its deleted_at)."""
+        row = self._message_row(message_id)
+        if row["deleted_at"]:
             raise StoreError(f"Message {message_id} was deleted.")
-        return message
+        return StoredMessage.from_row(row)
 
     def _leaf(self, conversation_id: int) -> tuple[int, int] | None:
         """(id, position) of the message ending the branch shown, None for an empty conversation.
@@ -504,7 +488,7 @@ class ConversationStore:
         """The messages of the branch ending at leaf with lowest <= position < below: a walk up
         from the leaf, which stops at `lowest`."""
         rows = self._conn.execute(
-            f"{_BRANCH} {_MESSAGE} JOIN branch USING (id) WHERE m.position < :below ORDER BY m.position",
+            f"{BRANCH} {MESSAGE} JOIN branch USING (id) WHERE m.position < :below ORDER BY m.position",
             {"leaf": leaf[0], "lowest": lowest, "below": below},
         )
         return [StoredMessage.from_row(row) for row in rows]
@@ -528,60 +512,3 @@ class ConversationStore:
                     "UPDATE messages SET status = 'cancelled', stats_json = ? WHERE id = ?",
                     (json.dumps(stats), row["id"]),
                 )
-
-
-def import_file(database: str | os.PathLike, file: Path) -> int:
-    """Import an export file into the database at `database`; returns the new conversation's id.
-
-    For a worker thread, so that reading, checking and storing a large file never freezes the
-    window: the connection is its own (ConversationStore's belongs to the GUI thread), and WAL
-    lets the window keep reading meanwhile. All or nothing: every failure is a StoreError and
-    adds nothing.
-    """
-    conversation, messages = exchange.parse(exchange.read_export(Path(file)))
-    conn = connect(database)
-    try:
-        return _insert_import(conn, conversation, messages)
-    except sqlite3.DatabaseError as exc:
-        raise database_error(database, exc) from exc
-    finally:
-        conn.close()
-
-
-def _insert_import(conn: sqlite3.Connection, conversation: dict, messages: list[dict]) -> int:
-    """One transaction: the conversation and all its messages (each under its "parent", an
-    index into messages), or nothing. The branch shown is the one through "current"."""
-    now = utc_now()
-    with transaction(conn):
-        conversation_id = conn.execute(
-            "INSERT INTO conversations (title, model, system_prompt, created_at, updated_at)"
-            " VALUES (:title, :model, :system_prompt, :created_at, :updated_at)",
-            conversation,
-        ).lastrowid
-        ids: list[int] = []
-        positions: list[int] = []
-        for message in messages:
-            parent = message["parent"]
-            positions.append(0 if parent is None else positions[parent] + 1)
-            ids.append(conn.execute(
-                "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
-                " stats_json, status, created_at, updated_at, viewed_at) VALUES (:conversation_id, :parent_id,"
-                " :position, :role, :content, :model, :params_json, :stats_json, :status, :created_at, :updated_at,"
-                " :viewed_at)",
-                {**message, "conversation_id": conversation_id, "position": positions[-1], "viewed_at": now,
-                 "parent_id": None if parent is None else ids[parent]},
-            ).lastrowid)
-        current = conversation["current"]
-        if current is not None:
-            conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?",
-                         (last_seen_leaf(conn, ids[current]), conversation_id))
-    return conversation_id
-
-
-def last_seen_leaf(conn: sqlite3.Connection, message_id: int) -> int:
-    """The end of the branch below message_id (itself included) that was seen last; among
-    branches never seen, the newest."""
-    return conn.execute(
-        f"SELECT id FROM messages m WHERE id IN {_SUBTREE}"
-        " AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = m.id AND c.deleted_at IS NULL)"
-        " ORDER BY viewed_at DESC, id DESC LIMIT 1", {"top": message_id}).fetchone()[0]
