@@ -41,7 +41,7 @@ from .engine.probe import ProbingOpener
 from .engine.remote_errors import RemoteError
 from .engine.sampling import SamplingParams
 from .engine.templates import TemplateError
-from .engine.types import LoadOptions, ModelDescription, ModelSource, ReplyStats, StopReason
+from .engine.types import LoadOptions, ModelDescription, ModelSource, OffloadSupport, ReplyStats, StopReason
 from .newest import NewestWins, Ticket
 from .serve.completions import Deliver, Job, Refusal, Refused
 from .serve.run_job import RAW_TEMPLATE, run_job
@@ -317,18 +317,18 @@ class EngineBridge(QObject):
         self._served: list[ServedJob] = []  # submitted and not yet ended, in the order they came
 
     @property
-    def gpu_available(self) -> bool:
-        """Whether this build of llama.cpp can offload layers to a GPU."""
-        from .engine.devices import supports_gpu_offload
+    def offload_support(self) -> OffloadSupport:
+        """Whether this build of llama.cpp can offload layers to a GPU here, and if not, why."""
+        from .engine.devices import offload_support
 
-        return supports_gpu_offload()
+        return offload_support()
 
     def gpu_memory(self) -> int | None:
         """The GPU's memory in bytes, where the build can offload and sees one. Asked only when
         needed: on a CUDA build the query sets up a CUDA context."""
         from .engine.devices import gpu_memory_bytes
 
-        return gpu_memory_bytes() if self.gpu_available else None
+        return gpu_memory_bytes() if self.offload_support.gpu else None
 
     # --- commands ------------------------------------------------------------------------------
 

@@ -40,7 +40,9 @@ from .engine.load_checks import flash_attention_for
 from .engine.memory_plan import Fit, MemoryPlan, plan
 from .engine.modelfile import ModelFileError
 from .engine.sampling import ModelDefaults, SamplingParams, model_params
-from .engine.types import LoadOptions, LocalModel, ModelDescription, ModelSettings, ModelSource, RemoteModel
+from .engine.types import (
+    LoadOptions, LocalModel, ModelDescription, ModelSettings, ModelSource, OffloadSupport, RemoteModel,
+)
 from .library import server_keys
 from .settings import Settings
 
@@ -132,9 +134,10 @@ class ModelSession(QObject):
         return self._reload_needed
 
     @property
-    def gpu_available(self) -> bool:
-        """Whether models can be offloaded to a GPU at all (the GPU-layers setting means anything)."""
-        return self._bridge.gpu_available
+    def offload_support(self) -> OffloadSupport:
+        """Whether models can be offloaded to a GPU at all (the GPU-layers setting means
+        anything), and if not, why."""
+        return self._bridge.offload_support
 
     def gpu_memory(self) -> int | None:
         """The GPU memory models may use, in bytes, or None where there is none."""
@@ -195,7 +198,7 @@ class ModelSession(QObject):
             current = self._current is not None and self._current.source == source
             settings = self._settings if current else self._store.model_settings(source.settings_key)
         layers = 0
-        if settings.gpu_layers != 0 and self.gpu_available:
+        if settings.gpu_layers != 0 and self.offload_support.gpu:
             layers = ALL_LAYERS if settings.gpu_layers is None else settings.gpu_layers
         options = settings.load_options()
         options = replace(options, flash_attn=flash_attention_for(options, layers))

@@ -12,7 +12,8 @@ import pytest
 
 from app.engine import cuda_driver, devices
 from app.engine.cuda_driver import DriverCheck, check_driver, loaded_runtime_version
-from app.engine.devices import OffloadSupport, judge_offload
+from app.engine.devices import judge_offload
+from app.engine.types import OffloadSupport
 
 
 def _no_driver_asked() -> DriverCheck:

@@ -22,6 +22,7 @@ import psutil
 from llama_cpp import llama_cpp as llama_c
 
 from .cuda_driver import DriverCheck, check_driver
+from .types import OffloadSupport
 
 log = logging.getLogger(__name__)
 
@@ -91,20 +92,6 @@ def supports_gpu_offload() -> bool:
 
 # ggml backends that compute on the CPU whatever the build: not a GPU the build was made for.
 _CPU_SIDE_BACKENDS = {"CPU", "BLAS", "RPC", "AMX"}
-
-
-@dataclass(frozen=True)
-class OffloadSupport:
-    """Which GPU backend this build has, whether it can use it here, and if not, why."""
-
-    backend: str  # "CUDA" (or another GPU backend's name), or "CPU" for a CPU-only build
-    gpu: bool  # layers can go to a GPU now
-    reason: str | None = None  # why a GPU build runs on the CPU; None when it does not
-
-    def describe(self) -> str:
-        if self.gpu:
-            return f"{self.backend} build; GPU in use"
-        return self.reason or "CPU build"
 
 
 def backend_registries() -> list[tuple[str, int]]:

@@ -140,6 +140,20 @@ class ModelSettings:
 
 
 @dataclass(frozen=True)
+class OffloadSupport:
+    """Which GPU backend this build has, whether it can use it here, and if not, why."""
+
+    backend: str  # "CUDA" (or another GPU backend's name), or "CPU" for a CPU-only build
+    gpu: bool  # layers can go to a GPU now
+    reason: str | None = None  # why a GPU build runs on the CPU; None when it does not
+
+    def describe(self) -> str:
+        if self.gpu:
+            return f"{self.backend} build; GPU in use"
+        return self.reason or "CPU build"
+
+
+@dataclass(frozen=True)
 class DeviceInfo:
     backend: str  # "CUDA" (or another GPU backend), "CPU", or "remote"
     gpu_layers: int

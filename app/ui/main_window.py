@@ -108,7 +108,7 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         self.composer = Composer()
         self.picker = ModelPicker(settings, self.servers)
         self.parameters = ParametersPanel(models)
-        self.parameters.set_gpu_available(models.gpu_available)
+        self.parameters.set_offload_support(models.offload_support)
 
         self.left_panel = QWidget()
         left_layout = QVBoxLayout(self.left_panel)

@@ -38,7 +38,7 @@ from ..engine.modelfile import ModelInfo
 from ..engine.remote_request import REMOTE_EXTENSION_FIELDS
 from ..engine.sampling import BOUNDS, Drafting, ModelDefaults, SamplingParams
 from ..engine.templates import fallback_name
-from ..engine.types import ModelDescription, ModelSettings
+from ..engine.types import ModelDescription, ModelSettings, OffloadSupport
 from ..model_session import ModelSession
 from .colors import Tone, set_tone
 from .form_grid import FormGrid
@@ -473,9 +473,11 @@ class ParametersPanel(QWidget):
         self.template_label.setText(self._template_description())
         self._show_plan()
 
-    def set_gpu_available(self, available: bool) -> None:
-        """Without GPU offload the layer count means nothing, so it is off and says why."""
-        self._gpu_available = available
+    def set_offload_support(self, support: OffloadSupport) -> None:
+        """Without GPU offload the layer count means nothing, so it is off and says why: a CPU
+        build has none, a CUDA build on a machine without a usable GPU says what it lacks."""
+        self._gpu_available = support.gpu
+        self.gpu_reason.setText(f"The model runs on the CPU ({support.reason})." if support.reason else NO_GPU_REASON)
         self._enable_model_fields()
 
     def _show_model(self, description: ModelDescription | None) -> None:

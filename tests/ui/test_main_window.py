@@ -10,12 +10,14 @@ from PySide6.QtTest import QTest
 
 from app.bridge import EngineBridge
 from app.download_manager import DownloadManager
+from app.engine.devices import offload_support
 from app.engine.types import ModelSettings
 from app.model_session import ModelSession
 from app.session import ChatSession
 from app.settings import Settings
 from app.store import ConversationStore
 from app.ui.main_window import MainWindow
+from app.ui.parameters_panel import NO_GPU_REASON
 
 SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
 
@@ -83,6 +85,20 @@ def test_model_is_shown_in_the_status_bar(harness):
     assert "Gemma 3 270m" in harness.window.model_label.text()
     assert "CPU" in harness.window.model_label.text() or "CUDA" in harness.window.model_label.text()
     assert harness.window.context_label.text() == "Context 0 / 2,048"
+
+
+def test_the_status_bar_and_the_gpu_note_say_why_the_model_runs_on_the_cpu(harness):
+    """This process's own answer (a CPU build here, a CUDA build without a driver under
+    `make test CUDA=1`), shown in both places the same way."""
+    support = offload_support()
+    note = harness.window.parameters.gpu_reason
+    if support.gpu:
+        assert note.isHidden() and "CUDA" in harness.window.model_label.text()
+    elif support.reason:
+        assert note.text() == f"The model runs on the CPU ({support.reason})."
+        assert support.reason in harness.window.model_label.text()
+    else:
+        assert note.text() == NO_GPU_REASON and "CPU (" in harness.window.model_label.text()
 
 
 def test_enter_sends_and_the_reply_streams_into_the_view(harness, qtbot):

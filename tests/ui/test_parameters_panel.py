@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QScrollArea, QStyleFactory
 
 from app.bridge import EngineBridge
 from app.engine.sampling import PRESETS, Drafting, SamplingParams
-from app.engine.types import ModelSettings
+from app.engine.types import ModelSettings, OffloadSupport
 from app.model_session import ModelSession
 from app.settings import Settings
 from app.ui.appearance import dark_palette
@@ -142,11 +142,14 @@ def test_every_control_explains_itself(panel):
 
 def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, qtbot, gemma_info):
     load_model(qtbot, panel._models, gemma_info.path.name)
-    panel.set_gpu_available(False)
+    panel.set_offload_support(OffloadSupport("CPU", False))
     assert not panel.gpu_layers.isEnabled()
     assert not panel.gpu_reason.isHidden() and panel.gpu_reason.text() == NO_GPU_REASON
     assert "no GPU offload" in NO_GPU_REASON
-    panel.set_gpu_available(True)
+    panel.set_offload_support(OffloadSupport("CUDA", False, "CUDA build; no NVIDIA driver found"))
+    assert not panel.gpu_layers.isEnabled()
+    assert panel.gpu_reason.text() == "The model runs on the CPU (CUDA build; no NVIDIA driver found)."
+    panel.set_offload_support(OffloadSupport("CUDA", True))
     assert panel.gpu_layers.isEnabled() and panel.gpu_reason.isHidden()
     assert panel.gpu_layers.maximum() == gemma_info.block_count + 1
     assert panel.n_ctx.maximum() == gemma_info.context_length
@@ -278,7 +281,7 @@ def label_fits(label) -> bool:
 @pytest.mark.parametrize("width", [300, 340, 380, 440, 520])
 def test_the_gpu_note_and_the_reload_notice_are_never_cut_off(panel, qtbot, gemma_info, width):
     load_model(qtbot, panel._models, gemma_info.path.name)
-    panel.set_gpu_available(False)
+    panel.set_offload_support(OffloadSupport("CPU", False))
     panel.resize(width, 480)  # short enough that the panel scrolls: the note was cut off in there
     panel.show()
     qtbot.waitExposed(panel)
@@ -313,7 +316,7 @@ def test_every_field_has_a_name_a_screen_reader_says(panel, qtbot, gemma_info):
 
 def test_muted_notes_read_at_4_5_to_1_in_light_and_dark(panel, qtbot, gemma_info, qapp):
     load_model(qtbot, panel._models, gemma_info.path.name)
-    panel.set_gpu_available(False)
+    panel.set_offload_support(OffloadSupport("CPU", False))
     panel.show()
     previous = qapp.palette()
     try:
