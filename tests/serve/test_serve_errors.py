@@ -147,7 +147,10 @@ def test_a_request_beyond_the_queue_is_429_and_served_once_there_is_room(http, s
     counting = {"model": served.model_id, "prompt": COUNTING, "temperature": 0, "max_tokens": 400, "stream": True}
     with http.stream("POST", "/completions", json=counting) as running:
         assert running.status_code == 200
-        next(running.iter_lines())  # the reply has started: the engine is busy
+        # The reply has started: the engine is busy. The line iterator is kept: a discarded
+        # one is closed at once, and closing it closes the connection, which cancels the reply.
+        lines = running.iter_lines()
+        next(lines)
         busy = http.post("/chat/completions", json=chat_body(served))
         assert error(busy, 429)["code"] == "rate_limit_exceeded"
         assert busy.headers["Retry-After"] == "1"
