@@ -87,7 +87,8 @@ def process_memory() -> dict[str, int]:
 
 def child(model: Path, n_ctx: int, kv: KvCacheType, flash: FlashAttention, words: int) -> dict:
     """One load and one reply in this process; what it took, and what llama.cpp said."""
-    from app.engine.generator import Engine, _Verifier
+    from app.engine.draft_verifier import DraftVerifier
+    from app.engine.generator import Engine
     from app.engine.sampling import SamplingParams
 
     said: list[str] = []
@@ -113,7 +114,7 @@ def child(model: Path, n_ctx: int, kv: KvCacheType, flash: FlashAttention, words
     llm = engine._llm
     used_cells = llm.n_tokens
     start = llm.n_tokens
-    verifier = _Verifier(llm, None)
+    verifier = DraftVerifier(llm, None)
     verifier._decode(list(llm.input_ids[start - DRAFT_ROWS:start]))  # the largest drafted batch
     llm.n_tokens = start
     llm._ctx.kv_cache_seq_rm(-1, start, -1)

@@ -3,8 +3,8 @@ few tokens where they appeared before, in the prompt or in the reply so far.
 
 Many replies repeat their input (code edits, quotes, reformatting, names and numbers), and
 there a copied guess is usually right. The engine checks a guess in one batch and keeps a
-guessed token only where the sampler picks it (generator.py's _Verifier), so the sampler,
-not the guess, decides the reply; a wrong guess only costs time. This module makes the
+guessed token only where the sampler picks it (draft_verifier.py), so the sampler, not the
+guess, decides the reply; a wrong guess only costs time. This module makes the
 guesses and decides how long a guess is worth checking (`DraftLength`): from how often this
 reply's guesses came true lately, and nothing where guessing does not pay.
 
