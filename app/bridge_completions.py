@@ -39,7 +39,7 @@ class BridgeCompletions:
     def follow(self, loaded: ModelDescription | None) -> None:
         """The model loaded in the window now (None: none). Requests must name it from now on;
         jobs already in line run on whichever model is loaded when their turn comes."""
-        self._model = None if loaded is None else ServedModel(loaded.record_name, loaded.n_ctx)
+        self._model = None if loaded is None else ServedModel.of(loaded)
 
     def model(self) -> ServedModel:
         """The model being served. With none loaded, every request is answered 503 saying so

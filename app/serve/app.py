@@ -24,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..engine.sampling import SamplingParams
 from ..engine.types import ReplyStats, StopReason
 from . import errors
 from .completions import Completions, Job, QueueFull, Refusal, Refused
@@ -39,10 +38,10 @@ DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # an oversized body is read this far so the cl
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def create_app(completions: Completions, api_key: str | None = None,
-               defaults: SamplingParams = SamplingParams(), on_startup=None) -> Starlette:
-    """The server's app. `api_key`: required of every request when given. `defaults`: the
-    sampling a request's missing fields take. `on_startup`: called once the app serves."""
+def create_app(completions: Completions, api_key: str | None = None, on_startup=None) -> Starlette:
+    """The server's app. `api_key`: required of every request when given. `on_startup`: called
+    once the app serves. A request's missing sampling fields take the served model's
+    (ServedModel.sampling), asked per request: the window's model can change while it serves."""
 
     def authorize(request: Request) -> None:
         if api_key is None:
@@ -74,13 +73,13 @@ def create_app(completions: Completions, api_key: str | None = None,
 
     async def chat(request: Request) -> Response:
         authorize(request)
-        parsed = parse_chat(await read_body(request), defaults)
+        parsed = parse_chat(await read_body(request), completions.model().sampling)
         check_model(parsed.model)
         return await answer(request, parsed, Job(parsed.params, messages=parsed.messages), ChatShape)
 
     async def complete(request: Request) -> Response:
         authorize(request)
-        parsed = parse_completion(await read_body(request), defaults)
+        parsed = parse_completion(await read_body(request), completions.model().sampling)
         check_model(parsed.model)
         return await answer(request, parsed, Job(parsed.params, prompt=parsed.prompt), CompletionShape)
 

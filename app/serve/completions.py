@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, Union
 
-from ..engine.sampling import SamplingParams
-from ..engine.types import ReplyStats
+from ..engine.sampling import PRESETS, SamplingParams, model_params
+from ..engine.types import ModelDescription, ReplyStats
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,19 @@ Deliver = Callable[[Event], None]
 
 @dataclass(frozen=True)
 class ServedModel:
-    """What GET /v1/models says about the model: its id (what requests must name) and context."""
+    """What GET /v1/models says about the model (its id, what requests must name, and context),
+    and the sampling a request's missing fields take: the model author's defaults
+    (general.sampling.*) over Hearth's, what `hearth chat` and the window start from."""
 
     model_id: str
-    context_length: int
+    context_length: int | None
+    sampling: SamplingParams = SamplingParams()
+
+    @classmethod
+    def of(cls, loaded: ModelDescription) -> "ServedModel":
+        info = loaded.info
+        sampling = model_params(info.sampling_defaults) if info is not None else PRESETS["Balanced"]
+        return cls(loaded.record_name, loaded.n_ctx, sampling)
 
 
 class QueueFull(Exception):

@@ -54,7 +54,7 @@ class EngineQueue:
 
     def __init__(self, backend: Backend, max_waiting: int = 8, template_override: str | None = None):
         description = backend.describe()
-        self._model = ServedModel(description.source.record_name, description.n_ctx)
+        self._model = ServedModel.of(description)
         self._backend = backend
         self._max_waiting = max_waiting
         self._template_override = template_override  # restored after raw prompts

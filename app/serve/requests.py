@@ -3,8 +3,9 @@
 No pydantic: the two bodies are small, and reading them here keeps the bundle ~5 MB lighter
 and the limits in one place. The sampling bounds are `sampling.BOUNDS`, the same the
 parameters panel and `hearth chat` use, so the server accepts exactly what the engine can do.
-A field the request leaves out (or sends as null) takes Hearth's default: the `defaults` the
-server was started with (the Balanced preset, as `hearth chat` and the GUI start with).
+A field the request leaves out (or sends as null) takes the served model's default
+(ServedModel.sampling: its author's general.sampling.* over the Balanced preset, what
+`hearth chat` and the window start from).
 
 What the engine cannot do is refused rather than ignored, so a client is never told it got
 something it did not: several choices (`n` > 1), log-probabilities, tools and function calls,
