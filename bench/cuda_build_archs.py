@@ -4,11 +4,13 @@ A CUDA build of llama.cpp takes over an hour on this project's 2-core machine fo
 architecture; the default list (scripts/llama-wheel-cuda.sh) has seven, and a build of all seven
 would hold both cores for hours. So this measures the ratio instead, in one run: it re-runs a
 spread sample of the nvcc commands from a finished build's log, once for the log's own
-architecture and once for the list, and scales the measured build by that ratio.
+architecture and once for the list, and scales the measured build by that ratio (and reports
+how much bigger the objects grow, which libggml-cuda.so does with them).
 
 nvcc compiles each file's host code once and its device code once per architecture, so the
 ratio is below the number of architectures; the sample is spread evenly over the files sorted by
-name (template instances and the big kernels alike), one compile at a time.
+name (template instances and the big kernels alike), and timed in CPU seconds, so that the
+ratio holds while other work shares the machine.
 
     .venv/bin/python bench/cuda_build_archs.py --source /path/to/llama_cpp_python-0.3.36 \
         --measured-minutes 76.5 --cpu-minutes 7
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import shlex
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 DEFAULT_ARCHS = "75-real;80-real;86-real;89-real;90-real;100-real;120-real"
@@ -76,10 +79,14 @@ def rewritten(words: list[str], source: Path, out: Path, flags: list[str]) -> li
     return result
 
 
-def compile_seconds(command: list[str]) -> float:
-    start = time.perf_counter()
+def compile_cost(command: list[str]) -> tuple[float, int]:
+    """CPU seconds (user and system) the compile and its children took, unlike wall time not
+    stretched by whatever else runs on the machine meanwhile, and the object's bytes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, Path(command[command.index("-o") + 1]).stat().st_size
 
 
 def main() -> None:
@@ -95,23 +102,32 @@ def main() -> None:
     commands = nvcc_commands(args.log or newest_cuda_log())
     step = len(commands) / args.sample
     sample = [commands[int(i * step + step / 2)] for i in range(args.sample)]
-    one, many, files = [], [], []
+    one, many, files, sizes = [], [], [], {"one": 0, "list": 0}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         for words in sample:
             logged = [w for w in words if _GENERATE.match(w)]
             files.append(Path(words[words.index("-c") + 1]).name)
-            one.append(compile_seconds(rewritten(words, args.source, out, logged)))
-            many.append(compile_seconds(rewritten(words, args.source, out, generate_flags(args.archs))))
+            for kind, flags, times in (("one", logged, one), ("list", generate_flags(args.archs), many)):
+                seconds, size = compile_cost(rewritten(words, args.source, out, flags))
+                times.append(seconds)
+                sizes[kind] += size
     ratio = sum(many) / sum(one)
     cuda_part = args.measured_minutes - args.cpu_minutes
+    cores = os.cpu_count() or 1
+    per_file = {"one": statistics.mean(one), "list": statistics.mean(many)}
     print(json.dumps({
-        "files": files, "one_arch_s": [round(t, 1) for t in one], "list_s": [round(t, 1) for t in many],
-        "per_file_ratio_median": round(statistics.median(m / o for m, o in zip(many, one)), 2),
+        "files": files, "one_arch_cpu_s": [round(t, 1) for t in one], "list_cpu_s": [round(t, 1) for t in many],
         "ratio": round(ratio, 2), "archs": args.archs,
+        # libggml-cuda.so grows with the device code: the objects' size ratio.
+        "object_size_ratio": round(sizes["list"] / sizes["one"], 2),
+        # The logged build's wall time, its CUDA part scaled by the ratio.
         "estimated_minutes": round(args.cpu_minutes + cuda_part * ratio),
+        # From the sample alone, on this machine's cores kept busy: every .cu file as the sample's mean.
+        "cu_files": len(commands),
+        "sampled_one_arch_minutes": round(args.cpu_minutes + per_file["one"] * len(commands) / cores / 60),
+        "sampled_list_minutes": round(args.cpu_minutes + per_file["list"] * len(commands) / cores / 60),
     }))
-
 
 if __name__ == "__main__":
     main()

@@ -20,8 +20,8 @@
 #   L40S), Hopper (90: H100/H200), Blackwell (100: B200/GB200; 120: RTX 50xx, RTX PRO, and
 #   GB10's 121 through binary compatibility). CUDA 13 compiles nothing older than Turing. No
 #   PTX: ggml's kernels take minutes to JIT-compile at first start, so every supported GPU gets
-#   machine code. One architecture (HEARTH_CUDA_ARCHS=89-real, or native on a machine with its GPU) builds in
-#   a seventh of the time; see the README for the times measured.
+#   machine code. One architecture (HEARTH_CUDA_ARCHS=89-real, or native on a machine with its GPU)
+#   is about a fifth of the CUDA work (bench/cuda_build_archs.py); the README has the times.
 #
 # Usage: scripts/llama-wheel-cuda.sh [PYTHON]   (PYTHON: the interpreter whose pip builds it)
 set -euo pipefail
