@@ -48,6 +48,7 @@ from .model_picker import ModelPicker
 from .parameters_panel import ParametersPanel
 from .settings_dialog import SettingsDialog
 from .shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
+from .sort_menu import sort_menu
 from .store_problems import StoreProblemBanner, reports_store_errors
 from .undo_bar import UndoBar
 from .welcome import Welcome
@@ -228,6 +229,7 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         for action in (self.conversations_action, self.panel_action):
             action.setCheckable(True)
             action.setChecked(True)
+        view_menu.addMenu(sort_menu("&Sort models by", self.picker.view, self))
         view_menu.addSeparator()
         view_menu.addMenu(appearance_menu(self, self.settings))
 

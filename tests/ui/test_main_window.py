@@ -17,6 +17,7 @@ from app.session import ChatSession
 from app.settings import Settings
 from app.store import ConversationStore
 from app.ui.main_window import MainWindow
+from app.ui.model_table import Column
 from app.ui.parameters_panel import NO_GPU_REASON
 
 SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
@@ -324,3 +325,36 @@ def test_every_file_menu_action_that_opens_a_dialog_opens_it(harness, qtbot):
         action.trigger()
         qtbot.waitUntil(lambda: bool(shown), timeout=5_000)
         assert shown[0], f"{text} opened no dialog"
+
+
+def test_the_model_list_sorts_from_the_view_menu_as_from_its_header(harness, qtbot, tmp_path):
+    """Qt's header never takes the keyboard focus: View → Sort models by is the keyboard's way."""
+    from test_model_picker import write_tiny_gguf
+
+    folder = tmp_path / "more-models"
+    write_tiny_gguf(folder / "1.gguf", name="Zebra finch")
+    write_tiny_gguf(folder / "2.gguf", name="Aardvark")
+    picker = harness.window.picker
+    with qtbot.waitSignal(picker.scanFinished, timeout=10_000):
+        picker.add_folder_path(folder)
+    view_menu = next(a.menu() for a in harness.window.menuBar().actions() if a.text() == "&View")
+    sort = next(a.menu() for a in view_menu.actions() if a.menu() and a.text() == "&Sort models by")
+    actions = {a.text(): a for a in sort.actions() if not a.isSeparator()}
+    header = picker.view.horizontalHeader()
+    assert actions["Order found"].isChecked()
+
+    def names() -> list[str]:
+        proxy = picker.proxy
+        shown = [proxy.index(row, Column.NAME).data() for row in range(proxy.rowCount())]
+        return [n for n in shown if n in ("Zebra finch", "Aardvark")]
+
+    found = names()
+    actions["Name"].trigger()
+    assert names() == ["Aardvark", "Zebra finch"] and actions["Name"].isChecked()
+    actions["Name"].trigger()  # again: the other way
+    assert names() == ["Zebra finch", "Aardvark"] and header.sortIndicatorOrder() == Qt.DescendingOrder
+    header.setSortIndicator(Column.SIZE, Qt.AscendingOrder)  # what a header click does
+    assert actions["Size"].isChecked()
+    actions["Order found"].trigger()
+    assert header.sortIndicatorSection() == -1 and names() == found
+    assert all(text.strip() for text in actions)
