@@ -11,7 +11,7 @@ Settings are per model (`app.settings.Settings` keeps them). Context length, GPU
 threads take effect when the model is loaded, so changing them offers a reload; a template
 override and everything else apply to the next reply. A model whose settings the user never
 changed samples as its author recommends (the GGUF's `general.sampling.*` keys, over Hearth's
-defaults: `sampling.model_params`); once changed, the user's settings are kept.
+defaults: `ModelDescription.starting_sampling`); once changed, the user's settings are kept.
 
 A model is a file (`LocalModel`) or a server's (`RemoteModel`). A server chooses its context,
 device and threads and applies its own chat template, so for a remote model those settings
@@ -39,7 +39,7 @@ from .engine import machine
 from .engine.load_checks import flash_attention_for
 from .engine.memory_plan import Fit, MemoryPlan, plan
 from .engine.modelfile import ModelFileError
-from .engine.sampling import ModelDefaults, SamplingParams, model_params
+from .engine.sampling import ModelDefaults
 from .engine.types import (
     LoadOptions, LocalModel, ModelDescription, ModelSettings, ModelSource, OffloadSupport, RemoteModel,
 )
@@ -248,9 +248,7 @@ class ModelSession(QObject):
     def _stored_or_starting(self, description: ModelDescription) -> ModelSettings:
         """The model's stored settings; a model whose settings were never changed samples with
         its author's defaults (Hearth's where the file gives none)."""
-        info = description.info
-        starting = model_params(info.sampling_defaults) if info is not None else SamplingParams()
-        return self._store.model_settings(description.source.settings_key, starting)
+        return self._store.model_settings(description.source.settings_key, description.starting_sampling)
 
     def _on_described(self, description: ModelDescription) -> None:
         if self._current is not None and description.source == self._current.source:

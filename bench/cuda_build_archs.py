@@ -1,8 +1,8 @@
 """What building the CUDA wheel for the default architecture list costs, from a one-architecture build.
 
-A CUDA build of llama.cpp takes over an hour on this project's 2-core machine for one GPU
-architecture; the default list (scripts/llama-wheel-cuda.sh) has seven, and a build of all seven
-would hold both cores for hours. So this measures the ratio instead, in one run: it re-runs a
+A CUDA build of llama.cpp for one GPU architecture took 76.5 minutes on this project's 2-core
+machine (shared with other work); the default list (scripts/llama-wheel-cuda.sh) has seven, and
+a build of all seven would hold both cores for hours. So this measures the ratio instead, in one run: it re-runs a
 spread sample of the nvcc commands from a finished build's log, once for the log's own
 architecture and once for the list, and scales the measured build by that ratio (and reports
 how much bigger the objects grow, which libggml-cuda.so does with them).
@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-DEFAULT_ARCHS = "75-real;80-real;86-real;89-real;90-real;100-real;120-real"
+DEFAULT_ARCHS = "75-real;80-real;86-real;89-real;90-real;100-real;120-real"  # scripts/llama-wheel-cuda.sh's ARCHS
 _GENERATE = re.compile(r"^--generate-code=")
 
 
@@ -54,10 +54,13 @@ def nvcc_commands(log: Path) -> list[list[str]]:
 
 
 def generate_flags(archs: str) -> list[str]:
-    """CMake's spelling of CMAKE_CUDA_ARCHITECTURES entries like 89-real."""
+    """CMake's spelling of CMAKE_CUDA_ARCHITECTURES entries of the form 89-real (machine code
+    only, as the wheel is built; `native` or PTX entries are not what it measures)."""
     flags = []
     for arch in archs.split(";"):
-        number = arch.split("-")[0]
+        if not arch.endswith("-real") or not arch[:-5].isdigit():
+            raise SystemExit(f"--archs takes entries like 89-real, not {arch!r}")
+        number = arch[:-5]
         flags.append(f"--generate-code=arch=compute_{number},code=[sm_{number}]")
     return flags
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .modelfile import ModelInfo
-from .sampling import SamplingParams
+from .sampling import ModelDefaults, SamplingParams, model_params
 from .text import printable
 
 
@@ -297,6 +297,13 @@ class ModelDescription:
     def path(self) -> Path | None:
         """The model file; None for a remote model."""
         return self.source.path if isinstance(self.source, LocalModel) else None
+
+    @property
+    def starting_sampling(self) -> SamplingParams:
+        """What this model samples with until someone says otherwise: its author's defaults
+        (general.sampling.*) over Hearth's, or Hearth's alone where the file gives none or
+        there is no file (a server's model)."""
+        return model_params(self.info.sampling_defaults if self.info is not None else ModelDefaults())
 
     @property
     def location(self) -> str:

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from ..engine.types import ReplyStats, StopReason
 from . import errors
-from .completions import Completions, Job, QueueFull, Refusal, Refused
+from .completions import Completions, Job, QueueFull, Refusal, Refused, ServedModel
 from .errors import ApiError
 from .replies import ClientGone, Reply
 from .requests import MAX_BODY_BYTES, ChatRequest, CompletionRequest, parse_chat, parse_completion
@@ -63,24 +63,25 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
 
     async def get_model(request: Request) -> Response:
         authorize(request)
-        check_model(request.path_params["model"])
+        check_model(request.path_params["model"], completions.model())
         return JSONResponse(model_entry())
 
-    def check_model(name: str) -> None:
-        served = completions.model().model_id
-        if name != served:
-            raise errors.unknown_model(name, served)
+    def check_model(name: str, served: ServedModel) -> None:
+        if name != served.model_id:
+            raise errors.unknown_model(name, served.model_id)
 
     async def chat(request: Request) -> Response:
         authorize(request)
-        parsed = parse_chat(await read_body(request), completions.model().sampling)
-        check_model(parsed.model)
+        served = completions.model()  # once: the window's model may change while this runs
+        parsed = parse_chat(await read_body(request), served.sampling)
+        check_model(parsed.model, served)
         return await answer(request, parsed, Job(parsed.params, messages=parsed.messages), ChatShape)
 
     async def complete(request: Request) -> Response:
         authorize(request)
-        parsed = parse_completion(await read_body(request), completions.model().sampling)
-        check_model(parsed.model)
+        served = completions.model()
+        parsed = parse_completion(await read_body(request), served.sampling)
+        check_model(parsed.model, served)
         return await answer(request, parsed, Job(parsed.params, prompt=parsed.prompt), CompletionShape)
 
     async def answer(request: Request, parsed: ChatRequest | CompletionRequest, job: Job, shape_type) -> Response:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, Union
 
-from ..engine.sampling import PRESETS, SamplingParams, model_params
+from ..engine.sampling import SamplingParams
 from ..engine.types import ModelDescription, ReplyStats
 
 
@@ -72,9 +72,7 @@ class ServedModel:
 
     @classmethod
     def of(cls, loaded: ModelDescription) -> "ServedModel":
-        info = loaded.info
-        sampling = model_params(info.sampling_defaults) if info is not None else PRESETS["Balanced"]
-        return cls(loaded.record_name, loaded.n_ctx, sampling)
+        return cls(loaded.record_name, loaded.n_ctx, loaded.starting_sampling)
 
 
 class QueueFull(Exception):

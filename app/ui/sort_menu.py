@@ -28,7 +28,7 @@ def sort_menu(title: str, table: QTableView, parent: QWidget) -> QMenu:
 
     unsorted = QAction(UNSORTED, menu)
     unsorted.setCheckable(True)
-    unsorted.setStatusTip("The order the models were found in, before any sorting")
+    unsorted.setStatusTip("The order before any sorting: the order the rows were found in")
     unsorted.triggered.connect(lambda _checked=False: header.setSortIndicator(-1, Qt.AscendingOrder))
     group.addAction(unsorted)
     menu.addAction(unsorted)
@@ -45,7 +45,7 @@ def sort_menu(title: str, table: QTableView, parent: QWidget) -> QMenu:
         menu.addAction(action)
         by_column[column] = action
 
-    def show_indicator(column: int, _order=None) -> None:
+    def show_indicator(column: int, _order: Qt.SortOrder | None = None) -> None:
         (by_column.get(column) or unsorted).setChecked(True)
 
     header.sortIndicatorChanged.connect(show_indicator)

@@ -57,4 +57,3 @@ def test_a_request_without_a_temperature_takes_the_models_own(serve):
     with plain_client:
         texts = {served_text(plain_client, plain.model_id, seed=seed) for seed in range(4)}
     assert len(texts) > 1, "without the author's defaults Hearth's own (temperature 0.7) sample"
-

@@ -149,6 +149,7 @@ def test_gpu_layers_are_disabled_with_the_reason_without_offload(panel, qtbot, g
     panel.set_offload_support(OffloadSupport("CUDA", False, "CUDA build; no NVIDIA driver found"))
     assert not panel.gpu_layers.isEnabled()
     assert panel.gpu_reason.text() == "The model runs on the CPU (CUDA build; no NVIDIA driver found)."
+    assert not panel.gpu_reason.isHidden()
     panel.set_offload_support(OffloadSupport("CUDA", True))
     assert panel.gpu_layers.isEnabled() and panel.gpu_reason.isHidden()
     assert panel.gpu_layers.maximum() == gemma_info.block_count + 1
