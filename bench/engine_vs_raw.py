@@ -53,19 +53,24 @@ def decode_rate(times: list[float]) -> float:
 
 # --- child processes ---------------------------------------------------------------------------
 
-def raw_llama(model: Path, default_threads: bool = False):
-    """llama-cpp-python as a script would use it, with the engine's thread counts unless asked."""
+def raw_llama(model: Path, default_threads: bool = False, **load):
+    """llama-cpp-python as a script would use it, with the engine's thread counts unless asked;
+    `load`: more of Llama's arguments (n_gpu_layers, for scripts/gpu_check.py)."""
     from llama_cpp import Llama
 
     from app.engine.devices import cpu_threads
 
     threads = {} if default_threads else {"n_threads": cpu_threads().generate, "n_threads_batch": cpu_threads().prompt}
-    return Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False, **threads)
+    return Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False, **threads, **load)
 
 
 def child_raw(model: Path, tokens: int, default_threads: bool = False) -> dict:
+    return timed_raw_reply(raw_llama(model, default_threads), model, tokens)
+
+
+def timed_raw_reply(llm, model: Path, tokens: int) -> dict:
+    """The greedy reply to PROMPT_TEXT through `create_completion(stream=True)`, timed."""
     prompt = rendered_prompt(model)
-    llm = raw_llama(model, default_threads)
     bos = llm.detokenize([llm.token_bos()], special=True).decode()
     prompt = prompt.removeprefix(bos)  # create_completion adds BOS itself
     times = []
@@ -78,6 +83,7 @@ def child_raw(model: Path, tokens: int, default_threads: bool = False) -> dict:
 
 
 def child_engine(model: Path, tokens: int) -> dict:
+    """Hearth's engine with its defaults (every layer on the GPU when the build sees one)."""
     from app.engine.generator import Engine
     from app.engine.types import LoadOptions
     from app.engine.sampling import SamplingParams
@@ -91,7 +97,8 @@ def child_engine(model: Path, tokens: int) -> dict:
             times.append(time.perf_counter())
         else:
             stats = event
-    return {"tokens": stats.completion_tokens, "tokens_per_s": decode_rate(times), "ttft_s": times[0] - start}
+    return {"tokens": stats.completion_tokens, "tokens_per_s": decode_rate(times), "ttft_s": times[0] - start,
+            "device": engine.device.describe()}
 
 
 def child_turns(model: Path, tokens: int) -> dict:

@@ -18,48 +18,19 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.engine_vs_raw import N_CTX, PROMPT_TEXT, decode_rate, rendered_prompt  # noqa: E402
+from bench.engine_vs_raw import child_engine, raw_llama, timed_raw_reply  # noqa: E402
 
 SELF_TEST_TIMEOUT_S = 600
 
 
 def child_raw(model: Path, tokens: int) -> dict:
     """llama-cpp-python as a script would use it on a GPU: every layer offloaded."""
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=str(model), n_ctx=N_CTX, n_gpu_layers=-1, swa_full=True, verbose=False)
-    prompt = rendered_prompt(model).removeprefix(llm.detokenize([llm.token_bos()], special=True).decode())
-    times = []
-    start = time.perf_counter()
-    for chunk in llm.create_completion(prompt, max_tokens=tokens, temperature=0.0, repeat_penalty=1.0, stream=True):
-        if chunk["choices"][0]["finish_reason"] is None:
-            times.append(time.perf_counter())
-    return {"tokens": len(times), "tokens_per_s": decode_rate(times), "ttft_s": times[0] - start}
-
-
-def child_engine(model: Path, tokens: int) -> dict:
-    """Hearth's engine with its defaults (every layer on the GPU when the build sees one)."""
-    from app.engine.generator import Engine
-    from app.engine.sampling import SamplingParams
-    from app.engine.types import LoadOptions
-
-    engine = Engine(model, LoadOptions(n_ctx=N_CTX))
-    params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=tokens)
-    times, stats = [], None
-    start = time.perf_counter()
-    for event in engine.stream([{"role": "user", "content": PROMPT_TEXT}], params):
-        if isinstance(event, str):
-            times.append(time.perf_counter())
-        else:
-            stats = event
-    return {"tokens": stats.completion_tokens, "tokens_per_s": decode_rate(times), "ttft_s": times[0] - start,
-            "device": engine.device.describe()}
+    return timed_raw_reply(raw_llama(model, default_threads=True, n_gpu_layers=-1), model, tokens)
 
 
 CHILDREN = {"raw": child_raw, "engine": child_engine}
