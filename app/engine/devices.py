@@ -38,29 +38,31 @@ class Device:
     memory_free: int
 
 
+_SIZE, _HANDLE, _TEXT = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
+# ggml's device and backend-registry functions: name -> (argument types, result type).
+_GGML_SIGNATURES = {
+    "ggml_backend_dev_count": ([], _SIZE),
+    "ggml_backend_dev_get": ([_SIZE], _HANDLE),
+    "ggml_backend_dev_name": ([_HANDLE], _TEXT),
+    "ggml_backend_dev_description": ([_HANDLE], _TEXT),
+    "ggml_backend_dev_type": ([_HANDLE], ctypes.c_int),
+    "ggml_backend_dev_memory": ([_HANDLE, ctypes.POINTER(_SIZE), ctypes.POINTER(_SIZE)], None),
+    "ggml_backend_reg_count": ([], _SIZE),
+    "ggml_backend_reg_get": ([_SIZE], _HANDLE),
+    "ggml_backend_reg_name": ([_HANDLE], _TEXT),
+    "ggml_backend_reg_dev_count": ([_HANDLE], _SIZE),
+}
+
+
+@functools.cache
 def _ggml() -> ctypes.CDLL:
     """ggml's functions, looked up through libllama, which links libggml: a bundle keeps ggml only
     under its SONAME (libggml.so.0, build.spec), so it is not opened by its unversioned name. Its
-    own CDLL object, so that the argtypes set here are not llama_cpp's."""
+    own CDLL object, so that the argtypes set here are not llama_cpp's; made once per process."""
     lib = ctypes.CDLL(llama_c._lib._name)
-    lib.ggml_backend_dev_count.restype = ctypes.c_size_t
-    lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
-    lib.ggml_backend_dev_get.restype = ctypes.c_void_p
-    lib.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
-    lib.ggml_backend_dev_name.restype = ctypes.c_char_p
-    lib.ggml_backend_dev_description.argtypes = [ctypes.c_void_p]
-    lib.ggml_backend_dev_description.restype = ctypes.c_char_p
-    lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
-    lib.ggml_backend_dev_type.restype = ctypes.c_int
-    lib.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
-    lib.ggml_backend_dev_memory.restype = None
-    lib.ggml_backend_reg_count.restype = ctypes.c_size_t
-    lib.ggml_backend_reg_get.argtypes = [ctypes.c_size_t]
-    lib.ggml_backend_reg_get.restype = ctypes.c_void_p
-    lib.ggml_backend_reg_name.argtypes = [ctypes.c_void_p]
-    lib.ggml_backend_reg_name.restype = ctypes.c_char_p
-    lib.ggml_backend_reg_dev_count.argtypes = [ctypes.c_void_p]
-    lib.ggml_backend_reg_dev_count.restype = ctypes.c_size_t
+    for name, (argtypes, restype) in _GGML_SIGNATURES.items():
+        function = getattr(lib, name)
+        function.argtypes, function.restype = argtypes, restype
     return lib
 
 
