@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reply_events import collect
+
 from app.engine.generator import Engine
 from app.engine.sampling import SamplingParams
-from app.engine.types import ReplyStats, ReplyStatus
+from app.engine.types import ReplyStatus
 from app.reply_history import history
 from app.store import ConversationStore
 
@@ -80,12 +82,7 @@ class BranchWalk:
         else:
             reply_id = self.store.add_version(replacing, "", **streaming)
         after = self.after_divergence(messages)
-        pieces, stats = [], None
-        for event in self.engine.stream(messages, self.params):
-            if isinstance(event, ReplyStats):
-                stats = event
-            else:
-                pieces.append(event)
+        pieces, stats = collect(self.engine.stream(messages, self.params))
         text = "".join(pieces)
         self.store.finish_message(reply_id, text, stats, ReplyStatus.after(stats.stop_reason))
         if stats.dropped_messages:

@@ -8,6 +8,8 @@ import threading
 import psutil
 import pytest
 
+from reply_events import collect
+
 from app.engine.context import REFILL_FRACTION, ContextFullError
 from app.engine.devices import cpu_threads
 from app.engine.generator import Engine
@@ -27,13 +29,7 @@ def engine(gemma_path):
 
 
 def run(engine, messages, params=GREEDY, cancel=None):
-    chunks, stats = [], None
-    for event in engine.stream(messages, params, cancel):
-        if isinstance(event, ReplyStats):
-            stats = event
-        else:
-            chunks.append(event)
-    return chunks, stats
+    return collect(engine.stream(messages, params, cancel))
 
 
 def ask(text):

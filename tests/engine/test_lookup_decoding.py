@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import pytest
 from llama_cpp import llama_cpp as llama_c
 
+from reply_events import collect
+
 from app.__main__ import build_parser
 from app.cli import sampling_from_args
 from app.engine import lookup
@@ -54,14 +56,7 @@ class Reply:
 
 def reply(engine: Engine, messages, params: SamplingParams, cancel_after: int | None = None) -> Reply:
     cancel = threading.Event()
-    chunks, stats = [], None
-    for event in engine.stream(messages, params, cancel):
-        if isinstance(event, ReplyStats):
-            stats = event
-        else:
-            chunks.append(event)
-            if len(chunks) == cancel_after:
-                cancel.set()
+    chunks, stats = collect(engine.stream(messages, params, cancel), cancel, cancel_after)
     llm = engine._llm
     kv_positions = llama_c.llama_memory_seq_pos_max(llama_c.llama_get_memory(llm._ctx.ctx), 0) + 1
     return Reply("".join(chunks), chunks, stats, engine.last_draft_stats, engine.cached_tokens, llm.n_tokens,

@@ -12,6 +12,8 @@ import threading
 import openai
 import pytest
 
+from reply_events import collect
+
 from app.engine.backend import open_backend
 from app.engine.remote import RemoteBackend
 from app.engine.remote_errors import RemoteError, RemoteFailure
@@ -94,14 +96,7 @@ def test_a_stop_string_ends_the_reply_where_the_server_stopped(backend, llama_se
 def test_stop_mid_reply_keeps_the_text_and_the_model_goes_on(backend):
     full, _ = reply(backend)
     cancel = threading.Event()
-    pieces = []
-    for event in backend.stream(QUESTION, GREEDY, cancel):
-        if isinstance(event, str):
-            pieces.append(event)
-            if len(pieces) == 3:
-                cancel.set()
-        else:
-            stats = event
+    pieces, stats = collect(backend.stream(QUESTION, GREEDY, cancel), cancel, cancel_after=3)
     assert stats.stop_reason is StopReason.CANCELLED and len(pieces) == 3
     assert full.startswith("".join(pieces)) and len("".join(pieces)) < len(full)
     assert reply(backend)[0] == full  # the connection Stop shut down is replaced

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from reply_events import collect
+
 from app.engine.generator import Engine
 from app.engine.kv_state import StateCache
 from app.engine.sampling import SamplingParams
@@ -43,13 +45,8 @@ FIRST = history() + [{"role": "user", "content": "Which river has the most towns
 
 
 def reply(engine: Engine, messages: list[dict], conversation_id: int | None) -> tuple[str, ReplyStats]:
-    text, stats = "", None
-    for event in engine.stream(messages, GREEDY, conversation_id=conversation_id):
-        if isinstance(event, ReplyStats):
-            stats = event
-        else:
-            text += event
-    return text, stats
+    pieces, stats = collect(engine.stream(messages, GREEDY, conversation_id=conversation_id))
+    return "".join(pieces), stats
 
 
 def ask(messages: list[dict], answer: str, question: str) -> list[dict]:

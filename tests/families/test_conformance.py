@@ -20,6 +20,8 @@ import itertools
 import pytest
 
 import make_tiny_models as tiny
+from reply_events import collect
+
 from app.engine.generator import Engine
 from app.engine.types import LoadOptions, ReplyStats
 from app.engine.modelfile import END_OF_TURN_TEXTS, inspect_model
@@ -104,12 +106,7 @@ def file_id(path, text: str) -> int:
 
 
 def run(engine: Engine, messages: list[dict], params: SamplingParams) -> tuple[str, ReplyStats]:
-    chunks, stats = [], None
-    for event in engine.stream(messages, params):
-        if isinstance(event, ReplyStats):
-            stats = event
-        else:
-            chunks.append(event)
+    chunks, stats = collect(engine.stream(messages, params))
     assert stats is not None and stats.error is None, stats
     return "".join(chunks), stats
 
