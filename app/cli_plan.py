@@ -4,8 +4,8 @@
     --ctx N                the context length (default: the engine's, min(trained, 4096))
     --kv-type f16|q8_0|q4_0  the K and V cache type (default f16)
     --flash-attn auto|on|off (default auto, which llama.cpp turns on for the CPU and CUDA)
-    --gpu-layers N|auto    layers to offload (default: all on a build that can offload, as the
-                           engine does; auto: as many as free VRAM holds); 0 on a CPU build
+    --gpu-layers N|auto    layers to offload (default auto, as the engine loads: as many as free
+                           VRAM holds); 0 on a CPU build
 
 Free RAM is this machine's now (MemAvailable); free VRAM is asked of llama.cpp's devices only
 on a build that can offload.
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
-from .engine.memory_plan import auto_gpu_layers, plan
+from .engine.memory_plan import gpu_layers_for, plan
 from .engine.model_shape import model_shape
 from .engine.modelfile import inspect_model
 from .engine.text import printable
@@ -35,8 +36,8 @@ def add_plan_arguments(inspect: argparse.ArgumentParser) -> None:
     inspect.add_argument("--flash-attn", choices=[mode.value for mode in FlashAttention],
                          help="with --plan: flash attention (default auto)")
     inspect.add_argument("--gpu-layers", type=_layers,
-                         help="with --plan: layers offloaded to the GPU, or auto (default: all, on a build "
-                              "that can offload)")
+                         help="with --plan: layers offloaded to the GPU, or auto (default: auto, as many as "
+                              "free VRAM holds, as the engine loads)")
 
 
 def run_plan(args) -> int:
@@ -50,14 +51,9 @@ def run_plan(args) -> int:
                           flash_attn=FlashAttention(args.flash_attn) if args.flash_attn else FlashAttention.AUTO)
     offloads = machine.can_offload()
     free_vram = machine.free_vram() if offloads else None
-    if not offloads:
-        gpu_layers = 0  # as the engine loads on a CPU build, whatever was asked
-    elif args.gpu_layers == AUTO:
-        gpu_layers = auto_gpu_layers(shape, options, free_vram=free_vram)
-    elif args.gpu_layers is None:
-        gpu_layers = shape.n_layer + 1
-    else:
-        gpu_layers = args.gpu_layers
+    asked_layers = None if args.gpu_layers == AUTO else args.gpu_layers
+    gpu_layers = gpu_layers_for(shape, replace(options, n_gpu_layers=asked_layers), offloads=offloads,
+                                free_vram=lambda: free_vram)
     result = plan(shape, options, gpu_layers=gpu_layers, free_ram=machine.free_ram(), free_vram=free_vram)
     asked = {"n_ctx": args.ctx, "kv_type": str(kv), "flash_attn": str(options.flash_attn),
              "gpu_layers": args.gpu_layers}

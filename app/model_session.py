@@ -36,8 +36,7 @@ from PySide6.QtCore import QObject, Signal
 
 from .bridge import EngineBridge
 from .engine import machine
-from .engine.load_checks import flash_attention_for
-from .engine.memory_plan import Fit, MemoryPlan, plan
+from .engine.memory_plan import Fit, MemoryPlan, gpu_layers_for, plan
 from .engine.modelfile import ModelFileError
 from .engine.sampling import ModelDefaults
 from .engine.types import (
@@ -45,9 +44,6 @@ from .engine.types import (
 )
 from .library import server_keys
 from .settings import Settings
-
-
-ALL_LAYERS = 1 << 20  # "All" GPU layers: the plan offloads at most every layer the model has
 
 
 class ModelSession(QObject):
@@ -188,8 +184,9 @@ class ModelSession(QObject):
         """What loading `source` (default: the current model) with `settings` (default: the
         ones it would load with now) takes, against the memory free now. None for a server's
         model (the server's memory is its own) and for a file whose header cannot be read
-        (its load will say why). Flash attention is planned as the engine resolves Auto, and
-        GPU layers as the build can offload them (none on a CPU build, "All" is every layer)."""
+        (its load will say why). GPU layers and flash attention are planned as the engine
+        resolves them (memory_plan.gpu_layers_for: none on a CPU build, Auto as many as free
+        VRAM holds)."""
         if source is None:
             source = self._current.source if self._current is not None else None
         if not isinstance(source, LocalModel):
@@ -197,12 +194,10 @@ class ModelSession(QObject):
         if settings is None:
             current = self._current is not None and self._current.source == source
             settings = self._settings if current else self._store.model_settings(source.settings_key)
-        layers = 0
-        if settings.gpu_layers != 0 and self.offload_support.gpu:
-            layers = ALL_LAYERS if settings.gpu_layers is None else settings.gpu_layers
         options = settings.load_options()
-        options = replace(options, flash_attn=flash_attention_for(options, layers))
         try:
+            layers = gpu_layers_for(source.path, options, offloads=self.offload_support.gpu,
+                                    free_vram=machine.free_vram)
             return plan(source.path, options, gpu_layers=layers, free_ram=machine.free_ram(),
                         free_vram=machine.free_vram() if layers else None)
         except ModelFileError:

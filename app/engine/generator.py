@@ -48,7 +48,7 @@ from .kv_state import StateCache, StateKey
 from .load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
 from .lookup import DraftStats
 from .machine import free_vram
-from .memory_plan import auto_gpu_layers
+from .memory_plan import gpu_layers_for
 from .modelfile import ModelFileError, ModelInfo, inspect_model
 from .sampling import Drafting, SamplingParams
 from .stops import StopStringMatcher
@@ -107,12 +107,7 @@ class Engine(Backend):
         info, options = self.info, self.options
         n_ctx = options.n_ctx or min(info.context_length or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
         gpu = supports_gpu_offload()
-        if not gpu:
-            n_gpu_layers = 0
-        elif options.n_gpu_layers is None:  # Auto: as many layers as free VRAM holds
-            n_gpu_layers = auto_gpu_layers(info.path, options, free_vram=free_vram())
-        else:
-            n_gpu_layers = options.n_gpu_layers
+        n_gpu_layers = gpu_layers_for(info.path, options, offloads=gpu, free_vram=free_vram)
         total_layers = (info.block_count or 0) + 1  # the output layer counts too
         offloaded = total_layers if n_gpu_layers < 0 else min(n_gpu_layers, total_layers)
         threads = cpu_threads()

@@ -53,6 +53,7 @@ which are there before any load.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
@@ -204,6 +205,19 @@ def auto_gpu_layers(model: ModelShape | ModelInfo | str | os.PathLike, options: 
         if _sizes(shape, options, n_ctx, layers, swa_full).total_vram <= budget:
             return layers
     return 0
+
+
+def gpu_layers_for(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions, *, offloads: bool,
+                   free_vram: Callable[[], int | None]) -> int:
+    """The layers a load with `options` puts on the GPU, decided as the engine loads: none on a
+    build that cannot offload, Auto (None) as many as free VRAM holds, else the number asked.
+    The engine, the window's plan and `hearth inspect --plan` all ask here, so what is planned is
+    what loads. `free_vram` is asked only for Auto: on a CUDA build it sets up a CUDA context."""
+    if not offloads:
+        return 0
+    if options.n_gpu_layers is None:
+        return auto_gpu_layers(model, options, free_vram=free_vram())
+    return options.n_gpu_layers
 
 
 # --- the arithmetic -----------------------------------------------------------------------------

@@ -16,13 +16,16 @@ import logging
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from gguf_corpus import BOOL, U32, Shape, array, damaged_copy, read_real_header, tiny_llama, u32
 
 from app.engine import machine
-from app.engine.memory_plan import ACCURACY, MIB, VRAM_MARGIN, Fit, auto_gpu_layers, largest_context, plan
+from app.engine.memory_plan import (
+    ACCURACY, MIB, VRAM_MARGIN, Fit, auto_gpu_layers, gpu_layers_for, largest_context, plan,
+)
 from app.engine.model_shape import model_shape
 from app.engine.modelfile import ModelFileError
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions
@@ -188,6 +191,24 @@ def test_gpu_layers_auto_fills_free_vram_less_llama_cpp_s_margin(tiny):
     assert auto_gpu_layers(tiny, options(1024), free_vram=VRAM_MARGIN + three - 1) == 2
     assert auto_gpu_layers(tiny, options(1024), free_vram=FREE) == 5
     assert auto_gpu_layers(tiny, options(1024), free_vram=None) == 0
+
+
+def test_the_layers_planned_are_the_layers_the_engine_loads(tiny):
+    """gpu_layers_for decides for the engine, the window's plan and `inspect --plan` alike:
+    Auto (None) is auto_gpu_layers, not every layer; free VRAM is asked only for Auto."""
+    three = plan(tiny, options(1024), gpu_layers=3, free_ram=FREE, free_vram=FREE).total_vram
+    asked = []
+
+    def free_vram():
+        asked.append(1)
+        return VRAM_MARGIN + three
+
+    auto = replace(options(1024), n_gpu_layers=None)
+    assert gpu_layers_for(tiny, auto, offloads=True, free_vram=free_vram) == 3 and asked == [1]
+    assert gpu_layers_for(tiny, replace(auto, n_gpu_layers=5), offloads=True, free_vram=free_vram) == 5
+    assert gpu_layers_for(tiny, auto, offloads=False, free_vram=free_vram) == 0
+    assert gpu_layers_for(tiny, replace(auto, n_gpu_layers=5), offloads=False, free_vram=free_vram) == 0
+    assert asked == [1]
 
 
 def test_repacked_weights_count_twice_only_when_mapped(gemma_path, monkeypatch):
