@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from ..context_use import ContextUse
 from ..download_manager import DownloadManager
 from ..engine.kv_state import StateCache
-from ..engine.types import LocalModel
+from ..engine.types import LocalModel, ModelSettings
 from ..local_server import LocalServer
 from ..model_session import ModelSession
 from ..remote_servers import RemoteServers
@@ -300,8 +300,10 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         models.loadNeedsConfirmation.connect(self.on_load_needs_confirmation)
         # The fit column: each file at its saved settings, against the memory free now.
         self.picker.set_planner(lambda path: models.memory_plan(LocalModel(path)))
-        for changed in (models.settingsChanged, models.modelLoaded, models.modelUnloaded):
-            changed.connect(lambda *_args: self.picker.refresh_fits())
+        self._fits_planned_with: ModelSettings | None = None
+        for changed in (models.modelLoaded, models.modelUnloaded):
+            changed.connect(self.fits_are_stale)
+        models.settingsChanged.connect(self.replan_fits)
         models.modelUnloaded.connect(self.on_model_unloaded)
         if models.current is not None:  # a window opened over a model loaded before it
             self.on_model_loaded(models.current)

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import QDialog, QMessageBox, QVBoxLayout
 from ..engine.memory_plan import MemoryPlan
 
 from ..engine.text import printable, shorten
-from ..engine.types import LocalModel, ModelDescription, ModelSource, RemoteModel
+from ..engine.types import LocalModel, ModelDescription, ModelSettings, ModelSource, RemoteModel
 from . import plan_text
 from .remote_rows import RemoteEntry
 from .tooltips import plain_tooltip
@@ -130,6 +130,20 @@ class ModelDisplay:
         base_model = info is not None and not (info.chat_template or info.named_chat_templates)
         self.chat.set_welcome(Welcome(loaded.name, base_model=base_model))
         self._send_waiting()
+
+    def fits_are_stale(self, *_loaded) -> None:
+        """A load or unload changed the free memory: the fit column is planned again at the
+        settingsChanged ModelSession sends right after."""
+        self._fits_planned_with = None
+
+    def replan_fits(self, settings: ModelSettings) -> None:
+        """Plan the model list's fit column again when what it depends on changed: the free
+        memory (a load, an unload) or the current model's load settings. Not for a sampling or
+        system-prompt edit, which is a settingsChanged on every keystroke: planning every
+        listed file on the GUI thread for it would be wasted."""
+        planned_with, self._fits_planned_with = self._fits_planned_with, settings
+        if planned_with is None or settings.needs_reload_from(planned_with):
+            self.picker.refresh_fits()
 
     def on_model_unloaded(self) -> None:
         self.picker.set_current(None)

@@ -364,3 +364,21 @@ def test_the_model_list_sorts_from_the_view_menu_as_from_its_header(harness, qtb
     x = header.sectionViewportPosition(Column.SIZE) + header.sectionSize(Column.SIZE) // 2
     QTest.mouseClick(header.viewport(), Qt.LeftButton, pos=QPoint(x, header.height() // 2))
     assert actions["Size"].isChecked() and header.sortIndicatorSection() == Column.SIZE
+
+
+def test_the_fit_column_is_planned_again_for_load_settings_not_for_each_sampling_edit(harness, monkeypatch):
+    """A sampling or system-prompt edit is a settingsChanged on every keystroke; re-planning
+    every listed file for it was wasted work on the GUI thread."""
+    picker, models = harness.window.picker, harness.models
+    replanned = []
+    refresh = picker.refresh_fits
+    monkeypatch.setattr(picker, "refresh_fits", lambda: (replanned.append(1), refresh()))
+    row = picker.model.row_of(harness.gemma_path)
+    tip = picker.model.index(row, Column.FIT).data(Qt.ToolTipRole)
+
+    harness.short_replies(temperature=0.3)
+    models.update_settings(models.settings.with_changes(system_prompt="Be brief."))
+    assert replanned == []
+    models.update_settings(models.settings.with_changes(n_ctx=8192))
+    assert replanned == [1]
+    assert picker.model.index(row, Column.FIT).data(Qt.ToolTipRole) != tip  # a bigger KV cache
