@@ -39,7 +39,7 @@ from .cli import (UsageError, check_context, message_text, refuse_load_flags_for
 from .cli_load_options import load_options_from_args, print_load_notes
 from .cli_conversations import conversation, holding_data_folder
 from .engine.backend import Backend, open_backend
-from .engine.modelfile import inspect_model
+from .engine.modelfile import ModelInfo, inspect_model
 from .engine.sampling import SamplingParams, model_params
 from .engine.text import printable
 from .engine.types import LoadOptions, LocalModel, ModelSource, RemoteModel, ReplyStats, ReplyStatus, StopReason
@@ -77,11 +77,11 @@ def run_chat_in_conversation(args) -> int:
             stored = conversation(store, args.conversation)
             settings = Settings.for_profile()
             source = _model(args, stored.id, stored.model, settings)
-            starting = (model_params(inspect_model(source.path).sampling_defaults)
-                        if isinstance(source, LocalModel) else SamplingParams())
+            info = inspect_model(source.path) if isinstance(source, LocalModel) else None  # once: a header walk
+            starting = model_params(info.sampling_defaults) if info is not None else SamplingParams()
             model_settings = settings.model_settings(source.settings_key, starting)
             params = sampling_from_args(args, model_settings.sampling)
-            backend = open_backend(source, _load_options(args, source, model_settings.load_options()),
+            backend = open_backend(source, _load_options(args, info, model_settings.load_options()),
                                    states=open_state_cache(settings))
             print_load_notes(backend.describe())
             try:  # loaded before anything is stored: a model that fails to load adds nothing
@@ -129,13 +129,14 @@ def find_model_file(name: str, settings: Settings) -> Path | None:
                  if entry.usable and entry.path.name == name), None)
 
 
-def _load_options(args, source: ModelSource, saved: LoadOptions) -> LoadOptions:
-    """The window's load options for the model, with --ctx, --gpu-layers and the load flags
-    (flash attention, cache types, mmap, mlock) where given."""
-    if isinstance(source, RemoteModel):
+def _load_options(args, info: ModelInfo | None, saved: LoadOptions) -> LoadOptions:
+    """The window's load options for the model (`info`: its file's header; None for a server's
+    model), with --ctx, --gpu-layers and the load flags (flash attention, cache types, mmap,
+    mlock) where given."""
+    if info is None:
         refuse_load_flags_for_server(args)
         return saved
-    check_context(args.ctx, inspect_model(source.path).context_length)
+    check_context(args.ctx, info.context_length)
     given = {"n_ctx": args.ctx, "n_gpu_layers": args.gpu_layers}
     return load_options_from_args(
         args, dataclasses.replace(saved, **{name: value for name, value in given.items() if value is not None}))
