@@ -33,7 +33,7 @@ from functools import partial
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from . import paths
-from .engine.backend import Backend, BackendOpener, LoadCancelled, open_backend
+from .engine.backend import Backend, BackendOpener, LoadCancelled, closing_reply, open_backend
 from .engine.context import ContextFullError
 from .engine.kv_state import StateCache
 from .engine.modelfile import ModelFileError
@@ -199,17 +199,18 @@ class EngineWorker(QObject):
         pending: list[str] = []
         last_emit = time.perf_counter()
         stats = ReplyStats()
-        for event in stream:
-            if isinstance(event, ReplyStats):
-                stats = event
-                break
-            pieces.append(event)
-            pending.append(event)
-            now = time.perf_counter()
-            if now - last_emit >= CHUNK_INTERVAL_S:
-                self.chunk.emit(ticket, "".join(pending))
-                pending.clear()
-                last_emit = now
+        with closing_reply(stream) as events:
+            for event in events:
+                if isinstance(event, ReplyStats):
+                    stats = event
+                    break
+                pieces.append(event)
+                pending.append(event)
+                now = time.perf_counter()
+                if now - last_emit >= CHUNK_INTERVAL_S:
+                    self.chunk.emit(ticket, "".join(pending))
+                    pending.clear()
+                    last_emit = now
         if pending:
             self.chunk.emit(ticket, "".join(pending))
         self.replyFinished.emit(ticket, "".join(pieces), stats)

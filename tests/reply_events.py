@@ -6,19 +6,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from app.engine.backend import closing_reply
 from app.engine.types import ReplyStats
 
 
 def collect(events: Iterable[str | ReplyStats], cancel: threading.Event | None = None,
             cancel_after: int | None = None) -> tuple[list[str], ReplyStats | None]:
-    """(pieces, stats) of one reply; with `cancel_after`, `cancel` is set once that many pieces
-    have come, as a user pressing Stop mid-reply."""
-    pieces, stats = [], None
-    for event in events:
-        if isinstance(event, ReplyStats):
-            stats = event
-        else:
+    """(pieces, stats) of one reply, read as the window's worker and the server read it: up to
+    its ReplyStats and no further, the stream closed then (Backend.stream: whatever must happen
+    when a reply ends happens before its ReplyStats). With `cancel_after`, `cancel` is set once
+    that many pieces have come, as a user pressing Stop mid-reply."""
+    pieces: list[str] = []
+    with closing_reply(events) as stream:
+        for event in stream:
+            if isinstance(event, ReplyStats):
+                return pieces, event
             pieces.append(event)
             if len(pieces) == cancel_after:
                 cancel.set()
-    return pieces, stats
+    return pieces, None

@@ -15,9 +15,10 @@ between tokens, so a reply can be stopped while the thread that runs it is busy.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .kv_state import StateCache
 from .sampling import SamplingParams
@@ -57,6 +58,13 @@ class Backend(ABC):
         takes long enough for a person to notice. `conversation_id` names the stored
         conversation the reply belongs to, where there is one: a backend may keep work per
         conversation (the Engine's saved KV state).
+
+        The ReplyStats is the stream's last act, not just its last item: consumers stop when
+        it comes and never ask for another (the window's worker, the server's run_job), so
+        whatever must happen when a reply ends (recording it, freeing what it held) happens
+        before the ReplyStats is yielded; code after that yield never runs. Consumers close
+        the stream at that point (`closing_reply`), so that a generator's `finally`
+        runs at once, on the thread that owns the backend, not whenever it is collected.
         """
 
     def prepare(self, conversation_id: int | None) -> None:
@@ -75,6 +83,19 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Free the model. The backend is not used again."""
+
+
+@contextlib.contextmanager
+def closing_reply(stream: Iterable[str | ReplyStats]) -> Iterator[Iterator[str | ReplyStats]]:
+    """Read a Backend's stream, and close it when the reading ends (at its ReplyStats, or on a
+    failure): a generator's `finally` then runs here, on the backend's own thread, not later
+    wherever the abandoned generator happens to be collected."""
+    try:
+        yield iter(stream)
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close):
+            close()
 
 
 # What loads a model into a Backend: `open_backend` in Hearth; a scripted one in tests.

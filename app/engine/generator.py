@@ -295,13 +295,15 @@ class Engine(Backend):
                                                                  prompt_progress))
 
     def _remembering(self, messages: list[dict], events: Iterator[str | ReplyStats]) -> Iterator[str | ReplyStats]:
-        """The events, passed on; the exchange kept for keep_state once the reply has ended."""
+        """The events, passed on; the exchange kept for keep_state as the reply ends: before its
+        ReplyStats is passed on, since a consumer stops there (Backend.stream)."""
         shown: list[str] = []
         for event in events:
-            if isinstance(event, str):
+            if isinstance(event, ReplyStats):
+                self._last_exchange = (messages, "".join(shown))
+            else:
                 shown.append(event)
             yield event
-        self._last_exchange = (messages, "".join(shown))
 
     # --- saved KV state ------------------------------------------------------------------------
 

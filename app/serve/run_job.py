@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..engine.backend import Backend
+from ..engine.backend import Backend, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.remote_errors import RemoteError, RemoteFailure
 from ..engine.templates import TemplateError
@@ -32,25 +32,34 @@ def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Callab
     try:
         use_template(job.prompt is not None)
         messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
-        events = iter(backend.stream(messages, job.params, cancel))
-        event = next(events)  # a Backend may raise at the call or at its first event
-    except TemplateError as exc:
-        return Refused(Refusal.BAD_REQUEST, str(exc))
-    except ContextFullError as exc:
-        return Refused(Refusal.CONTEXT, str(exc))
-    except RemoteError as exc:  # a model on a server, served on
-        return upstream_refusal(exc)
+        stream = backend.stream(messages, job.params, cancel)
     except Exception as exc:
-        log.exception("a served reply failed to start")
-        return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
-    try:
-        while not isinstance(event, ReplyStats):
-            deliver(event)
-            event = next(events)
-    except Exception as exc:  # the Backend contract says never; the client still gets an end
-        log.exception("a served reply failed")
-        return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
-    return event
+        return _refusal(exc)
+    with closing_reply(stream) as events:
+        try:
+            event = next(events)  # a Backend may raise at the call or at its first event
+        except Exception as exc:
+            return _refusal(exc)
+        try:
+            while not isinstance(event, ReplyStats):
+                deliver(event)
+                event = next(events)
+        except Exception as exc:  # the Backend contract says never; the client still gets an end
+            log.exception("a served reply failed")
+            return ReplyStats(stop_reason=StopReason.ERROR, error=f"The model failed while generating: {exc}")
+        return event
+
+
+def _refusal(exc: Exception) -> Refused:
+    """Why a job could not start (raised at the stream call or at its first event), for its client."""
+    if isinstance(exc, TemplateError):
+        return Refused(Refusal.BAD_REQUEST, str(exc))
+    if isinstance(exc, ContextFullError):
+        return Refused(Refusal.CONTEXT, str(exc))
+    if isinstance(exc, RemoteError):  # a model on a server, served on
+        return upstream_refusal(exc)
+    log.error("a served reply failed to start", exc_info=exc)
+    return Refused(Refusal.FAILED, f"The model failed before its first token: {exc}")
 
 
 def upstream_refusal(error: RemoteError) -> Refused:

@@ -1,0 +1,189 @@
+"""Instant resume where users meet it: the real window over the real Gemma 3 270M, its engine
+thread and a saved-state folder, driven as a user drives it (typing and Enter, clicking a
+conversation in the list, New chat, quitting).
+
+A conversation left (another one opened, Hearth quit, a request served to another program)
+and come back to evaluates only its new turn. Before issue #24 none of these did: the window's
+worker stops reading a reply at its ReplyStats, and the engine recorded the exchange it saves
+only after that, so no state was ever saved in the window. The time to first token this buys
+is measured in bench/resume.py, through the same bridge.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+
+from app.bridge import EngineBridge
+from app.download_manager import DownloadManager
+from app.engine.kv_state import StateCache
+from app.model_session import ModelSession
+from app.serve.completions import Job
+from app.session import ChatSession
+from app.settings import ModelSettings, Settings
+from app.store import ConversationStore
+from app.ui.main_window import MainWindow
+from app.engine.sampling import SamplingParams
+from app.engine.types import ReplyStats
+
+WAIT_MS = 60_000
+N_CTX = 1024
+NEW_TURN_MOST = 40  # tokens: the new question and the turn markers around it, no more
+SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=6, seed=1)
+
+
+def state_file(folder: Path, conversation_id: int) -> Path:
+    return folder / f"conversation-{conversation_id}.kvstate"
+
+
+class Hearth:
+    """One run of Hearth: the owner objects (bridge with its saved-state folder, model session)
+    and the window, over a database and settings file that outlive it; `quit` ends the run as
+    the application does (the window closed, the engine shut down, the model closed)."""
+
+    def __init__(self, qtbot, gemma_path: Path, folder: Path):
+        self.qtbot, self.folder = qtbot, folder
+        self.bridge = EngineBridge(states=StateCache(folder / "kv-state"))
+        settings = QSettings(str(folder / "hearth.ini"), QSettings.IniFormat)
+        Settings(settings).save_model_settings(gemma_path.name, ModelSettings(n_ctx=N_CTX))
+        self.models = ModelSession(self.bridge, Settings(settings))
+        self.store = ConversationStore(folder / "conversations.sqlite3")
+        self.session = ChatSession(self.store, self.bridge, self.models)
+        self.downloads = DownloadManager()
+        self.window = MainWindow(self.models, self.session, Settings(settings), self.downloads)
+        self.window.resize(1024, 640)
+        self.window.show()
+        qtbot.waitExposed(self.window)
+        with qtbot.waitSignal(self.models.modelLoaded, timeout=WAIT_MS):
+            self.models.load(gemma_path)
+        sampling = self.models.settings.sampling.with_changes(**SHORT)
+        self.models.update_settings(self.models.settings.with_changes(sampling=sampling))
+
+    @property
+    def states(self) -> Path:
+        return self.folder / "kv-state"
+
+    def send(self, text: str) -> ReplyStats:
+        """Type into the message box and press Enter; the finished reply's statistics."""
+        edit = self.window.composer.edit
+        with self.qtbot.waitSignal(self.session.replyFinished, timeout=WAIT_MS) as finished:
+            edit.setFocus()
+            edit.setPlainText(text)
+            QTest.keyClick(edit, Qt.Key.Key_Return)
+        return finished.args[0].stats
+
+    def click_conversation(self, conversation_id: int) -> None:
+        """Click its row in the list, as a user opens it."""
+        listing = self.window.conversations.list
+        item = self.window.conversations.item_of(conversation_id)
+        assert item is not None, f"conversation {conversation_id} is not listed"
+        QTest.mouseClick(listing.viewport(), Qt.MouseButton.LeftButton, pos=listing.visualItemRect(item).center())
+        assert self.session.conversation_id == conversation_id
+
+    def new_chat(self) -> int:
+        QTest.keyClick(self.window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        return self.session.conversation_id
+
+    def wait_for_state(self, conversation_id: int) -> None:
+        """The engine thread saves a conversation's state when the user leaves it: after the
+        queued request that says so, so the test waits for the file, not for a time."""
+        self.qtbot.waitUntil(lambda: state_file(self.states, conversation_id).exists(), timeout=WAIT_MS)
+
+    def serve(self, text: str) -> list:
+        """Another program's request, as the local server submits it (from its own thread),
+        answered while the window waits; its events."""
+        heard, ended = [], threading.Event()
+
+        def deliver(event) -> None:
+            heard.append(event)
+            if not isinstance(event, str):
+                ended.set()
+
+        job = Job(SamplingParams(**SHORT), messages=[{"role": "user", "content": text}])
+        thread = threading.Thread(target=lambda: self.bridge.serve(job, deliver))
+        thread.start()
+        thread.join()
+        self.qtbot.waitUntil(ended.is_set, timeout=WAIT_MS)
+        return heard
+
+    def quit(self) -> None:
+        self.window.close()
+        self.downloads.shutdown()
+        self.bridge.shutdown()  # the model closes: the conversation it holds is saved
+        self.store.close()
+
+
+def long_conversation(store: ConversationStore) -> int:
+    """A stored conversation of about 300 tokens, ending with a reply, as an imported one is."""
+    conversation_id = store.create_conversation(title="Rivers")
+    for i in range(6):
+        store.add_message(conversation_id, "user", f"Question {i}: what do you know about river {i}?")
+        store.add_message(conversation_id, "assistant", f"River {i} runs through {i + 2} towns, known for "
+                                                        "their bridges, markets, mills and orchards.")
+    return conversation_id
+
+
+@pytest.fixture
+def hearth(qtbot, gemma_path, tmp_path):
+    runs: list[Hearth] = []
+
+    def start() -> Hearth:
+        if runs and runs[-1].window.isVisible():
+            runs[-1].quit()
+        runs.append(Hearth(qtbot, gemma_path, tmp_path))
+        return runs[-1]
+
+    yield start
+    if runs[-1].window.isVisible():
+        runs[-1].quit()
+
+
+def test_a_long_conversation_reopened_after_a_restart_evaluates_only_the_new_turn(hearth):
+    first = hearth()
+    rivers = long_conversation(first.store)
+    first.session.conversationsChanged.emit()
+    first.click_conversation(rivers)
+    cold = first.send("Which river has the most towns?")
+    assert cold.evaluated_prompt_tokens == cold.prompt_tokens > 5 * NEW_TURN_MOST
+    first.quit()
+    assert state_file(first.states, rivers).exists(), "quitting saves the open conversation's state"
+
+    again = hearth()
+    again.click_conversation(rivers)
+    warm = again.send("And which has the fewest?")
+    assert warm.prompt_tokens > cold.prompt_tokens
+    assert 0 < warm.evaluated_prompt_tokens <= NEW_TURN_MOST
+
+
+def test_switching_a_to_b_and_back_to_a_evaluates_only_a_new_turn(hearth):
+    run = hearth()
+    a = long_conversation(run.store)
+    run.session.conversationsChanged.emit()
+    run.click_conversation(a)
+    cold = run.send("Which river has the most towns?")
+    b = run.new_chat()
+    run.wait_for_state(a)  # leaving A saved it
+    run.send("Hello there")
+    run.click_conversation(a)
+    run.wait_for_state(b)  # and leaving B saved B
+    warm = run.send("And which has the fewest?")
+    assert warm.prompt_tokens > cold.prompt_tokens
+    assert 0 < warm.evaluated_prompt_tokens <= NEW_TURN_MOST
+
+
+def test_a_request_served_between_two_window_replies_costs_the_conversation_nothing(hearth):
+    run = hearth()
+    a = long_conversation(run.store)
+    run.session.conversationsChanged.emit()
+    run.click_conversation(a)
+    cold = run.send("Which river has the most towns?")
+    heard = run.serve("Say something about the sea.")
+    assert isinstance(heard[-1], ReplyStats) and heard[-1].completion_tokens > 0
+    assert state_file(run.states, a).exists(), "the served job saved the window's conversation first"
+    warm = run.send("And which has the fewest?")
+    assert warm.prompt_tokens > cold.prompt_tokens
+    assert 0 < warm.evaluated_prompt_tokens <= NEW_TURN_MOST
