@@ -77,7 +77,7 @@ $(BUNDLE_STAMP): $(INSTALLED)
 bundle: $(BUNDLE_STAMP)
 	$(PY) -m PyInstaller --noconfirm --log-level WARN $(if $(filter 1,$(CUDA)),--workpath build/cuda) build.spec
 	mkdir -p dist/$(BUNDLE)/models
-	model="$$($(PY) -c 'from app.library.default_model import ensure_default_model; print(ensure_default_model() or "")')" && \
+	model="$$($(PY) -c 'from app.owners.paths import default_model; print(default_model() or "")')" && \
 	  { test -n "$$model" || { echo "make bundle: the default model is unavailable" >&2; exit 1; }; } && \
 	  cp "$$model" dist/$(BUNDLE)/models/
 	@du -sh --exclude=models dist/$(BUNDLE) && du -sh dist/$(BUNDLE)/models

@@ -7,8 +7,9 @@ import os
 import sys
 import tempfile
 
-from . import cli
-from .engine.probe import PROBE_FLAG
+from .cli.args import USAGE_ERRORS, USER_ERRORS
+from .cli.main import add_subcommands
+from .engine.llama.probe import PROBE_FLAG
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="open the GUI on this GGUF file")
     parser.add_argument(PROBE_FLAG, dest="probe_model", action="store_true", help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command")
-    cli.add_subcommands(subparsers)
+    add_subcommands(subparsers)
     return parser
 
 
@@ -39,26 +40,27 @@ def main(argv: list[str] | None = None) -> int:
     _fill_closed_std_fds()
     args = build_parser().parse_args(argv)
     if args.probe_model:  # Hearth as its own throwaway model loader: see engine/probe.py
-        from .engine.probe import run_child
+        from .engine.llama.probe import run_child
 
         return run_child()
     if args.self_test:  # before logging starts, so its log goes to the throwaway profile too
         os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
-    from .logs import setup_logging
+    from .common.logs import setup_logging
+    from .owners.paths import log_dir
 
-    setup_logging()
+    setup_logging(log_dir())
     if args.command is None:
-        from .ui.application import run_gui  # Qt widgets load only for the GUI
+        from .ui.app.application import run_gui  # Qt widgets load only for the GUI
 
         return run_gui(args)
     try:
         return args.run(args)
-    except cli.USAGE_ERRORS as exc:
+    except USAGE_ERRORS as exc:
         print(f"hearth: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # an OSError, but not the user's: before USER_ERRORS
         return _reader_went_away()
-    except cli.USER_ERRORS as exc:
+    except USER_ERRORS as exc:
         print(f"hearth: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -2,7 +2,7 @@
 
 A conversation of eight exchanges is stored in a real SQLite file and answered by the real
 Engine the way ChatSession answers (tests/branch_walk.py: history from the branch shown via
-app.reply_history, each reply stored streaming then finished). Then (a) the last reply is
+app.conversation.history, each reply stored streaming then finished). Then (a) the last reply is
 regenerated, (b) the user message before the last is edited (a sibling version) and answered,
 (c) the original version is shown again and a message sent on that branch. For each reply:
 the prompt's tokens (ReplyStats.prompt_tokens), those the engine evaluated because they were
@@ -34,11 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # branch_walk: the walk the test suite checks
 
-from app.engine.generator import Engine  # noqa: E402
-from app.engine.types import LoadOptions, ReplyStats  # noqa: E402
-from app.reply_history import history  # noqa: E402
-from app.store import ConversationStore  # noqa: E402
 from branch_walk import PARAMS, SYSTEM_PROMPT, BranchPrefix, Measured, walk_branches  # noqa: E402
+
+from app.conversation.history import history  # noqa: E402
+from app.engine.llama.generator import Engine  # noqa: E402
+from app.engine.types import LoadOptions, ReplyStats  # noqa: E402
+from app.store import ConversationStore  # noqa: E402
 
 N_CTX = 2048
 TOLERANCE = 2

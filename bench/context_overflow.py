@@ -25,11 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engine.devices import cpu_threads  # noqa: E402
-from app.engine.generator import Engine  # noqa: E402
-from app.engine.types import LoadOptions, ReplyStats  # noqa: E402
-from app.engine.sampling import SamplingParams  # noqa: E402
 from engine_vs_raw import N_CTX, raw_llama  # noqa: E402  (the raw side set up as there)
+
+from app.engine.llama.devices import cpu_threads  # noqa: E402
+from app.engine.llama.generator import Engine  # noqa: E402
+from app.engine.sampling import SamplingParams  # noqa: E402
+from app.engine.types import LoadOptions, ReplyStats  # noqa: E402
 
 PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=32)
 TARGET_RATIO = 1.5

@@ -6,7 +6,7 @@
    tokens/s, same prompt, greedy, no logit bias (llama-cpp-python applies one with a numpy
    pass per token, which would slow the raw side), so both write the same tokens; the run
    checks they wrote the same number. Each sample is a fresh process; raw and engine alternate.
-   Raw gets the thread counts the engine picks (app/engine/devices.py). Also shown: raw with
+   Raw gets the thread counts the engine picks (app/engine/llama/devices.py). Also shown: raw with
    llama-cpp-python's default threads (half the logical CPUs), what Hearth used to get.
 2. Time to first token at turn 8 of a conversation (~1,500 tokens of history) ÷ at turn 1,
    in one engine session (prefix reuse), next to turn 8 in a cold engine for contrast.
@@ -35,14 +35,14 @@ N_CTX = 4096
 
 
 def banned_tokens(model: Path) -> dict[int, float]:
-    from app.engine.modelfile import inspect_model
+    from app.engine.gguf.modelfile import inspect_model
 
     return {token.id: -1000.0 for token in inspect_model(model).end_of_turn}
 
 
 def rendered_prompt(model: Path) -> str:
-    from app.engine.modelfile import inspect_model
-    from app.engine.templates import template_for
+    from app.engine.gguf.modelfile import inspect_model
+    from app.engine.templates.chat_template import template_for
 
     return template_for(inspect_model(model)).render([{"role": "user", "content": PROMPT_TEXT}])
 
@@ -58,7 +58,7 @@ def raw_llama(model: Path, default_threads: bool = False, **load):
     `load`: more of Llama's arguments (n_gpu_layers, for scripts/gpu_check.py)."""
     from llama_cpp import Llama
 
-    from app.engine.devices import cpu_threads
+    from app.engine.llama.devices import cpu_threads
 
     threads = {} if default_threads else {"n_threads": cpu_threads().generate, "n_threads_batch": cpu_threads().prompt}
     return Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False, **threads, **load)
@@ -84,9 +84,9 @@ def timed_raw_reply(llm, model: Path, tokens: int) -> dict:
 
 def child_engine(model: Path, tokens: int) -> dict:
     """Hearth's engine with its defaults (every layer on the GPU when the build sees one)."""
-    from app.engine.generator import Engine
-    from app.engine.types import LoadOptions
+    from app.engine.llama.generator import Engine
     from app.engine.sampling import SamplingParams
+    from app.engine.types import LoadOptions
 
     engine = Engine(model, LoadOptions(n_ctx=N_CTX))
     params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=tokens)
@@ -103,9 +103,9 @@ def child_engine(model: Path, tokens: int) -> dict:
 
 def child_turns(model: Path, tokens: int) -> dict:
     """TTFT per turn through 8 turns in one session, and turn 8 again in a cold engine."""
-    from app.engine.generator import Engine
-    from app.engine.types import LoadOptions
+    from app.engine.llama.generator import Engine
     from app.engine.sampling import SamplingParams
+    from app.engine.types import LoadOptions
 
     params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=160, logit_bias=banned_tokens(model))
     engine = Engine(model, LoadOptions(n_ctx=N_CTX))
@@ -170,10 +170,10 @@ def main() -> None:
     parser.add_argument("--child", choices=sorted(CHILDREN))
     args = parser.parse_args()
     if args.model is None:
-        from app.library.default_model import ensure_default_model
+        from app.owners.paths import default_model
 
-        args.model = ensure_default_model()
-    from app.engine.devices import cpu_threads
+        args.model = default_model()
+    from app.engine.llama.devices import cpu_threads
 
     if args.child:
         print(json.dumps(CHILDREN[args.child](args.model, args.tokens)))

@@ -1,7 +1,7 @@
 """Longest stall of the GUI event loop while a fast model streams into the chat view.
 
 A producer thread stands in for the engine: it writes a synthetic reply at 2,000 tokens/s and
-hands it on the way the engine worker does (app.bridge: one chunk per CHUNK_INTERVAL_S),
+hands it on the way the engine worker does (app.owners.bridge: one chunk per CHUNK_INTERVAL_S),
 through a queued connection into ChatView.append_text. A second mode sends one signal per
 token, a harsher load than the app ever makes, and is reported beside it. A 1 ms
 QTimer heartbeat in the GUI thread records the gaps between its ticks: the longest gap is the
@@ -29,11 +29,11 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QEventLoop, QObject, Qt, QThread, QTimer, Signal  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
-
-from app.bridge import CHUNK_INTERVAL_S  # noqa: E402
-from app.engine.types import ReplyStatus  # noqa: E402
-from app.ui.chat_view import ChatView  # noqa: E402
 from view_update import synthetic_tokens  # noqa: E402
+
+from app.engine.types import ReplyStatus  # noqa: E402
+from app.owners.bridge import CHUNK_INTERVAL_S  # noqa: E402
+from app.ui.chat.view import ChatView  # noqa: E402
 
 TOKENS_PER_S = 2_000
 SECONDS = 5.0

@@ -94,19 +94,19 @@ def main() -> None:
     from PySide6.QtCore import QEventLoop, QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.bridge import EngineBridge
-    from app.download_manager import DownloadManager
-    from app.engine.generator import Engine
+    from app.engine.llama.generator import Engine
     from app.engine.sampling import SamplingParams
     from app.engine.types import LoadOptions, ModelSettings
-    from app.library.default_model import ensure_default_model
-    from app.model_session import ModelSession
-    from app.session import ChatSession
-    from app.settings import Settings
+    from app.owners.bridge import EngineBridge
+    from app.owners.chat_session import ChatSession
+    from app.owners.downloads import DownloadManager
+    from app.owners.model_session import ModelSession
+    from app.owners.paths import default_model
+    from app.owners.settings import Settings
     from app.store import ConversationStore
-    from app.ui.main_window import MainWindow
+    from app.ui.window.main_window import MainWindow
 
-    model = ensure_default_model()
+    model = default_model()
     params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=args.tokens,
                             logit_bias=banned_tokens(model))
     app = QApplication.instance() or QApplication([])

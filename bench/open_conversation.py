@@ -40,13 +40,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
+from view_update import _REPLY  # noqa: E402  (the same model-shaped reply)
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason  # noqa: E402
 from app.store import ConversationStore, StoredMessage  # noqa: E402
-from app.ui import chat_view  # noqa: E402
-from app.ui.chat_view import ChatView, MessageView  # noqa: E402
-from app.ui.main_window import MESSAGES_LOADED, MainWindow  # noqa: E402
-from view_update import _REPLY  # noqa: E402  (the same model-shaped reply)
+from app.ui.chat import view as chat_view  # noqa: E402
+from app.ui.chat.view import ChatView, MessageView  # noqa: E402
+from app.ui.window.main_window import MESSAGES_LOADED, MainWindow  # noqa: E402
 
 ROUNDS = 11
 SHORT, LONG, BRANCHES = 10, 200, 50

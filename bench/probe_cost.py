@@ -3,7 +3,7 @@
     .venv/bin/python bench/probe_cost.py [--runs 5] [--model FILE]
 
 A model's first load in the GUI runs a child process that loads it and reads a token
-(app/engine/probe.py); later loads of the same file skip it. This times, alternating in one
+(app/engine/llama/probe.py); later loads of the same file skip it. This times, alternating in one
 process with the file in the page cache: a load through `ProbingOpener` with no verdict yet
 (the first load) and a plain `open_backend` (every later load, and every load before the probe
 existed). Reported: the medians, their difference (the probe's cost in seconds) and ratio.
@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engine.backend import open_backend  # noqa: E402
-from app.engine.probe import ProbingOpener  # noqa: E402
+from app.engine.llama.probe import ProbingOpener  # noqa: E402
+from app.engine.opening import open_backend  # noqa: E402
 from app.engine.types import LoadOptions, LocalModel  # noqa: E402
-from app.library.default_model import ensure_default_model  # noqa: E402
+from app.owners.paths import default_model  # noqa: E402
 
 
 def timed_load(opener, source: LocalModel) -> float:
@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", type=Path)
     args = parser.parse_args()
-    source = LocalModel(args.model or ensure_default_model())
+    source = LocalModel(args.model or default_model())
     timed_load(open_backend, source)  # into the page cache, so both sides read it warm
     first, later = [], []
     with tempfile.TemporaryDirectory() as scratch:

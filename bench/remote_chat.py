@@ -74,14 +74,14 @@ def main() -> int:
     args = parser.parse_args()
 
     import openai
-
-    from app.engine.remote import RemoteBackend
-    from app.engine.sampling import PRESETS
-    from app.engine.types import RemoteModel, ServerConfig
-    from app.library.default_model import ensure_default_model
     from remote_servers import LlamaServer
 
-    model = args.model or ensure_default_model()
+    from app.engine.remote.backend import RemoteBackend
+    from app.engine.sampling import PRESETS
+    from app.engine.types import RemoteModel, ServerConfig
+    from app.owners.paths import default_model
+
+    model = args.model or default_model()
     params = PRESETS["Precise"].with_changes(max_tokens=args.tokens, seed=1)
     server = LlamaServer(model, threads=max(1, (os.cpu_count() or 2) - 1))
     try:

@@ -68,13 +68,13 @@ class Hearth:
     def __init__(self, model: Path, folder: Path, threads: int | None, keep_states: bool = True):
         from PySide6.QtCore import QSettings
 
-        from app.bridge import EngineBridge
-        from app.engine.kv_state import StateCache
+        from app.engine.kv.cache import StateCache
         from app.engine.sampling import SamplingParams
         from app.engine.types import ModelSettings
-        from app.model_session import ModelSession
-        from app.session import ChatSession
-        from app.settings import Settings
+        from app.owners.bridge import EngineBridge
+        from app.owners.chat_session import ChatSession
+        from app.owners.model_session import ModelSession
+        from app.owners.settings import Settings
         from app.store import ConversationStore
 
         settings = Settings(QSettings(str(folder / "hearth.ini"), QSettings.IniFormat))

@@ -140,17 +140,17 @@ def main() -> int:
 
     import openai
     from llama_cpp import Llama
-
-    from app.engine.generator import Engine
-    from app.engine.modelfile import inspect_model
-    from app.engine.sampling import PRESETS
-    from app.engine.templates import template_for
-    from app.engine.types import LoadOptions
-    from app.library.default_model import ensure_default_model
     from remote_servers import LlamaServer
     from served import Served
 
-    model = args.model or ensure_default_model()
+    from app.engine.gguf.modelfile import inspect_model
+    from app.engine.llama.generator import Engine
+    from app.engine.sampling import PRESETS
+    from app.engine.templates.chat_template import template_for
+    from app.engine.types import LoadOptions
+    from app.owners.paths import default_model
+
+    model = args.model or default_model()
     threads = str(args.threads)
     hearth = Served(model, "--threads", threads, "--ctx", str(N_CTX))
     reference = None

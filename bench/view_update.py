@@ -26,7 +26,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.engine.types import ReplyStatus  # noqa: E402
-from app.ui.chat_view import ChatView  # noqa: E402
+from app.ui.chat.view import ChatView  # noqa: E402
 
 SAMPLES = 25
 ROUNDS = 5

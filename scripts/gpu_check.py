@@ -52,22 +52,22 @@ def self_test() -> dict:
 
 def preflight() -> dict | None:
     """Why there is no GPU to check here, asked of the driver alone (no llama.cpp needed), or None."""
-    from app.engine.cuda_driver import check_driver
+    from app.engine.llama.cuda_driver import check_driver
 
     check = check_driver(runtime_version=lambda: None)
     return None if check.devices else {"ok": False, "error": f"no GPU to check: {check.reason}"}
 
 
 def check(model: Path | None, runs: int, tokens: int) -> dict:
-    from app.engine.devices import devices, offload_support
+    from app.engine.llama.devices import devices, offload_support
 
     support = offload_support()
     if not support.gpu:
         return {"ok": False, "error": f"no GPU to check: {support.describe()}", "device": support.describe()}
     if model is None:
-        from app.library.default_model import ensure_default_model
+        from app.owners.paths import default_model
 
-        model = ensure_default_model()
+        model = default_model()
     raw, engine = [], []
     for _ in range(runs):
         raw.append(run_child("raw", model, tokens))

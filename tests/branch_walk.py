@@ -2,7 +2,7 @@
 what each reply evaluates when the branch changes (tests/engine/test_branch_prefix_reuse.py and
 bench/branch_prefix.py).
 
-Each reply reads its history from the store with app.reply_history.history (the branch shown;
+Each reply reads its history from the store with app.conversation.history.history (the branch shown;
 above the replaced reply for Regenerate), is stored as 'streaming' and finished with the
 engine's ReplyStats, as ChatSession does; Edit adds a version of the user message, Show a
 version moves the branch shown. No Qt: the engine is driven on this thread.
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from reply_events import collect
 
-from app.engine.generator import Engine
+from app.conversation.history import history
+from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStatus
-from app.reply_history import history
 from app.store import ConversationStore
 
 SYSTEM_PROMPT = ""  # as ChatSession sends by default

@@ -42,9 +42,9 @@ class _Build:
             return
         # The build copies the default model into the bundle; assembling it here first means the
         # tests' own first use and the build's never write the same file at once.
-        from app.library.default_model import ensure_default_model
+        from app.owners.paths import default_model
 
-        ensure_default_model()
+        default_model()
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="hearth-bundle-")
         self._started = time.monotonic()
         self._process = subprocess.Popen(["make", "bundle"], cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, text=True)

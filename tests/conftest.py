@@ -13,7 +13,6 @@ os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-test-home-")
 os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cache")
 
 import pytest  # noqa: E402
-
 from bundle_build import build as bundle_build  # noqa: E402
 
 
@@ -27,7 +26,7 @@ def _keep_to_this_workers_cpus(workerinput: dict) -> None:
     two cores with two workers).
 
     llama.cpp gives a context one thread per CPU this process may run on
-    (app.engine.devices.cpu_threads), and its threads spin while they wait for each other. Two
+    (app.engine.llama.devices.cpu_threads), and its threads spin while they wait for each other. Two
     workers each running two of them on two cores took 6 to 20 times as long per token as one
     thread each (tests/engine/test_lookup_decoding.py's replies, measured here); the count is
     what a user's machine gets, not what this suite checks (test_generator checks it against
@@ -66,9 +65,9 @@ def pytest_unconfigure(config):
 @pytest.fixture(scope="session")
 def gemma_path():
     """The real Gemma 3 270M (the embedded default), assembled from its package on first use."""
-    from app.library.default_model import ensure_default_model
+    from app.owners.paths import default_model
 
-    path = ensure_default_model()
+    path = default_model()
     assert path is not None and path.exists(), "the default model package is a dependency"
     return path
 
@@ -76,7 +75,7 @@ def gemma_path():
 @pytest.fixture(scope="session")
 def gemma_info(gemma_path):
     """The default model's metadata, read without loading it."""
-    from app.engine.modelfile import inspect_model
+    from app.engine.gguf.modelfile import inspect_model
 
     return inspect_model(gemma_path)
 
@@ -95,9 +94,9 @@ def scripted_models(qapp, tmp_path, script):
     settings file in tmp_path."""
     from PySide6.QtCore import QSettings
 
-    from app.bridge import EngineBridge
-    from app.model_session import ModelSession
-    from app.settings import Settings
+    from app.owners.bridge import EngineBridge
+    from app.owners.model_session import ModelSession
+    from app.owners.settings import Settings
 
     bridge = EngineBridge(script.open)
     models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))

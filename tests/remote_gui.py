@@ -12,12 +12,12 @@ from __future__ import annotations
 import keyring
 import keyring.backends.fail
 import pytest
-
-from app.engine.backend import open_backend
-from app.engine.types import RemoteModel
-from app.library import secrets, server_keys
 from memory_keyring import MemoryKeyring
 from scripted_backend import Script
+
+from app.engine.opening import open_backend
+from app.engine.types import RemoteModel
+from app.library import secrets, server_keys
 
 
 @pytest.fixture

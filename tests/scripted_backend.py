@@ -12,9 +12,9 @@ import threading
 from dataclasses import dataclass, field
 
 from app.engine.backend import Backend, LoadCancelled
-from app.engine.modelfile import ModelFileError, ModelInfo
+from app.engine.gguf.modelfile import ModelFileError, ModelInfo
 from app.engine.sampling import SamplingParams
-from app.engine.templates import TemplateError
+from app.engine.templates.chat_template import TemplateError
 from app.engine.types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
 
 HOLD_TIMEOUT_S = 10

@@ -9,11 +9,11 @@ import time
 
 import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
-
-from app.bridge import EngineBridge
-from app.engine.types import LoadOptions, LocalModel, RemoteModel, ServerConfig
-from app.engine.sampling import SamplingParams
 from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+
+from app.engine.sampling import SamplingParams
+from app.engine.types import LoadOptions, LocalModel, RemoteModel, ServerConfig
+from app.owners.bridge import EngineBridge
 
 PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=12)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.bridge import NO_MODEL_SERVED, RAW_TEMPLATE, UNLOADED, EngineBridge
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats, StopReason
+from app.owners.bridge import NO_MODEL_SERVED, RAW_TEMPLATE, UNLOADED, EngineBridge
 from app.serve.completions import Job, Refusal, Refused
 
 WAIT_MS = 5_000

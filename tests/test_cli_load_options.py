@@ -15,9 +15,10 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from app.__main__ import build_parser
-from app.cli import UsageError, refuse_load_flags_for_server
+from app.cli.args import UsageError
+from app.cli.load_options import refuse_load_flags_for_server
 from app.engine.types import FlashAttention, KvCacheType, ModelSettings
-from app.settings import Settings
+from app.owners.settings import Settings
 from app.store import ConversationStore
 
 ROOT = Path(__file__).resolve().parents[1]

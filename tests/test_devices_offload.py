@@ -10,9 +10,9 @@ import ctypes
 
 import pytest
 
-from app.engine import cuda_driver, devices
-from app.engine.cuda_driver import DriverCheck, check_driver, loaded_runtime_version
-from app.engine.devices import judge_offload
+from app.engine.llama import cuda_driver, devices
+from app.engine.llama.cuda_driver import DriverCheck, check_driver, loaded_runtime_version
+from app.engine.llama.devices import judge_offload
 from app.engine.types import OffloadSupport
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import cuda_driver
-from app.engine.cuda_driver import DriverCheck
-from app.engine.devices import offload_support
+from app.engine.llama import cuda_driver
+from app.engine.llama.cuda_driver import DriverCheck
+from app.engine.llama.devices import offload_support
 
 _SPEC = importlib.util.spec_from_file_location("gpu_check", Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py")
 gpu_check = importlib.util.module_from_spec(_SPEC)

@@ -18,10 +18,10 @@ def imported_after(module: str) -> set[str]:
 
 
 def test_the_window_does_not_load_llama_cpp():
-    assert "llama_cpp" not in imported_after("app.ui.main_window")
+    assert "llama_cpp" not in imported_after("app.ui.window.main_window")
 
 
-@pytest.mark.parametrize("module", ["app.engine.types", "app.engine.backend", "app.engine.load_checks", "app.store", "app.newest"])
+@pytest.mark.parametrize("module", ["app.engine.types", "app.engine.backend", "app.engine.llama.load_checks", "app.store", "app.common.newest"])
 def test_value_types_and_the_store_import_neither_llama_cpp_nor_qt(module):
     loaded = imported_after(module)
     assert "llama_cpp" not in loaded and "PySide6" not in loaded

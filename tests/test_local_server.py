@@ -20,16 +20,16 @@ import openai
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.bridge import EngineBridge
-from app.bridge_completions import NO_MODEL, STOPPED, BridgeCompletions
-from app.engine.backend import open_backend
+from app.engine.opening import open_backend
 from app.engine.sampling import SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, StopReason
-from app.local_server import KEY_NEEDED, LocalServer
-from app.model_session import ModelSession
+from app.owners.bridge import EngineBridge
+from app.owners.bridge_completions import NO_MODEL, STOPPED, BridgeCompletions
+from app.owners.chat_session import ChatSession
+from app.owners.local_server import KEY_NEEDED, LocalServer
+from app.owners.model_session import ModelSession
+from app.owners.settings import ServeAddress, Settings
 from app.serve.completions import Job, QueueFull
-from app.session import ChatSession
-from app.settings import ServeAddress, Settings
 from app.store import ConversationStore
 
 WAIT_MS = 10_000

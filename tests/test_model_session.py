@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
+from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
-from app.bridge import EngineBridge
 from app.engine.sampling import SamplingParams
 from app.engine.types import LocalModel, ModelSettings, RemoteModel, ServerConfig
 from app.library import server_keys
-from app.model_session import ModelSession
-from app.settings import Settings
-from remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from app.owners.bridge import EngineBridge
+from app.owners.model_session import ModelSession
+from app.owners.settings import Settings
 
 WAIT_MS = 5_000
 

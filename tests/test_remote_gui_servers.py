@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
-
-from app.engine.remote_errors import RemoteFailure
-from app.engine.types import RemoteModel, ServerConfig
-from app.library import secrets, server_keys
-from app.remote_servers import RemoteServers
-from app.settings import Settings
 from remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
 from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+
+from app.engine.remote.errors import RemoteFailure
+from app.engine.types import RemoteModel, ServerConfig
+from app.library import secrets, server_keys
+from app.owners.remote_servers import RemoteServers
+from app.owners.settings import Settings
 
 WAIT_MS = 5_000
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_checking_a_server_that_is_not_saved_answers_by_number(qapp, qtbot, sett
 def test_the_window_starts_without_the_http_client():
     """httpx is imported by the first listing or remote load, on its thread: a window with no
     servers pays nothing for them at start-up."""
-    code = "import sys, app.ui.main_window; print('httpx' in sys.modules)"
+    code = "import sys, app.ui.window.main_window; print('httpx' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
@@ -129,10 +129,10 @@ def test_start_up_opens_the_last_model_a_remote_one_with_its_key_and_a_gone_file
     """application.first_model, which runs off the GUI thread before the first load."""
     from argparse import Namespace
 
-    from app.bridge import EngineBridge
     from app.engine.types import LocalModel
-    from app.model_session import ModelSession
-    from app.ui.application import first_model
+    from app.owners.bridge import EngineBridge
+    from app.owners.model_session import ModelSession
+    from app.ui.app.application import first_model
 
     bridge = EngineBridge()
     models = ModelSession(bridge, settings)

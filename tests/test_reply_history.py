@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app import reply_history
+from app.conversation import history as reply_history
+from app.conversation.history import context_boundary, history
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.reply_history import context_boundary, history
 from app.store import ConversationStore
 
 

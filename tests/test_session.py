@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app.context_use import ContextUse
+from app.conversation.context_use import ContextUse
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
+from app.owners.chat_session import NO_MODEL_MESSAGE, SERVED_WAIT_MESSAGE, ChatSession, FinishedReply
 from app.serve.completions import Job
-from app.session import NO_MODEL_MESSAGE, SERVED_WAIT_MESSAGE, ChatSession, FinishedReply
 from app.store import ConversationStore
 
 WAIT_MS = 5_000

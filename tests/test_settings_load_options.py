@@ -8,8 +8,8 @@ import logging
 
 from PySide6.QtCore import QSettings
 
-from app.settings import Settings
 from app.engine.types import FlashAttention, KvCacheType, ModelSettings
+from app.owners.settings import Settings
 
 MODEL = "gemma-3-270m-q4_k_m.gguf"
 
@@ -46,7 +46,7 @@ def test_unreadable_load_options_fall_back_to_the_defaults_and_are_logged(tmp_pa
     (tmp_path / "hearth.ini").write_text(
         f"[model_settings]\n{MODEL}\\flash_attn=sometimes\n{MODEL}\\kv_type_k=q2_k\n{MODEL}\\kv_type_v=Q8_0\n"
         f"{MODEL}\\use_mmap=maybe\n{MODEL}\\use_mlock=1\n")
-    with caplog.at_level(logging.WARNING, logger="app.settings"):
+    with caplog.at_level(logging.WARNING, logger="app.owners.settings"):
         read = settings_file(tmp_path).model_settings(MODEL)
     assert read == ModelSettings(kv_type_v=KvCacheType.Q8_0, use_mlock=True)  # hand-typed case and 1 read
     logged = " ".join(record.getMessage() for record in caplog.records)

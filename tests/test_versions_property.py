@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from app.session import ChatSession, FinishedReply
-from app.store import ConversationStore, DeletedVersion
 from version_tree_model import Deletion, TreeModel
+
+from app.owners.chat_session import ChatSession, FinishedReply
+from app.store import ConversationStore, DeletedVersion
 
 WAIT_MS = 5_000
 STEPS = 60

@@ -7,7 +7,8 @@ a GGUF file (`LocalModel`), and `remote.RemoteBackend`, for a model on an OpenAI
 server (`RemoteModel`); they fit without any widget knowing the difference. That is why the interface is phrased in what a chat needs
 (messages in, text chunks and typed statistics out, a cancel flag) and not in llama.cpp's
 terms (tokens, batches, KV cache), and why `open_backend` is the only place that knows which
-implementation a source needs.
+implementation a source needs (it lives in engine/opening.py, so that this interface imports
+neither implementation and neither implementation imports its opener).
 
 Stopping is the cancel `threading.Event` passed to `stream`: set from any thread, checked
 between tokens, so a reply can be stopped while the thread that runs it is busy.
@@ -20,9 +21,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 
-from .kv_state import StateCache
 from .sampling import SamplingParams
-from .types import LoadOptions, ModelDescription, ModelSource, RemoteModel, ReplyStats
+from .types import LoadOptions, ModelDescription, ModelSource, ReplyStats
 
 LoadProgress = Callable[[float], None]  # 0..1 while the model loads
 PromptProgress = Callable[[int, int], None]  # prompt tokens read so far, of how many
@@ -100,32 +100,3 @@ def closing_reply(stream: Iterable[str | ReplyStats]) -> Iterator[Iterator[str |
 
 # What loads a model into a Backend: `open_backend` in Hearth; a scripted one in tests.
 BackendOpener = Callable[[ModelSource, LoadOptions, LoadProgress | None, threading.Event | None], Backend]
-
-
-def open_backend(
-    source: ModelSource,
-    options: LoadOptions,
-    progress: LoadProgress | None = None,
-    cancel: threading.Event | None = None,
-    states: StateCache | None = None,
-) -> Backend:
-    """Load `source` with the backend that serves it. Blocks until loaded; raises
-    ModelFileError, TemplateError or LoadCancelled with a message for the user, and for a
-    remote model remote_errors.RemoteError (the server is unreachable, refuses the key, or
-    does not have the model).
-
-    A remote model takes none of `options`: the server chose its context, device and threads,
-    and applies its own chat template (its description's template is "server"). `states`:
-    where a local model keeps saved KV states per conversation (None: it keeps none)."""
-    if isinstance(source, RemoteModel):
-        from .remote import RemoteBackend  # imports httpx: only where a remote model is used
-
-        if progress is not None:
-            progress(0.0)
-        backend = RemoteBackend.open(source, cancel=cancel)
-        if progress is not None:
-            progress(1.0)
-        return backend
-    from .generator import Engine  # imports llama.cpp: only on the thread that loads
-
-    return Engine(source.path, options, progress=progress, cancel=cancel, states=states)

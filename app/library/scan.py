@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
-from ..engine.modelfile import ModelFileError, ModelInfo, inspect_model
-from ..engine.text import printable
+from ..common.text import printable
+from ..engine.gguf.modelfile import ModelFileError, ModelInfo, inspect_model
+from .homes import ModelHomes
 from .quants import QUARANTINE_DIR, SPLIT_NAME
 
 log = logging.getLogger(__name__)
@@ -64,11 +64,11 @@ def hf_cache_dir() -> Path:
     return Path(constants.HF_HUB_CACHE)
 
 
-def model_folders(extra: Iterable[Path] = ()) -> list[Path]:
+def model_folders(homes: ModelHomes, extra: Iterable[Path] = ()) -> list[Path]:
     """Every folder Hearth looks in, in listing order; duplicates and missing ones dropped."""
     folders: list[Path] = []
     seen: set[Path] = set()
-    for folder in (paths.app_models_dir(), paths.user_models_dir(), *extra, hf_cache_dir()):
+    for folder in (homes.shipped, homes.user, *extra, hf_cache_dir()):
         folder = Path(folder).expanduser()
         key = resolved(folder)
         if key not in seen and _is_dir(folder):
@@ -77,8 +77,9 @@ def model_folders(extra: Iterable[Path] = ()) -> list[Path]:
     return folders
 
 
-def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry]:
-    """List the models in `folders`, then the single `files` the user added.
+def scan(folders: Iterable[Path], files: Iterable[Path] = (), homes: ModelHomes | None = None) -> list[ModelEntry]:
+    """List the models in `folders`, then the single `files` the user added; `homes` are named
+    by name in the folder column (folder_label).
 
     A folder laid out as a Hugging Face cache (`models--org--name/snapshots/…`) is read as
     one: each file is listed under its repository. The same file reached twice (a symlink,
@@ -99,22 +100,22 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = ()) -> list[ModelEntry
             for path, repo in _hf_cache_files(folder):
                 add(path, f"{HF_LABEL} · {repo}")
         else:
-            origin = folder_label(folder)
+            origin = folder_label(folder, homes)
             for path in _gguf_files(folder):
                 add(path, origin)
     for path in files:
         path = Path(path)
         if _is_listed_name(path.name):
-            add(path, folder_label(path.parent))
+            add(path, folder_label(path.parent, homes))
     return entries
 
 
-def folder_label(folder: Path) -> str:
+def folder_label(folder: Path, homes: ModelHomes | None = None) -> str:
     """How the folder column names a folder: Hearth's own by name, others by their path."""
     key = resolved(folder)
-    if key == resolved(paths.app_models_dir()):
+    if homes is not None and key == resolved(homes.shipped):
         return APP_MODELS_LABEL
-    if key == resolved(paths.user_models_dir()):
+    if homes is not None and key == resolved(homes.user):
         return USER_MODELS_LABEL
     home = Path.home()
     try:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from ..engine.backend import Backend, closing_reply
 from ..engine.context import ContextFullError
-from ..engine.remote_errors import RemoteError, RemoteFailure
-from ..engine.templates import TemplateError
+from ..engine.remote.errors import RemoteError, RemoteFailure
+from ..engine.templates.chat_template import TemplateError
 from ..engine.types import ReplyStats, StopReason
 from .completions import Job, Refusal, Refused
 

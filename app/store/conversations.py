@@ -24,13 +24,20 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.engine.text import shorten
+from app.common.text import shorten
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import exchange, search
-from app.store.records import (
-    ROLES, STATUSES, Conversation, DeletedVersion, StoredMessage, StoreError, require_choice, utc_now,
-)
 from app.store.importing import insert_import
+from app.store.records import (
+    ROLES,
+    STATUSES,
+    Conversation,
+    DeletedVersion,
+    StoredMessage,
+    StoreError,
+    require_choice,
+    utc_now,
+)
 from app.store.schema import connect, database_error, transaction
 from app.store.tree import BRANCH, MESSAGE, SUBTREE, last_seen_leaf
 

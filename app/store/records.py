@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from app.engine.text import shorten
+from app.common.text import shorten
 from app.engine.types import ReplyStats, ReplyStatus
 
 ROLES = ("system", "user", "assistant")

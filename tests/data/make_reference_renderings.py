@@ -9,7 +9,7 @@ the way a tokenizer passes its special-tokens map (left out when the family has 
 
 Templates that reject a system message (they call `raise_exception`) are rendered with the
 system prompt folded into the first user message, "SYSTEM\\n\\nUSER", exactly as Hearth's
-`app.engine.templates.fold_system_prompt` does; such renderings are marked
+`app.engine.templates.chat_template.fold_system_prompt` does; such renderings are marked
 `"system_folded": true`. With the current families.json no template needs it (Mistral v0.1's
 and Llama 2's published templates take a system message, Gemma 3 folds it itself), but the
 rule is kept so a new entry cannot silently get a different reference.
@@ -58,7 +58,7 @@ CONVERSATIONS = {
 
 
 def fold_system_prompt(messages: list[dict]) -> list[dict]:
-    """The same rule as app.engine.templates.fold_system_prompt (copied: no app imports here)."""
+    """The same rule as app.engine.templates.chat_template.fold_system_prompt (copied: no app imports here)."""
     if not messages or messages[0]["role"] != "system":
         return messages
     system, rest = messages[0]["content"], messages[1:]

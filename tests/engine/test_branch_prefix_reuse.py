@@ -13,11 +13,11 @@ the new prompt and the branch in the cache differ, found by rendering and tokeni
 from __future__ import annotations
 
 import pytest
+from branch_walk import PARAMS, walk_branches
 
-from app.engine.generator import Engine
+from app.engine.llama.generator import Engine
 from app.engine.types import LoadOptions
 from app.store import ConversationStore
-from branch_walk import PARAMS, walk_branches
 
 N_CTX = 1024  # the whole walk fits (about 250 tokens): no turn is dropped, so only the branches differ
 REPLIES = PARAMS.with_changes(max_tokens=8)

@@ -1,7 +1,6 @@
 """ggml's device registry, read through our ctypes bindings."""
 
-from app.engine.devices import devices, gpu_memory_bytes
-from app.engine.devices import supports_gpu_offload
+from app.engine.llama.devices import devices, gpu_memory_bytes, supports_gpu_offload
 
 
 def test_the_cpu_is_listed_with_its_memory():

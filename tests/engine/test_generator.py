@@ -7,14 +7,13 @@ import threading
 
 import psutil
 import pytest
-
 from reply_events import collect
 
 from app.engine.context import REFILL_FRACTION, ContextFullError
-from app.engine.devices import cpu_threads
-from app.engine.generator import Engine
-from app.engine.types import LoadOptions, ReplyStats
+from app.engine.llama.devices import cpu_threads
+from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
+from app.engine.types import LoadOptions, ReplyStats
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=24)
 LONG_PIECE_TOKEN = 14443  # a 34-byte Bengali piece: longer than llama-cpp-python's 32-byte buffer
@@ -212,7 +211,7 @@ def test_llama_cpp_log_reaches_python_logging(gemma_path, caplog):
 def test_gpu_offload_is_requested_when_the_build_supports_it(gemma_path, monkeypatch):
     # A mock, because there is no CUDA device here: pretend the build can offload and check
     # what the engine asks for and reports. llama.cpp itself ignores the layers on a CPU build.
-    import app.engine.generator as generator
+    import app.engine.llama.generator as generator
 
     monkeypatch.setattr(generator, "supports_gpu_offload", lambda: True)
     monkeypatch.setattr(generator, "free_vram", lambda: 8 * 1024**3)
@@ -231,7 +230,7 @@ def test_gpu_offload_is_requested_when_the_build_supports_it(gemma_path, monkeyp
 
 
 def test_device_matches_the_build(engine):
-    from app.engine.devices import offload_support, supports_gpu_offload
+    from app.engine.llama.devices import offload_support, supports_gpu_offload
 
     if supports_gpu_offload():
         assert engine.device.backend == "CUDA" and engine.device.gpu_layers == engine.device.total_layers

@@ -12,7 +12,7 @@ import pytest
 from gguf import GGUFReader
 
 from app.__main__ import build_parser
-from app.engine.modelfile import inspect_model
+from app.engine.gguf.modelfile import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, SamplingError, model_params
 
 # As the converter writes them (gguf-py's GGUFWriter.add_sampling_*: int32 counts, float32 the rest).
@@ -82,7 +82,7 @@ def test_the_gguf_packages_own_writer_is_read_the_same(tmp_path):
 ])
 def test_a_value_out_of_range_is_dropped_with_a_log_line(tmp_path, caplog, key, value, why):
     path = with_keys(tmp_path / "odd.gguf", {**AUTHORS, key: value})
-    with caplog.at_level(logging.WARNING, logger="app.engine.gguf_sampling"):
+    with caplog.at_level(logging.WARNING, logger="app.engine.gguf.sampling_defaults"):
         info = inspect_model(path)  # the model itself is fine: it is not refused
     field = {"general.sampling.temp": "temperature", "general.sampling.top_p": "top_p",
              "general.sampling.min_p": "min_p", "general.sampling.top_k": "top_k",
@@ -127,23 +127,25 @@ def test_the_models_defaults_are_hearths_with_the_models_values_over_them():
     (["--preset", "Precise"], PRESETS["Precise"]),
 ])
 def test_chat_samples_with_the_models_defaults_unless_a_flag_overrides(tmp_path, monkeypatch, flags, expected):
-    import app.engine.backend
     from scripted_backend import Script
+
+    import app.engine.opening
 
     path = with_keys(tmp_path / "author.gguf", AUTHORS)
     script = Script(inspect_model(path))
-    monkeypatch.setattr(app.engine.backend, "open_backend", script.open)  # the reply's parameters, not llama.cpp
+    monkeypatch.setattr(app.engine.opening, "open_backend", script.open)  # the reply's parameters, not llama.cpp
     args = build_parser().parse_args(["chat", str(path), "Hi", *flags])
     assert args.run(args) == 0
     assert script.requests[-1][1] == expected
 
 
 def test_chat_samples_a_model_without_them_with_hearths_defaults(gemma_path, gemma_info, monkeypatch):
-    import app.engine.backend
     from scripted_backend import Script
 
+    import app.engine.opening
+
     script = Script(gemma_info)
-    monkeypatch.setattr(app.engine.backend, "open_backend", script.open)
+    monkeypatch.setattr(app.engine.opening, "open_backend", script.open)
     args = build_parser().parse_args(["chat", str(gemma_path), "Hi"])
     assert args.run(args) == 0
     assert script.requests[-1][1] == PRESETS["Balanced"]

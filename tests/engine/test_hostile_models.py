@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import gguf_corpus as g
 import pytest
 
-import gguf_corpus as g
-from app.engine.gguf_checks import LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS
-from app.engine.gguf_header import MAX_HEADER_STRINGS
-from app.engine.modelfile import ModelFileError, inspect_model
+from app.engine.gguf.checks import LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS
+from app.engine.gguf.header import MAX_HEADER_STRINGS
+from app.engine.gguf.modelfile import ModelFileError, inspect_model
 
 NAN, INF = float("nan"), float("inf")
 MAX_SECONDS = 1.0

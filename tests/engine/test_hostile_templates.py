@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.template_source import MAX_NESTING, MAX_TEMPLATE_CHARS
-from app.engine.templates import MAX_MESSAGE_CHARS, ChatTemplate, MessageTooLongError, TemplateError, fallback_source
+from app.engine.templates.chat_template import (
+    MAX_MESSAGE_CHARS,
+    ChatTemplate,
+    MessageTooLongError,
+    TemplateError,
+    fallback_source,
+)
+from app.engine.templates.source import MAX_NESTING, MAX_TEMPLATE_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERSATION = [
@@ -169,8 +175,8 @@ BENIGN = [
 # before each case through /proc/self/clear_refs).
 _RUNNER = """
 import json, re, resource, sys, time
-from app.engine import template_sandbox
-from app.engine.templates import ChatTemplate, TemplateError
+from app.engine.templates import sandbox as template_sandbox
+from app.engine.templates.chat_template import ChatTemplate, TemplateError
 
 def memory_mb(field):
     with open("/proc/self/status") as status:
@@ -276,9 +282,9 @@ def test_hearth_chat_says_the_message_is_too_long(gemma_path, tmp_path):
 
 
 def test_the_window_is_told_the_message_is_too_long(gemma_path, qapp, qtbot):
-    from app.bridge import EngineBridge
     from app.engine.sampling import SamplingParams
     from app.engine.types import LoadOptions, LocalModel
+    from app.owners.bridge import EngineBridge
 
     bridge = EngineBridge()
     try:

@@ -1,4 +1,4 @@
-"""Saved KV state per conversation (app/engine/kv_state.py, kv_file.py, kv_fingerprint.py,
+"""Saved KV state per conversation (app/engine/kv/cache.py, kv_file.py, kv_fingerprint.py,
 kv_seq.py): a state comes back only under the key it was saved with and only for a prompt its
 tokens begin; damaged, foreign and half-written files are never loaded and are deleted; each
 tier keeps the most recently used states within its byte budget. Fake payloads, except the
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import kv_file
-from app.engine.kv_fingerprint import NoFingerprint, model_fingerprint
-from app.engine.kv_state import StateCache, StateKey
+from app.engine.gguf.fingerprint import NoFingerprint, model_fingerprint
+from app.engine.kv import file as kv_file
+from app.engine.kv.cache import StateCache, StateKey
 
 KEY = StateKey(model_size=253_113_024, model_digest="ab" * 32, n_ctx=4096, kv_type="k=f16 v=f16 fa=0 swa_full=1",
                offloaded_layers=0, llama_version="llama-cpp-python 0.3.36; llama.cpp 0.5.0-dev; state 3/10")
@@ -394,9 +394,9 @@ def gemma(gemma_path, gemma_info):
     once for every test here (two seconds on one core)."""
     from llama_cpp import Llama
 
-    from app.engine import kv_seq
-    from app.engine.devices import cpu_threads
-    from app.engine.templates import template_for
+    from app.engine.llama import kv_seq
+    from app.engine.llama.devices import cpu_threads
+    from app.engine.templates.chat_template import template_for
 
     threads = cpu_threads()
     contexts = [Llama(model_path=str(gemma_path), n_ctx=N_CTX, n_threads=threads.generate,
@@ -431,8 +431,8 @@ def first_logits(llm, tokens: list[int]):
 
 
 def test_a_state_restored_from_disk_holds_exactly_what_was_saved(gemma, tmp_path):
-    from app.engine import kv_seq
-    from app.engine.kv_fingerprint import model_fingerprint
+    from app.engine.gguf.fingerprint import model_fingerprint
+    from app.engine.llama import kv_seq
 
     fingerprint = model_fingerprint(gemma.saver.model_path)
     key = StateKey(fingerprint.size, fingerprint.digest, N_CTX, kv_seq.cache_layout(gemma.saver), 0,
@@ -453,7 +453,7 @@ def test_the_new_turn_after_a_restore_reads_as_in_the_context_that_saved_it(gemm
     as between a warm and a cold prompt). An empty cache instead is far off: the control."""
     import numpy as np
 
-    from app.engine import kv_seq
+    from app.engine.llama import kv_seq
 
     fresh, history, new_turn = gemma.fresh, gemma.history, gemma.prompt[len(gemma.history):]
     assert kv_seq.restore(fresh, history, gemma.payload)
@@ -471,7 +471,7 @@ def test_a_restored_sliding_window_state_is_reused_only_from_its_end(gemma):
     """llama.cpp saves the sliding-window layers' last n_swa positions only (Gemma 3: 512), so a
     restored state extends, or re-evaluates its last token, but is not cut back further: the
     re-evaluated tokens would miss window positions. The engine's own context keeps them all."""
-    from app.engine import kv_seq
+    from app.engine.llama import kv_seq
 
     saver, fresh, history = gemma.saver, gemma.fresh, gemma.history
     assert all(kv_seq.can_reuse(saver, n_past) for n_past in (1, 10, len(history) - 300, len(history)))
@@ -481,7 +481,7 @@ def test_a_restored_sliding_window_state_is_reused_only_from_its_end(gemma):
 
 
 def test_llama_cpp_refuses_a_payload_that_is_not_its_state(gemma):
-    from app.engine import kv_seq
+    from app.engine.llama import kv_seq
 
     fresh, payload = gemma.fresh, gemma.payload
     assert not kv_seq.restore(fresh, gemma.history, payload[: len(payload) // 2])
@@ -492,7 +492,7 @@ def test_llama_cpp_refuses_a_payload_that_is_not_its_state(gemma):
 
 
 def test_token_segments_come_back_as_they_were_saved():
-    from app.engine.kv_segments import SavedSegment, decode, encode
+    from app.engine.kv.segments import SavedSegment, decode, encode
 
     segments = [SavedSegment(b"<bos><start_of_turn>user\nHi<end_of_turn>\n", [2, 105, 2364, 107, 10979, 106, 107], None, False),
                 SavedSegment(" Hello there".encode(), [26352, 993], [b" Hello", b" there"], True),
@@ -507,7 +507,7 @@ def test_token_segments_come_back_as_they_were_saved():
                                   b"\x00\0\0\0" + b"extra"],
                          ids=["empty", "short-count", "2^32-segments", "flags", "huge-text", "huge-token-count", "left-over"])
 def test_malformed_segments_are_refused_without_allocating(meta):
-    from app.engine.kv_segments import decode
+    from app.engine.kv.segments import decode
 
     with pytest.raises(ValueError):
         decode(meta)

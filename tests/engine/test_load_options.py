@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import kv_seq
-from app.engine.devices import supports_gpu_offload
-from app.engine.generator import Engine
-from app.engine.kv_state import StateCache
-from app.engine.load_checks import LoadOptionsError, load_options_problem
-from app.engine.modelfile import ModelFileError
+from app.engine.gguf.modelfile import ModelFileError
+from app.engine.kv.cache import StateCache
+from app.engine.llama import kv_seq
+from app.engine.llama.devices import supports_gpu_offload
+from app.engine.llama.generator import Engine
+from app.engine.llama.load_checks import LoadOptionsError, load_options_problem
 from app.engine.sampling import SamplingParams
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions, ReplyStats
 
@@ -181,7 +181,7 @@ def test_which_combinations_are_refused():
 
 MLOCK_CHILD = """
 import json, sys
-from app.engine.generator import Engine
+from app.engine.llama.generator import Engine
 from app.engine.types import LoadOptions
 engine = Engine(sys.argv[1], LoadOptions(n_ctx=256, use_mlock=True))
 print(json.dumps(engine.describe().load_notes))

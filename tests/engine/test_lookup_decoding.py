@@ -14,13 +14,12 @@ from dataclasses import dataclass
 
 import pytest
 from llama_cpp import llama_cpp as llama_c
-
 from reply_events import collect
 
 from app.__main__ import build_parser
-from app.cli import sampling_from_args
+from app.cli.args import sampling_from_args
 from app.engine import lookup
-from app.engine.generator import Engine
+from app.engine.llama.generator import Engine
 from app.engine.lookup import DraftStats
 from app.engine.sampling import Drafting, SamplingError, SamplingParams
 from app.engine.types import LoadOptions, ReplyStats, StopReason

@@ -22,12 +22,19 @@ from pathlib import Path
 import pytest
 from gguf_corpus import BOOL, U32, Shape, array, damaged_copy, read_real_header, tiny_llama, u32
 
-from app.engine import machine
+from app.engine.gguf.modelfile import ModelFileError
+from app.engine.gguf.shape import model_shape
+from app.engine.llama import machine
 from app.engine.memory_plan import (
-    ACCURACY, MIB, VRAM_MARGIN, Fit, auto_gpu_layers, gpu_layers_for, largest_context, plan,
+    ACCURACY,
+    MIB,
+    VRAM_MARGIN,
+    Fit,
+    auto_gpu_layers,
+    gpu_layers_for,
+    largest_context,
+    plan,
 )
-from app.engine.model_shape import model_shape
-from app.engine.modelfile import ModelFileError
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +53,10 @@ def options(n_ctx: int, kv_k: KvCacheType = F16, kv_v: KvCacheType = F16, **more
 def llama_cpp_says(gemma_path):
     """One real load of Gemma 3 as the engine makes it (swa_full, flash attention), K q8_0 and
     V f16: what llama.cpp logs about its KV cache and its CPU compute buffer, in MiB."""
-    from llama_cpp import Llama, llama_cpp as llama_c
+    from llama_cpp import Llama
+    from llama_cpp import llama_cpp as llama_c
 
-    from app.engine import llama_log
+    from app.engine.llama import log_shim as llama_log
 
     lines: list[str] = []
 
@@ -272,13 +280,13 @@ def test_free_ram_is_memavailable_or_psutil_s(tmp_path, monkeypatch):
 
 
 def test_planning_does_not_import_llama_cpp():
-    code = ("import sys; from app.engine.memory_plan import plan; from app.engine.machine import free_ram; "
+    code = ("import sys; from app.engine.memory_plan import plan; from app.engine.llama.machine import free_ram; "
             "plan('models/gemma-3-270m-q4_k_m.gguf', free_ram=free_ram()); assert 'llama_cpp' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
 
 
 def test_inspect_plan_prints_the_plan_as_json(gemma_path, capsys):
-    from app.cli_plan import add_plan_arguments, run_plan
+    from app.cli.plan import add_plan_arguments, run_plan
 
     parser = argparse.ArgumentParser()
     parser.add_argument("model", type=Path)

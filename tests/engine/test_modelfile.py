@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.modelfile import ModelFileError, inspect_model
-from app.engine.text import printable
+from app.common.text import printable
+from app.engine.gguf.modelfile import ModelFileError, inspect_model
 
 
 def test_inspects_gemma_without_loading(gemma_path):
@@ -166,7 +166,7 @@ def test_printable_keeps_file_text_to_one_short_line():
 
 
 def test_a_reader_bug_on_one_odd_file_is_a_message_and_a_log_entry(monkeypatch, caplog, gemma_path):
-    from app.engine import modelfile
+    from app.engine.gguf import modelfile
 
     def broken(*args):
         raise ZeroDivisionError("a bug nobody has found yet")

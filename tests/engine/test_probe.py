@@ -16,8 +16,8 @@ import time
 import pytest
 
 from app.engine.backend import LoadCancelled
-from app.engine.modelfile import ModelFileError
-from app.engine.probe import ProbingOpener
+from app.engine.gguf.modelfile import ModelFileError
+from app.engine.llama.probe import ProbingOpener
 from app.engine.types import LoadOptions, LocalModel
 
 ASSERT_LINE = "llama-model.cpp:512: GGML_ASSERT(hparams.n_layer > 0) failed"
@@ -89,9 +89,9 @@ def test_the_window_keeps_its_model_when_a_file_crashes_the_probe(qapp, script, 
     model loaded before stays loaded. (The child aborts only for the file named bad.gguf.)"""
     from PySide6.QtCore import QSettings
 
-    from app.bridge import EngineBridge
-    from app.model_session import ModelSession
-    from app.settings import Settings
+    from app.owners.bridge import EngineBridge
+    from app.owners.model_session import ModelSession
+    from app.owners.settings import Settings
 
     picky_child = [sys.executable, "-c", "import json, os, sys\n"
                    "if json.load(sys.stdin)['path'].endswith('bad.gguf'): os.abort()"]
@@ -112,7 +112,7 @@ def test_the_window_keeps_its_model_when_a_file_crashes_the_probe(qapp, script, 
 
 def test_a_child_stuck_on_a_file_is_given_up_on_with_a_message(gemma_path, tmp_path, monkeypatch):
     """llama.cpp looping on a hostile file would otherwise hold the load until Cancel."""
-    import app.engine.probe as probe
+    import app.engine.llama.probe as probe
 
     monkeypatch.setattr(probe, "PROBE_BASE_SECONDS", 0.5)
     monkeypatch.setattr(probe, "PROBE_BYTES_PER_SECOND", 10**15)

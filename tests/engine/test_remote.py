@@ -11,17 +11,16 @@ import threading
 
 import openai
 import pytest
-
+from remote_servers import llama_server  # noqa: F401 - a fixture
 from reply_events import collect
 
-from app.engine.backend import open_backend
-from app.engine.remote import RemoteBackend
-from app.engine.remote_errors import RemoteError, RemoteFailure
-from app.engine.remote_models import list_models
+from app.engine.opening import open_backend
+from app.engine.remote.backend import RemoteBackend
+from app.engine.remote.errors import RemoteError, RemoteFailure
+from app.engine.remote.models import list_models
 from app.engine.sampling import PRESETS
-from app.engine.template_limits import TemplateError
+from app.engine.templates.limits import TemplateError
 from app.engine.types import SERVER_TEMPLATE, LoadOptions, RemoteModel, ServerConfig, StopReason
-from remote_servers import llama_server  # noqa: F401 - a fixture
 
 GREEDY = PRESETS["Precise"].with_changes(max_tokens=24, seed=7)
 QUESTION = [{"role": "user", "content": "Name three colours of the rainbow."}]

@@ -9,16 +9,16 @@ import threading
 import time
 
 import pytest
+from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 from app.engine.backend import LoadCancelled
-from app.engine.remote import RemoteBackend
-from app.engine.remote_errors import RemoteError, RemoteFailure
-from app.engine.remote_http import RemoteTimeouts
-from app.engine.remote_models import list_models
-from app.engine.remote_request import REMOTE_EXTENSION_FIELDS
+from app.engine.remote.backend import RemoteBackend
+from app.engine.remote.errors import RemoteError, RemoteFailure
+from app.engine.remote.http import RemoteTimeouts
+from app.engine.remote.models import list_models
+from app.engine.remote.request import REMOTE_EXTENSION_FIELDS
 from app.engine.sampling import SamplingParams
 from app.engine.types import RemoteModel, ServerConfig, StopReason
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 QUICK = RemoteTimeouts(connect=2.0, read=0.3)
 HELLO = [{"role": "user", "content": "Hi"}]
@@ -228,7 +228,7 @@ def test_a_key_that_cannot_travel_in_a_header_is_refused_without_repeating_it():
 def test_retry_after_reads_seconds_and_http_dates():
     from datetime import datetime, timezone
 
-    from app.engine.remote_errors import retry_after
+    from app.engine.remote.errors import retry_after
 
     now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=timezone.utc).timestamp()
     assert retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now=now) == 30

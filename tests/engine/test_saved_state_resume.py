@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from reply_events import collect
 
-from app.engine.generator import Engine
-from app.engine.kv_state import StateCache
+from app.engine.kv.cache import StateCache
+from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
 from app.engine.types import LoadOptions, ReplyStats
 

@@ -9,7 +9,7 @@ import gguf_corpus as g
 import pytest
 from starlette.testclient import TestClient
 
-from app.engine.backend import open_backend
+from app.engine.opening import open_backend
 from app.engine.sampling import PRESETS
 from app.engine.types import LoadOptions, LocalModel
 from app.serve.app import create_app

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.modelfile import inspect_model
-from app.engine.template_sandbox import MAX_RENDER_SECONDS
-from app.engine.templates import FALLBACK_NAMES, ChatTemplate, TemplateError, fallback_source, template_for
+from app.engine.gguf.modelfile import inspect_model
+from app.engine.templates.chat_template import (
+    FALLBACK_NAMES,
+    ChatTemplate,
+    TemplateError,
+    fallback_source,
+    template_for,
+)
+from app.engine.templates.sandbox import MAX_RENDER_SECONDS
 
 FAMILIES = {f["family"]: f for f in json.loads((Path(__file__).parents[1] / "data" / "families.json").read_text())}
 CONVERSATION = [

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import make_tiny_models as tiny
 import pytest
 
-import make_tiny_models as tiny
-from app.engine.generator import Engine
+from app.engine.llama.generator import Engine
 from app.engine.types import LoadOptions
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -17,16 +17,15 @@ from __future__ import annotations
 import functools
 import itertools
 
-import pytest
-
 import make_tiny_models as tiny
+import pytest
 from reply_events import collect
 
-from app.engine.generator import Engine
-from app.engine.types import LoadOptions, ReplyStats
-from app.engine.modelfile import END_OF_TURN_TEXTS, inspect_model
+from app.engine.gguf.modelfile import END_OF_TURN_TEXTS, inspect_model
+from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
-from app.engine.templates import ChatTemplate, fallback_name, template_for
+from app.engine.templates.chat_template import ChatTemplate, fallback_name, template_for
+from app.engine.types import LoadOptions, ReplyStats
 
 ENTRIES = tiny.load_families_json()
 FAMILIES = tiny.ALL_FAMILIES

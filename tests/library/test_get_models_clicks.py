@@ -7,18 +7,24 @@ from collections import namedtuple
 
 import psutil
 import pytest
+from fake_hub import QWEN_REPO
 from PySide6.QtCore import Qt
+from test_get_models_view import (  # noqa: F401  (fixtures, found by pytest by name)
+    Q4,
+    WAIT_MS,
+    make_manager,
+    make_view,
+    memory_keyring,
+    model_items,
+    start_download,
+)
+from ui.widget_walk import unnamed_widgets
 
 from app.library import curated
 from app.library.curated import load_curated
-from app.ui.colors import Tone, tone_of
-from app.ui.curated_list import CuratedColumn
-from app.ui.get_models import OFFLINE_HEADLINE
-from fake_hub import QWEN_REPO
-from test_get_models_view import (  # noqa: F401  (fixtures, found by pytest by name)
-    Q4, WAIT_MS, make_manager, make_view, memory_keyring, model_items, start_download,
-)
-from ui.widget_walk import unnamed_widgets
+from app.ui.models.curated_list import CuratedColumn
+from app.ui.models.get_models import OFFLINE_HEADLINE
+from app.ui.widgets.colors import Tone, tone_of
 
 SUGGESTED = load_curated()[0]  # Qwen3 0.6B, whose repository the fake Hub serves below
 

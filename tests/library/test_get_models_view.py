@@ -11,21 +11,21 @@ import keyring.backends.fail
 import psutil
 import pytest
 import shiboken6
+from fake_hub import GOOD_TOKEN, QWEN_REPO
+from memory_keyring import MemoryKeyring
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QInputDialog
 
-from app.download_manager import DownloadManager
-from app.engine.modelfile import inspect_model
+from app.engine.gguf.modelfile import inspect_model
 from app.library import credentials, secrets
 from app.library.downloads import PARTIAL_SUFFIX
 from app.library.hub import HubClient, Timeouts
-from app.ui import get_models
-from app.ui.download_row import DownloadRow
-from app.ui.get_models import OFFLINE_HEADLINE, GetModelsView
-from app.ui.hub_lists import MODEL_ROLE, ModelColumn, ResultColumn
-from fake_hub import GOOD_TOKEN, QWEN_REPO
-from memory_keyring import MemoryKeyring
+from app.owners.downloads import DownloadManager
+from app.ui.models import get_models
+from app.ui.models.download_row import DownloadRow
+from app.ui.models.get_models import OFFLINE_HEADLINE, GetModelsView
+from app.ui.models.hub_lists import MODEL_ROLE, ModelColumn, ResultColumn
 
 Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
 GATED_REPO = "meta-llama/Llama-3.2-1B-Instruct-GGUF"

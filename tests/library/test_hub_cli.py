@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from app.library.pull_cli import add_pull_arguments, run_pull
 from fake_hub import QWEN_REPO
+
+from app.cli.pull import add_pull_arguments, run_pull
 
 
 def pull(*argv: str) -> int:
@@ -60,7 +60,7 @@ def test_pull_of_a_malformed_repo_name_says_how_to_write_it(endpoint, capsys):
 
 def test_pull_as_a_program(qwen, endpoint, tmp_path, tiny_gguf):
     result = subprocess.run(
-        [sys.executable, "-m", "app.library.pull_cli", QWEN_REPO, "--quant", "Q4_K_M", "--dest", str(tmp_path)],
+        [sys.executable, "-m", "app.cli.pull", QWEN_REPO, "--quant", "Q4_K_M", "--dest", str(tmp_path)],
         capture_output=True, text=True, timeout=60, env=os.environ.copy(),
     )
     assert result.returncode == 0, result.stderr

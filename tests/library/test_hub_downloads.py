@@ -6,14 +6,14 @@ import threading
 import time
 
 import pytest
+from fake_hub import QWEN_REPO, FakeFile, wait_until
 from huggingface_hub import hf_hub_download
 
-from app.engine.modelfile import inspect_model
+from app.engine.gguf.modelfile import inspect_model
 from app.library.download_queue import DownloadQueue
 from app.library.downloads import PARTIAL_SUFFIX, DownloadControl, download_model
 from app.library.errors import DownloadCancelled, HubError, IntegrityError, NotEnoughSpace
 from app.library.quants import RemoteFile, RemoteModel
-from fake_hub import QWEN_REPO, FakeFile, wait_until
 
 Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
 

@@ -8,11 +8,11 @@ import sys
 import time
 
 import pytest
+from fake_hub import GOOD_TOKEN, QWEN_REPO
 
 from app.library.downloads import PARTIAL_SUFFIX, download_model
 from app.library.errors import GatedRepo, HubTimeout, HubUnavailable
 from app.library.hub import HubClient, Timeouts
-from fake_hub import GOOD_TOKEN, QWEN_REPO
 
 GATED_REPO = "meta-llama/Llama-3.2-1B-Instruct-GGUF"
 GATED_FILE = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
@@ -106,7 +106,7 @@ def test_importing_the_library_opens_no_connection():
         "def refuse(*args): raise AssertionError('network touched at import')\n"
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
-        "import app.library.hub, app.library.downloads, app.library.pull_cli, app.library.credentials\n"
+        "import app.library.hub, app.library.downloads, app.cli.pull, app.library.credentials\n"
     )
     subprocess.run([sys.executable, "-c", guard], check=True, timeout=60)
 

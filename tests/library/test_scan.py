@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app import paths
 from app.library import scan as scan_module
 from app.library.scan import MAX_DEPTH, model_folders, scan
+from app.owners import paths
 
 
 def _link(src: Path, dest: Path) -> Path:
@@ -122,12 +122,14 @@ def test_model_folders_in_order(monkeypatch, tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()
     monkeypatch.setattr(scan_module, "hf_cache_dir", lambda: cache)
-    folders = model_folders([extra, tmp_path / "missing", extra])
-    assert folders == [paths.app_models_dir(), paths.user_models_dir(), extra, cache]
+    homes = paths.model_homes()
+    folders = model_folders(homes, [extra, tmp_path / "missing", extra])
+    assert folders == [homes.shipped, homes.user, extra, cache]
 
 
 def test_origin_labels_name_hearths_own_folders(gemma_path):
-    entries = scan(model_folders())
+    homes = paths.model_homes()
+    entries = scan(model_folders(homes), homes=homes)
     assert {entry.origin for entry in entries} <= {"Hearth", "Your models"}
     assert gemma_path in [entry.path for entry in entries]
 
@@ -200,7 +202,7 @@ def test_a_folder_added_under_a_parent_hearth_may_not_read_is_skipped(monkeypatc
     locked = tmp_path / "locked" / "models"
     locked.mkdir(parents=True)
     _deny(monkeypatch, locked)
-    folders = model_folders([locked, tmp_path])
+    folders = model_folders(paths.model_homes(), [locked, tmp_path])
     assert locked not in folders and tmp_path in folders
 
 
@@ -257,8 +259,8 @@ def test_an_unforeseen_failure_listing_one_file_is_that_files_row(monkeypatch, g
 def test_the_model_picker_lists_every_model_beside_a_link_loop(qtbot, gemma_path, tmp_path):
     from PySide6.QtCore import QSettings, Qt
 
-    from app.settings import Settings
-    from app.ui.model_picker import Column, ModelPicker
+    from app.owners.settings import Settings
+    from app.ui.models.picker import Column, ModelPicker
 
     folder = tmp_path / "models"
     model = _hostile_folder(gemma_path, folder)

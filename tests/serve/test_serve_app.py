@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from app.engine.remote_errors import RemoteError, RemoteFailure
+from app.engine.remote.errors import RemoteError, RemoteFailure
 from app.engine.types import ReplyStats, StopReason
 from app.serve.app import create_app
 from app.serve.completions import Refusal, ServedModel

@@ -141,7 +141,7 @@ def test_raw_prompts_switch_the_template_only_when_the_kind_of_job_changes(scrip
 
 
 def test_a_cancelled_reply_on_the_real_engine_stops_within_one_token(gemma_path):
-    from app.engine.backend import open_backend
+    from app.engine.opening import open_backend
 
     queue = EngineQueue(open_backend(LocalModel(gemma_path), LoadOptions(n_ctx=512)))
     try:

@@ -6,8 +6,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QTextBrowser
 
-from app.ui.chat_view import ChatView
-from app.ui.streaming_reply import FLUSH_INTERVAL_MS
+from app.ui.chat.streaming_reply import FLUSH_INTERVAL_MS
+from app.ui.chat.view import ChatView
 
 WAIT_MS = FLUSH_INTERVAL_MS * 20
 

@@ -10,15 +10,15 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
-
-from app.bridge import CHUNK_INTERVAL_S, EngineBridge
-from app.download_manager import DownloadManager
-from app.model_session import ModelSession
-from app.session import ChatSession
-from app.settings import Settings
-from app.store import ConversationStore
-from app.ui.main_window import MainWindow
 from scripted_backend import Script, ScriptedBackend
+
+from app.owners.bridge import CHUNK_INTERVAL_S, EngineBridge
+from app.owners.chat_session import ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.model_session import ModelSession
+from app.owners.settings import Settings
+from app.store import ConversationStore
+from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 5_000
 MODEL = Path("/models/gemma-3-270m-it.gguf")  # scripted: no file is read

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.ui.parameters_panel import ParametersPanel
+from app.ui.parameters.panel import ParametersPanel
 
 
 def shown_panel(qtbot, models, width: int) -> ParametersPanel:

@@ -10,13 +10,13 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtTest import QTest
 
-from app.download_manager import DownloadManager
-from app.engine.kv_state import StateCache
-from app.model_session import ModelSession
-from app.session import ChatSession
-from app.settings import Settings
+from app.engine.kv.cache import StateCache
+from app.owners.chat_session import ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.model_session import ModelSession
+from app.owners.settings import Settings
 from app.store import ConversationStore
-from app.ui.main_window import MainWindow
+from app.ui.window.main_window import MainWindow
 
 LOAD_TIMEOUT_MS = 10_000
 

@@ -12,9 +12,9 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.settings import APPEARANCE, Appearance, Settings
-from app.ui import appearance
-from app.ui.application import create_application
+from app.owners.settings import APPEARANCE, Appearance, Settings
+from app.ui.app import appearance
+from app.ui.app.application import create_application
 
 
 def is_dark(palette: QPalette) -> bool:

@@ -5,12 +5,12 @@ at the end of a reply and for errors, and the "Generating" line while a reply st
 from __future__ import annotations
 
 import pytest
+from chat_helpers import browser, shown_view, stream
 from PySide6.QtGui import QAccessible
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.ui.chat_view import ChatView, MessageView
-from app.ui.generating_indicator import FRAME_MS, GeneratingIndicator
-from chat_helpers import browser, shown_view, stream
+from app.ui.chat.generating_indicator import FRAME_MS, GeneratingIndicator
+from app.ui.chat.view import ChatView, MessageView
 
 STATS = ReplyStats(completion_tokens=12, tokens_per_s=20.0, stop_reason=StopReason.END_OF_TURN)
 # Characters Qt or the renderer put in the document that are not the text.

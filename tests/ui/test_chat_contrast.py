@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QPalette
 
-from app.ui import appearance
-from app.ui.theme import ChatTheme, _contrast
+from app.ui.app import appearance
+from app.ui.chat.theme import ChatTheme, _contrast
 
 WCAG_TEXT = 4.5
 

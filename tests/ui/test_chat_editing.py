@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from chat_helpers import WAIT_MS, browser, click_anchor, plain_text
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
 from app.engine.types import ReplyStatus
-from app.ui.chat_view import ChatView, MessageView
-from app.ui.inline_editor import InlineEditor
-from chat_helpers import WAIT_MS, browser, click_anchor, plain_text
+from app.ui.chat.inline_editor import InlineEditor
+from app.ui.chat.view import ChatView, MessageView
 
 CONVERSATION = [
     MessageView(11, "user", "What is a delta?"),

@@ -5,14 +5,14 @@ tables, and a reading column that follows the window's width."""
 from __future__ import annotations
 
 import pytest
+from chat_helpers import WAIT_MS, browser, click_anchor, hrefs, shown_view, stream
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStatus
-from app.ui.chat_browser import DOCUMENT_MARGIN
-from app.ui.chat_view import ChatView, MessageView
-from app.ui.markdown_render import CODE_HANG_PX, ZERO_WIDTH_SPACE
-from chat_helpers import WAIT_MS, browser, click_anchor, hrefs, shown_view, stream
+from app.ui.chat.browser import DOCUMENT_MARGIN
+from app.ui.chat.markdown_render import CODE_HANG_PX, ZERO_WIDTH_SPACE
+from app.ui.chat.view import ChatView, MessageView
 
 LONG_LINE = "values = [" + ", ".join(f"'item {i}'" for i in range(200)) + "]"  # 2,000+ characters
 UNBROKEN = "x" * 2_000

@@ -5,17 +5,17 @@ as a user does; the window's side is a slot that answers as the window would."""
 from __future__ import annotations
 
 import pytest
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAccessible, QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStatus
-from app.ui import appearance
-from app.ui.chat_view import ChatView, MessageView
-from app.ui.colors import MIN_CONTRAST, contrast
-from app.ui.inline_editor import InlineEditor
-from app.ui.theme import ChatTheme
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
+from app.ui.app import appearance
+from app.ui.chat.inline_editor import InlineEditor
+from app.ui.chat.theme import ChatTheme
+from app.ui.chat.view import ChatView, MessageView
+from app.ui.widgets.colors import MIN_CONTRAST, contrast
 
 CONVERSATION = [
     MessageView(1, "user", "What is a delta?"),
@@ -321,7 +321,7 @@ def test_a_boundary_drawn_above_the_pane_does_not_move_what_is_read(view, qtbot)
 
 
 def test_reveal_renders_scrolls_to_and_marks_a_hidden_message(view, qtbot, announcements, monkeypatch):
-    monkeypatch.setattr("app.ui.reveal_mark.MARK_MS", 100)
+    monkeypatch.setattr("app.ui.chat.reveal_mark.MARK_MS", 100)
     fast = ChatView()  # made after the patch: its mark lasts 100 ms
     fast.resize(800, 600)
     qtbot.addWidget(fast)

@@ -6,18 +6,23 @@ import re
 import time
 
 import pytest
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.ui.chat_view import (
-    HISTORY_SHOWN_CHARS, HISTORY_SHOWN_MESSAGES, MESSAGE_SHOWN_CHARS, ChatView, MessageView, stats_text,
+from app.ui.chat.inline_editor import InlineEditor
+from app.ui.chat.markdown_render import LONG_RUN, BlockSplitter
+from app.ui.chat.streaming_reply import FLUSH_INTERVAL_MS
+from app.ui.chat.view import (
+    HISTORY_SHOWN_CHARS,
+    HISTORY_SHOWN_MESSAGES,
+    MESSAGE_SHOWN_CHARS,
+    ChatView,
+    MessageView,
+    stats_text,
 )
-from app.ui.inline_editor import InlineEditor
-from app.ui.markdown_render import LONG_RUN, BlockSplitter
-from app.ui.streaming_reply import FLUSH_INTERVAL_MS
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 REPLY_STATS = ReplyStats(completion_tokens=128, tokens_per_s=34.5, stop_reason=StopReason.END_OF_TURN, ttft_s=0.21)
 

@@ -4,16 +4,16 @@ example prompts and its Get models link, by mouse and by keyboard, in both appea
 from __future__ import annotations
 
 import pytest
+from chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text, shown_view
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStatus
-from app.ui import appearance
-from app.ui.chat_view import MessageView
-from app.ui.theme import ChatTheme, _contrast
-from app.ui.welcome import BASE_PROMPTS, GET_MODELS_HREF, INSTRUCT_PROMPTS, PROMPT_HREF, Welcome
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text, shown_view
+from app.ui.app import appearance
+from app.ui.chat.theme import ChatTheme, _contrast
+from app.ui.chat.view import MessageView
+from app.ui.chat.welcome import BASE_PROMPTS, GET_MODELS_HREF, INSTRUCT_PROMPTS, PROMPT_HREF, Welcome
 
 GEMMA = Welcome("Gemma 3 270M", loading=False, base_model=True)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QColor, QPalette
 
-from app.settings import Appearance
-from app.ui import appearance
-from app.ui.theme import _contrast
+from app.owners.settings import Appearance
+from app.ui.app import appearance
+from app.ui.chat.theme import _contrast
 
 WCAG_TEXT = 4.5
 G, R = QPalette.ColorGroup, QPalette.ColorRole

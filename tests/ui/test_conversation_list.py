@@ -7,14 +7,14 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
+from flow_harness import FlowWindow, GatedScript
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.store import Conversation
-from app.ui.conversation_list import ConversationList, no_results
-from app.ui.conversation_rows import SNIPPET, date_group
-from flow_harness import FlowWindow, GatedScript
+from app.ui.window.conversation_list import ConversationList, no_results
+from app.ui.window.conversation_rows import SNIPPET, date_group
 
 NOW = datetime.now(timezone.utc)
 

@@ -20,16 +20,15 @@ import threading
 from pathlib import Path
 
 import pytest
+from modal_answers import answering, click_every_button, shown_dialogs
 from PySide6.QtCore import QThreadPool
 from PySide6.QtGui import QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QFileDialog
-
-from app import crash
-from app.settings import Appearance
-from app.ui import appearance
-from modal_answers import answering, click_every_button, shown_dialogs
 from scripted_window import ScriptedWindow, menu_actions
+
+from app.owners.settings import Appearance
+from app.ui.app import appearance, crash
 
 SETTLE_MS = 5_000  # replies, imports and scans are scripted or local: far less in practice
 QUIT = "File → Quit"

@@ -4,14 +4,14 @@ one-pixel line, and on the default button (Send) and the transcript there is non
 from __future__ import annotations
 
 import pytest
+from flow_harness import FlowWindow, GatedScript
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from app.ui.appearance import dark_palette, light_palette
-from app.ui.focus_ring import RING_CONTRAST, RING_PX, ring_colour, shown_part
-from app.ui.theme import _contrast
-from flow_harness import FlowWindow, GatedScript
+from app.ui.app.appearance import dark_palette, light_palette
+from app.ui.chat.theme import _contrast
+from app.ui.widgets.focus_ring import RING_CONTRAST, RING_PX, ring_colour, shown_part
 
 PRESSES = 40
 

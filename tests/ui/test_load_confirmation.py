@@ -11,18 +11,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from modal_answers import answering
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
-
-from app.bridge import EngineBridge
-from app.engine import machine
-from app.engine.memory_plan import Fit
-from app.engine.types import LocalModel
-from app.model_session import ModelSession
-from app.settings import Settings
-from modal_answers import answering
 from scripted_backend import ScriptedBackend
 from scripted_window import ScriptedWindow
+
+from app.engine.llama import machine
+from app.engine.memory_plan import Fit
+from app.engine.types import LocalModel
+from app.owners.bridge import EngineBridge
+from app.owners.model_session import ModelSession
+from app.owners.settings import Settings
 
 MIB = 1024**2
 TOO_LITTLE = 100 * MIB  # Gemma 3 270M's weights alone are ~250 MB

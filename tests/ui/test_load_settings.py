@@ -15,11 +15,11 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.engine import machine
-from app.engine.load_checks import load_options_problem
+from app.engine.llama import machine
+from app.engine.llama.load_checks import load_options_problem
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions
-from app.ui.colors import Tone, tone_of
-from app.ui.parameters_panel import ParametersPanel
+from app.ui.parameters.panel import ParametersPanel
+from app.ui.widgets.colors import Tone, tone_of
 
 MIB = 1024**2
 FREE_RAM = 600 * MIB  # Gemma 3 270M plans ~0.4 GB at 2k tokens and ~0.75 GB at 32k

@@ -8,17 +8,17 @@ import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtTest import QTest
 
-from app.bridge import EngineBridge
-from app.download_manager import DownloadManager
-from app.engine.devices import offload_support
+from app.engine.llama.devices import offload_support
 from app.engine.types import ModelSettings
-from app.model_session import ModelSession
-from app.session import ChatSession
-from app.settings import Settings
+from app.owners.bridge import EngineBridge
+from app.owners.chat_session import ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.model_session import ModelSession
+from app.owners.settings import Settings
 from app.store import ConversationStore
-from app.ui.main_window import MainWindow
-from app.ui.model_table import Column
-from app.ui.parameters_panel import NO_GPU_REASON
+from app.ui.models.table import Column
+from app.ui.parameters.panel import NO_GPU_REASON
+from app.ui.window.main_window import MainWindow
 
 SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QSettings, Qt
-
-from app.engine import machine
-from app.engine.types import LocalModel
-from app.settings import Settings
-from app.ui.model_picker import ModelPicker
-from app.ui.model_table import SORT_ROLE, Column
 from test_model_picker import SCAN_TIMEOUT_MS, write_tiny_gguf
+
+from app.engine.llama import machine
+from app.engine.types import LocalModel
+from app.owners.settings import Settings
+from app.ui.models.picker import ModelPicker
+from app.ui.models.table import SORT_ROLE, Column
 
 MIB = 1024**2
 

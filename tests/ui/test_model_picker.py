@@ -11,16 +11,16 @@ import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QStyleOptionViewItem
-
-from app.settings import EXTRA_FILES as EXTRA_FILES_KEY
-from app.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
-from app.settings import Settings
-from app.library.scan import ModelEntry
-from app.ui.appearance import dark_palette
-from app.ui.colors import contrast
-from app.ui.model_picker import Column, ModelPicker
-from app.ui.model_table import FILE_ROLE, format_parameters, format_size
 from widget_walk import accessible_name, unnamed_widgets
+
+from app.library.scan import ModelEntry
+from app.owners.settings import EXTRA_FILES as EXTRA_FILES_KEY
+from app.owners.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
+from app.owners.settings import Settings
+from app.ui.app.appearance import dark_palette
+from app.ui.models.picker import Column, ModelPicker
+from app.ui.models.table import FILE_ROLE, format_parameters, format_size
+from app.ui.widgets.colors import contrast
 
 SCAN_TIMEOUT_MS = 10_000
 

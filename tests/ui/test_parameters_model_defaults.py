@@ -12,22 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtGui import QAccessible
+from panel_helpers import load, shown_panel
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QAccessible, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QScrollArea, QStyleFactory
 
-from app.engine.modelfile import inspect_model
+from app.engine.gguf.modelfile import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, model_params
 from app.engine.types import ModelSettings
-from app.settings import Settings
-from app.ui.appearance import dark_palette
-from app.ui.colors import contrast
-from app.ui.parameters_panel import CUSTOM
-from app.ui.sampling_sources import MODEL_DEFAULTS
-from panel_helpers import load, shown_panel
-
+from app.owners.settings import Settings
+from app.ui.app.appearance import dark_palette
+from app.ui.parameters.panel import CUSTOM
+from app.ui.parameters.sampling_sources import MODEL_DEFAULTS
+from app.ui.widgets.colors import contrast
 
 
 def _gguf_corpus():

@@ -4,18 +4,18 @@ it, what an address that is not one says, and a key with no keyring to keep it."
 from __future__ import annotations
 
 import pytest
+from modal_answers import answering
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-
-from app.remote_servers import RemoteServers
-from app.settings import Settings
-from app.ui.add_server_dialog import AddServerDialog
-from app.ui.colors import MIN_CONTRAST, worst_contrast
-from modal_answers import answering
 from remote_gui import no_keyring  # noqa: F401 - a fixture
 from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 from widget_walk import unnamed_widgets
+
+from app.owners.remote_servers import RemoteServers
+from app.owners.settings import Settings
+from app.ui.models.add_server_dialog import AddServerDialog
+from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
 
 WAIT_MS = 5_000
 
@@ -62,7 +62,7 @@ def test_an_address_that_is_not_one_says_why_and_nothing_is_saved(qtbot, dialog,
 
 @pytest.mark.parametrize("dark", [False, True])
 def test_the_answer_reads_in_both_appearances(qtbot, dialog, qapp, dark):
-    from app.ui import appearance
+    from app.ui.app import appearance
 
     palette = qapp.palette()
     if dark:

@@ -14,26 +14,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from modal_answers import answering
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox, QTextBrowser
-
-from app.bridge import EngineBridge
-from app.download_manager import DownloadManager
-from app.engine.types import ServerConfig
-from app.model_session import ModelSession
-from app.remote_servers import RemoteServers
-from app.session import ChatSession
-from app.settings import Settings
-from app.store import ConversationStore
-from app.ui.add_server_dialog import AddServerDialog
-from app.ui.colors import MIN_CONTRAST, worst_contrast
-from app.ui.main_window import MainWindow
-from app.ui.model_table import FILE_ROLE, REMOTE_ROLE, UNUSABLE_ROLE, Column
-from modal_answers import answering
 from remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
 from remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
 from scripted_window import find_action
+
+from app.engine.types import ServerConfig
+from app.owners.bridge import EngineBridge
+from app.owners.chat_session import ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.model_session import ModelSession
+from app.owners.remote_servers import RemoteServers
+from app.owners.settings import Settings
+from app.store import ConversationStore
+from app.ui.models.add_server_dialog import AddServerDialog
+from app.ui.models.table import FILE_ROLE, REMOTE_ROLE, UNUSABLE_ROLE, Column
+from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
+from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 10_000
 REPLY_MS = 30_000  # the real Gemma on llama_cpp.server: well under a second for a short reply

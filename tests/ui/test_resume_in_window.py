@@ -18,17 +18,17 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 
-from app.bridge import EngineBridge
-from app.download_manager import DownloadManager
-from app.engine.kv_state import StateCache
-from app.model_session import ModelSession
-from app.serve.completions import Job
-from app.session import ChatSession
-from app.settings import ModelSettings, Settings
-from app.store import ConversationStore
-from app.ui.main_window import MainWindow
+from app.engine.kv.cache import StateCache
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats
+from app.owners.bridge import EngineBridge
+from app.owners.chat_session import ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.model_session import ModelSession
+from app.owners.settings import ModelSettings, Settings
+from app.serve.completions import Job
+from app.store import ConversationStore
+from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 60_000
 N_CTX = 1024

@@ -4,30 +4,29 @@ server (`hearth serve` in a process of its own, chatted with through a remote mo
 
 from __future__ import annotations
 
-
 import pytest
+from modal_answers import answering
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-
-from app.bridge import EngineBridge
-from app.download_manager import DownloadManager
-from app.engine.sampling import SamplingParams
-from app.engine.types import RemoteModel, ReplyStatus, ServerConfig
-from app.model_session import ModelSession
-from app.serve.completions import Job
-from app.session import SERVED_WAIT_MESSAGE, ChatSession
-from app.settings import ServeAddress, Settings
-from app.store import ConversationStore
-from app.ui import appearance
-from app.ui.colors import MIN_CONTRAST, worst_contrast
-from app.ui.main_window import MainWindow
-from app.ui.serve_dialog import LOCAL_NOTE, NETWORK_NOTE, ServeDialog
-from modal_answers import answering
 from scripted_window import ScriptedWindow, find_action
 from serve.served import Served
 from widget_walk import unnamed_widgets
+
+from app.engine.sampling import SamplingParams
+from app.engine.types import RemoteModel, ReplyStatus, ServerConfig
+from app.owners.bridge import EngineBridge
+from app.owners.chat_session import SERVED_WAIT_MESSAGE, ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.model_session import ModelSession
+from app.owners.settings import ServeAddress, Settings
+from app.serve.completions import Job
+from app.store import ConversationStore
+from app.ui.app import appearance
+from app.ui.dialogs.serve import LOCAL_NOTE, NETWORK_NOTE, ServeDialog
+from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
+from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 10_000
 REPLY_MS = 60_000

@@ -9,16 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from modal_answers import shown_dialogs
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel
-
-from app.engine.kv_state import StateCache, StateKey
-from app.settings import Settings
-from app.ui.settings_dialog import SettingsDialog, size_text
-from modal_answers import shown_dialogs
 from scripted_window import ScriptedWindow, find_action
 from widget_walk import unnamed_widgets
+
+from app.engine.kv.cache import StateCache, StateKey
+from app.owners.settings import Settings
+from app.ui.dialogs.settings import SettingsDialog, size_text
 
 MB = 1024**2
 KEY = StateKey(model_size=1234, model_digest="ab" * 16, n_ctx=4096, kv_type="k=f16 v=f16 fa=0 swa_full=1",

@@ -8,7 +8,7 @@ import sys
 
 from hearth_process import ROOT, WAIT_S, wait_for_log
 
-from app.ui.single_instance import SingleInstance
+from app.ui.app.single_instance import SingleInstance
 
 
 def test_the_second_instance_is_refused_and_brings_the_first_forward(qtbot, tmp_path):
@@ -34,7 +34,7 @@ def test_a_killed_instance_does_not_keep_the_next_one_out(qtbot, tmp_path):
         [sys.executable, "-c",
          "import sys, time; from pathlib import Path\n"
          "from PySide6.QtCore import QCoreApplication\n"
-         "from app.ui.single_instance import SingleInstance\n"
+         "from app.ui.app.single_instance import SingleInstance\n"
          "app = QCoreApplication([])\n"
          f"instance = SingleInstance(Path({str(tmp_path)!r}))\n"
          "assert instance.acquire()\n"

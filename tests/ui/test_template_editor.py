@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt
 
-from app.engine.templates import fallback_source
-from app.ui.template_editor import NEWLINE_MARK, PREVIEW_DELAY_MS, TemplateEditor
+from app.engine.templates.chat_template import fallback_source
+from app.ui.parameters.template_editor import NEWLINE_MARK, PREVIEW_DELAY_MS, TemplateEditor
 
 SIMPLE = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{{ eos_token }}\n{% endfor %}"
 OWN = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"

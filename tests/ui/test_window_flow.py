@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from flow_harness import WAIT_MS, FlowWindow, GatedScript
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.engine.types import ReplyStatus
-from app.ui.shortcuts import KEYS_WITHOUT_ACTIONS
-from flow_harness import WAIT_MS, FlowWindow, GatedScript
+from app.ui.window.shortcuts import KEYS_WITHOUT_ACTIONS
 
 MODEL_AFTER_SLOW = Path("/models/qwen.gguf")  # scripted: loads at once
 

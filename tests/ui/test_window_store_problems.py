@@ -9,18 +9,18 @@ import time
 from pathlib import Path
 
 import pytest
+from damaged_database import build_conversations, damage, damaged_database
 from PySide6.QtCore import QSettings, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.download_manager import DownloadManager
-from app.session import ChatSession
-from app.settings import Settings
+from app.owners.chat_session import ChatSession
+from app.owners.downloads import DownloadManager
+from app.owners.settings import Settings
 from app.store import ConversationStore
-from app.ui.application import MOVE_ASIDE_BUTTON, open_store
-from app.ui.chat_view import HISTORY_SHOWN_MESSAGES
-from app.ui.conversation_list import TITLE_SHOWN_CHARS
-from app.ui.main_window import MESSAGES_LOADED, MainWindow
-from damaged_database import build_conversations, damage, damaged_database
+from app.ui.app.application import MOVE_ASIDE_BUTTON, open_store
+from app.ui.chat.view import HISTORY_SHOWN_MESSAGES
+from app.ui.window.conversation_list import TITLE_SHOWN_CHARS
+from app.ui.window.main_window import MESSAGES_LOADED, MainWindow
 
 TS = "2024-01-01T00:00:00Z"
 

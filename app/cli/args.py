@@ -1,0 +1,118 @@
+"""What every command of the command line shares: the errors that end a command with a status,
+the sampling and server flags, and reading the message and the context length asked for.
+
+A leaf: it imports no other module of the command line, so every command may import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..engine.context import ContextFullError
+from ..engine.gguf.modelfile import ModelFileError
+from ..engine.remote.errors import RemoteError
+from ..engine.sampling import PRESETS, Drafting, SamplingError, SamplingParams
+from ..engine.templates.chat_template import TemplateError
+from ..engine.types import ReplyStats, ServerConfig
+from ..store import StoreError
+
+MIN_CONTEXT = 64  # below this no chat template and reply fit; llama.cpp fails obscurely at 2
+
+
+class UsageError(ValueError):
+    """The command line asks for something that cannot be: exit status 2, as argparse's own."""
+
+
+USAGE_ERRORS = (UsageError, SamplingError)
+USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, RemoteError, StoreError, OSError, ValueError)
+
+
+_SAMPLING_FLAGS = {
+    "temperature": float, "top_k": int, "top_p": float, "min_p": float, "repeat_penalty": float,
+    "repeat_last_n": int, "presence_penalty": float, "frequency_penalty": float, "max_tokens": int, "seed": int,
+}
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    for name, kind in _SAMPLING_FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    parser.add_argument("--draft", choices=[d.value for d in Drafting],
+                        help="lookup: check guesses copied from the conversation several tokens at a time, "
+                             "faster where a reply repeats its input; none: one token at a time "
+                             "(default: lookup; with --conversation, the window's setting for the model)")
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument("--server", metavar="URL", required=required,
+                        help="an OpenAI-compatible server's address, such as http://127.0.0.1:8080/v1")
+    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the server's API key")
+
+
+def server_from_args(args) -> ServerConfig:
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env, "").strip()
+        if not key:
+            raise UsageError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
+    elif args.api_key_env is not None:
+        raise UsageError("--api-key-env needs the name of an environment variable")
+    try:
+        return ServerConfig(args.server, api_key=key)
+    except ValueError as exc:
+        raise UsageError(f"--server: {exc}") from None
+
+
+def sampling_from_args(args, base: SamplingParams = PRESETS["Balanced"]) -> SamplingParams:
+    """--preset, else `base`, changed by the sampling flags given."""
+    changes = {name: getattr(args, name) for name in _SAMPLING_FLAGS if getattr(args, name) is not None}
+    if args.stop:
+        changes["stop"] = tuple(args.stop)
+    if args.draft:
+        changes["draft"] = Drafting(args.draft)
+    return (PRESETS[args.preset] if args.preset else base).with_changes(**changes)
+
+
+def message_text(args) -> str:
+    """The message: the argument, standard input for "-", or --message-file (for messages
+    longer than the shell lets an argument be)."""
+    if (args.message is None) == (args.message_file is None):
+        raise UsageError("give the message as an argument, - for standard input, or --message-file FILE")
+    if args.message_file is not None:
+        return args.message_file.read_text(encoding="utf-8")
+    return sys.stdin.read() if args.message == "-" else args.message
+
+
+def check_context(n_ctx: int | None, model_context: int) -> None:
+    """Refuse a context the model was not made for, before llama.cpp tries to allocate it."""
+    if n_ctx is None:
+        return
+    limit = model_context or 1 << 20
+    if not MIN_CONTEXT <= n_ctx <= limit:
+        whose = "the model's context length" if model_context else "Hearth's limit for a model that does not say"
+        raise UsageError(f"--ctx must be between {MIN_CONTEXT:,} and {limit:,} ({whose}), not {n_ctx:,}")
+
+
+def report_stats(args, stats: ReplyStats, device: str) -> None:
+    """With --stats json, the reply's statistics as one line of JSON on stderr."""
+    if args.stats == "json":
+        keys = ("prompt_tokens", "evaluated_prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s",
+                "stop_reason")
+        print(json.dumps({k: getattr(stats, k) for k in keys} | {"device": device}), file=sys.stderr)
+
+
+def read_messages(path: Path) -> list[dict]:
+    """`hearth prompt --messages FILE`: a JSON list of {"role", "content"} objects, checked."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in data
+    ):
+        raise ValueError(f'{path} must be a JSON list of {{"role": ..., "content": ...}} objects')
+    return data

@@ -1,0 +1,74 @@
+"""`hearth chat MODEL MESSAGE`: one reply, streamed to stdout (with --conversation, a stored
+conversation continued: conversation_chat.py)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from ..engine.gguf.modelfile import inspect_model
+from ..engine.sampling import PRESETS, model_params
+from .args import UsageError, check_context, message_text, report_stats, sampling_from_args, server_from_args
+
+
+def run_chat(args) -> int:
+    _read_chat_positionals(args)
+    if args.conversation is not None:
+        from .conversation_chat import run_chat_in_conversation
+
+        return run_chat_in_conversation(args)
+    from ..engine.opening import open_backend
+    from ..engine.types import LoadOptions, LocalModel, RemoteModel, StopReason
+    from .load_options import load_options_from_args, print_load_notes, refuse_load_flags_for_server
+
+    base = PRESETS["Balanced"]  # a server's model: Hearth's defaults (no file to read its own from)
+    options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers)
+    if args.server is not None:
+        refuse_load_flags_for_server(args, ("--draft", args.draft))
+        source = RemoteModel(server_from_args(args), args.model)
+    else:
+        if args.api_key_env is not None:
+            raise UsageError("--api-key-env goes with --server")
+        source = LocalModel(Path(args.model))
+        info = inspect_model(source.path)
+        check_context(args.ctx, info.context_length)
+        base = model_params(info.sampling_defaults)  # the model author's defaults, over Hearth's
+        options = load_options_from_args(args, options)
+    params = sampling_from_args(args, base)
+    messages = ([{"role": "system", "content": args.system}] if args.system else [])
+    messages.append({"role": "user", "content": message_text(args)})
+    backend = open_backend(source, options)
+    print_load_notes(backend.describe())
+    device = backend.describe().device.describe()
+    try:
+        out = sys.stdout
+        for event in backend.stream(messages, params, threading.Event()):
+            if isinstance(event, str):
+                out.write(event)
+                out.flush()
+            else:
+                stats = event
+        out.write("\n")
+        out.flush()
+    finally:
+        backend.close()
+    report_stats(args, stats, device)
+    if stats.stop_reason is StopReason.ERROR:
+        print(f"hearth: {stats.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _read_chat_positionals(args) -> None:
+    """`hearth chat MODEL MESSAGE`, or with --model or --conversation `hearth chat MESSAGE`:
+    the positional arguments are read as the options given say, into args.model and args.message."""
+    given = [value for value in (args.first, args.message) if value is not None]
+    if args.model is not None or args.conversation is not None:
+        if len(given) > 1:
+            raise UsageError("with --model or --conversation, the only argument is the message")
+        args.message = given[0] if given else None
+    elif not given:
+        raise UsageError("give a MODEL.gguf (or --model MODEL, or --conversation ID) and the message")
+    else:
+        args.model, args.message = given[0], (given[1] if len(given) > 1 else None)

@@ -1,0 +1,129 @@
+"""The command line: `hearth inspect | prompt | chat | models | serve | pull`.
+
+Everything here speaks to the engine directly, with no Qt. stdout carries only what the
+command promises (JSON, the exact prompt, the reply); messages and statistics go to stderr,
+so the output can be piped and diffed.
+
+`--server URL` points `chat` and `models` at an OpenAI-compatible server instead of a file.
+Its API key comes from an environment variable named by `--api-key-env`, never from an
+argument, so it stays out of the shell's history and the process list.
+
+`serve` runs the model as a local OpenAI-compatible server (app/serve/) until Ctrl+C or
+SIGTERM; stdout gets one line, the server's base URL, once it is ready.
+
+`conversations list | export | import` and `chat --conversation ID` work on the conversations
+the window keeps (app/cli/conversations.py, app/cli/conversation_chat.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..engine.gguf.modelfile import inspect_model
+from ..engine.sampling import PRESETS
+from ..engine.templates.chat_template import ChatTemplate, template_for
+from .args import UsageError, add_sampling_arguments, add_server_arguments, read_messages, server_from_args
+from .chat import run_chat
+from .load_options import add_load_arguments
+from .plan import add_plan_arguments, run_plan
+from .serve import run_serve
+
+
+def add_subcommands(subparsers) -> None:
+    inspect = subparsers.add_parser("inspect", help="print a GGUF model's metadata as JSON")
+    inspect.add_argument("model", type=Path)
+    add_plan_arguments(inspect)
+    inspect.set_defaults(run=run_inspect)
+
+    prompt = subparsers.add_parser("prompt", help="print the exact prompt a conversation renders to")
+    prompt.add_argument("model", type=Path, nargs="?", help="take the template from this GGUF")
+    prompt.add_argument("--template", type=Path, help="a Jinja chat template file instead of a model")
+    prompt.add_argument("--bos", default="", help="BOS token text for --template")
+    prompt.add_argument("--eos", default="", help="EOS token text for --template")
+    prompt.add_argument("--messages", type=Path, required=True, help='JSON list of {"role", "content"}')
+    prompt.add_argument("--no-generation-prompt", action="store_true", help="omit the assistant header")
+    prompt.set_defaults(run=run_prompt)
+
+    chat = subparsers.add_parser("chat", help="stream a reply to one message, or continue a stored conversation")
+    chat.add_argument("first", nargs="?", metavar="MODEL",
+                      help="a GGUF file, or with --server the model's id on the server (or give it with --model)")
+    chat.add_argument("message", nargs="?", help="the message; - reads it from standard input")
+    chat.add_argument("--model", help="the model, as MODEL; then the only argument is the message")
+    chat.add_argument("--conversation", type=int, metavar="ID",
+                      help="continue this stored conversation (`hearth conversations list`) and store the exchange; "
+                           "the model defaults to its last one")
+    chat.add_argument("--message-file", type=Path, help="read the message from this file (UTF-8)")
+    chat.add_argument("--system", help="system prompt (with --conversation: instead of the conversation's)")
+    chat.add_argument("--preset", choices=sorted(PRESETS),
+                      help="sampling preset (default: Balanced; with --conversation, "
+                           "the window's settings for the model)")
+    add_sampling_arguments(chat)
+    chat.add_argument("--ctx", type=int, help="context length in tokens")
+    chat.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
+    add_load_arguments(chat)
+    chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
+    add_server_arguments(chat, required=False)
+    chat.set_defaults(run=run_chat)
+
+    serve = subparsers.add_parser("serve", help="serve a model as a local OpenAI-compatible server")
+    serve.add_argument("model", type=Path, nargs="?", help="a GGUF file (default: the embedded default model)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8080, help="the port (default 8080; 0 picks a free one)")
+    serve.add_argument("--api-key", metavar="KEY", help="require this key of every request (Authorization: Bearer KEY)")
+    serve.add_argument("--api-key-env", metavar="VAR",
+                       help="take the required key from this environment variable (out of the process list)")
+    serve.add_argument("--ctx", type=int, help="context length in tokens")
+    serve.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
+    serve.add_argument("--threads", type=int, help="CPU threads for the model (default: one per physical core)")
+    add_load_arguments(serve)
+    serve.add_argument("--max-waiting", type=int, default=8, metavar="N",
+                       help="requests that may wait for the model; more are answered 429 (default 8)")
+    serve.set_defaults(run=run_serve)
+
+    models = subparsers.add_parser("models", help="list an OpenAI-compatible server's models as JSON lines")
+    add_server_arguments(models, required=True)
+    models.set_defaults(run=run_models)
+
+    from .pull import add_pull_arguments, run_pull  # huggingface_hub: only with `pull`
+
+    pull = subparsers.add_parser("pull", help="download a GGUF model from Hugging Face")
+    add_pull_arguments(pull)
+    pull.set_defaults(run=run_pull)
+
+    from .conversations import add_conversations_parser
+
+    add_conversations_parser(subparsers)
+
+
+def run_inspect(args) -> int:
+    if args.plan:
+        return run_plan(args)
+    info = inspect_model(args.model)
+    print(json.dumps(info.to_json(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def run_prompt(args) -> int:
+    messages = read_messages(args.messages)
+    if args.template:
+        template = ChatTemplate(args.template.read_text(encoding="utf-8"), args.bos, args.eos, name="file")
+    elif args.model:
+        template = template_for(inspect_model(args.model))
+    else:
+        raise UsageError("give a MODEL.gguf or --template T.jinja")
+    text = template.render(messages, add_generation_prompt=not args.no_generation_prompt)
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
+    return 0
+
+
+def run_models(args) -> int:
+    from ..engine.remote.models import list_models
+
+    for model in list_models(server_from_args(args)):
+        # ASCII escapes: an id is the server's text, and may hold what a terminal should not get.
+        print(json.dumps(model.to_json()), flush=True)
+    return 0

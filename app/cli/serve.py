@@ -1,0 +1,86 @@
+"""`hearth serve [MODEL]`: the model as a local OpenAI-compatible server (app/serve/) until
+Ctrl+C or SIGTERM; stdout gets one line, the server's base URL, once it is ready."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..engine.gguf.modelfile import inspect_model
+from ..engine.types import api_key_problem
+from .args import UsageError, check_context
+
+
+def run_serve(args) -> int:
+    from ..engine.opening import open_backend
+    from ..engine.types import LoadOptions, LocalModel
+    from ..serve import addresses, server
+    from ..serve.app import create_app
+    from ..serve.queue import EngineQueue
+    from .load_options import load_options_from_args, print_load_notes
+
+    api_key = _serve_key(args)
+    if not addresses.is_loopback(args.host) and api_key is None:
+        raise UsageError(f"--host {args.host} would make the model reachable from the network: "
+                         "give --api-key KEY (or --api-key-env VAR) as well, so only those with the key can use it")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
+    if args.max_waiting < 0:
+        raise UsageError(f"--max-waiting cannot be negative ({args.max_waiting})")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, not {args.threads}")
+    path = args.model or _default_model()
+    check_context(args.ctx, inspect_model(path).context_length)
+    options = load_options_from_args(args, LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers,
+                                                       n_threads=args.threads))
+    sock = addresses.bind(args.host, args.port)  # before loading: a taken port fails at once
+    try:
+        backend = open_backend(LocalModel(path), options)
+        print_load_notes(backend.describe())
+        queue = EngineQueue(backend, max_waiting=args.max_waiting)
+    except BaseException:
+        sock.close()
+        raise
+    address = addresses.url(sock)
+
+    def ready() -> None:
+        print(address, flush=True)
+        device = backend.describe().device.describe()
+        keyed = "; requests need the API key" if api_key else ""
+        print(f"hearth: serving {path.name} on {device} at {address}{keyed}. Ctrl+C stops.", file=sys.stderr, flush=True)
+
+    try:
+        server.run(create_app(queue, api_key=api_key, on_startup=ready), sock, on_stop=queue.stop)
+    finally:
+        queue.close()
+        sock.close()
+    print("hearth: stopped serving.", file=sys.stderr)
+    return 0
+
+
+def _serve_key(args) -> str | None:
+    if args.api_key is not None and args.api_key_env is not None:
+        raise UsageError("give --api-key or --api-key-env, not both")
+    if args.api_key_env is not None:
+        key = os.environ.get(args.api_key_env, "").strip()
+        if not key:
+            raise UsageError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
+        if problem := api_key_problem(key):
+            raise UsageError(f"--api-key-env {args.api_key_env}: {problem}")
+        return key
+    if args.api_key is not None and not args.api_key.strip():
+        raise UsageError("--api-key cannot be empty")
+    key = args.api_key.strip() if args.api_key is not None else None
+    if key is not None and (problem := api_key_problem(key)):
+        raise UsageError(f"--api-key: {problem}")
+    return key
+
+
+def _default_model() -> Path:
+    from ..owners.paths import default_model  # Qt's standard locations: only without a MODEL
+
+    path = default_model()
+    if path is None:
+        raise UsageError("no model given, and the default model is not available: give a MODEL.gguf")
+    return path

@@ -1,0 +1,466 @@
+"""One open conversation: what Send, Stop, Regenerate, Edit and the versions of a message do,
+and what gets saved when.
+
+Nothing is deleted by Edit or Regenerate: an edited message and a regenerated reply are new
+versions (siblings in the store's tree), and the window shows one branch of the tree, the one
+last viewed. Delete version hides a version and all after it, until Undo.
+
+`ChatSession` is the GUI thread's owner of the open conversation: it keeps it in the store
+(what is kept) and asks the bridge for replies (what is generated), with the settings the
+`ModelSession` holds for the current model. Widgets call its methods and listen to its
+signals; it never calls back into them. Saving follows the "nothing lost" rule: the user's
+message is stored before generation starts, the reply is stored as 'streaming' at once and
+rewritten every PARTIAL_SAVE_MS while it grows, so a killed process leaves the reply as far as
+it got.
+
+A reply belongs to the conversation it was asked in: opening another conversation does not
+stop it, it goes on being written and saved there, and `reply_so_far()` lets a window show it
+again, as far as it got, when that conversation is opened again. One reply runs at a time.
+
+While Hearth serves the model to other programs, the engine takes requests in the order they
+came: a Send made while served requests are in line is stored and started at once, and its
+reply waits for them (`waitingChanged` says so) instead of being refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
+
+from ..conversation.context_use import ContextUse, estimate_prompt, estimate_tokens, measured
+from ..conversation.exchange import PARTIAL_SAVE_MS
+from ..conversation.history import ContextBoundary, context_boundary, history, last_counted_reply
+from ..engine.types import ReplyStats, ReplyStatus
+from ..store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
+from .bridge import EngineBridge
+from .model_session import ModelSession
+
+QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
+NO_MODEL_MESSAGE = "No model is loaded. Choose one above the chat, or get one with Get models (Ctrl+Shift+G)."
+SERVED_WAIT_MESSAGE = "The reply will start when the served request has finished (Esc cancels it)."
+
+
+@dataclass(frozen=True)
+class FinishedReply:
+    """A reply that ended, as it was stored, in the conversation it was asked in."""
+
+    message_id: int
+    conversation_id: int
+    text: str
+    stats: ReplyStats
+    status: ReplyStatus
+
+
+@dataclass(frozen=True)
+class ReplySoFar:
+    """The reply being written: where it is stored, the model writing it (its record name, the
+    file name) and its text so far, which is ahead of what was last saved."""
+
+    message_id: int
+    conversation_id: int
+    model: str | None
+    text: str
+
+
+@dataclass
+class _Reply:
+    message_id: int
+    conversation_id: int
+    model: str | None
+    prompt_estimate: int  # tokens, until the engine's count comes with the finished reply
+    pieces: list[str]
+    length: int = 0  # characters so far: the meter reads it at every chunk, without a join
+    saved_length: int = 0
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.length += len(piece)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+class ChatSession(QObject):
+    """Send / stop / regenerate / edit for the current conversation.
+
+    Signals:
+        conversationChanged(object): a conversation (its id) was opened or created, or its
+            branch shown changed (an edit, a regenerated reply, another version shown or one
+            deleted), or None when the open one was deleted; show it afresh (with the reply
+            being written in it, as far as it got: `reply_so_far`).
+        messageAdded(StoredMessage): a finished message to append to the view.
+        replyStarted(StoredMessage): the (empty) assistant reply that begins streaming at the
+            end of the branch shown (a regenerated one comes with conversationChanged instead).
+        waitingChanged(str): why the reply waits to begin (requests served to other programs
+            are ahead of it), or "" once it begins or ends.
+        promptProgress(int, int): prompt tokens read so far, and of how many, before a reply
+            to a long prompt starts.
+        replyChunk(str): more text of the streaming reply (in whichever conversation it is:
+            `reply_conversation_id`).
+        replyFinished(FinishedReply): the reply ended and was stored.
+        busyChanged(bool): a reply started (True) or ended (False).
+        contextChanged(ContextUse): how much of the context window the open conversation fills
+            changed: another conversation was opened, its reply grew (estimated) or ended
+            (the engine's count).
+        error(str): something the user should read (the reply could not start, …).
+        conversationsChanged(): titles or the list changed (a new or renamed conversation).
+        storeFailed(StoreError): saving the streaming reply failed (a damaged or full
+            database). The methods the window calls raise StoreError instead.
+    """
+
+    conversationChanged = Signal(object)
+    messageAdded = Signal(object)
+    replyStarted = Signal(object)
+    waitingChanged = Signal(str)
+    promptProgress = Signal(int, int)
+    replyChunk = Signal(str)
+    replyFinished = Signal(object)
+    busyChanged = Signal(bool)
+    contextChanged = Signal(object)
+    error = Signal(str)
+    conversationsChanged = Signal()
+    storeFailed = Signal(object)
+
+    def __init__(self, store: ConversationStore, bridge: EngineBridge, models: ModelSession, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self._bridge = bridge
+        self._models = models
+        self._conversation_id: int | None = None
+        self._reply: _Reply | None = None
+        self._waiting = False  # the reply is in line behind served requests
+        self._save_timer = QTimer(self)
+        self._save_timer.setInterval(PARTIAL_SAVE_MS)
+        self._save_timer.timeout.connect(self._save_partial)
+        bridge.promptProgress.connect(self.promptProgress)
+        bridge.replyBegan.connect(self._on_began)
+        bridge.chunk.connect(self._on_chunk)
+        bridge.replyFinished.connect(self._on_finished)
+        bridge.failed.connect(self._on_failed)
+        bridge.modelLoaded.connect(lambda _description: self._bridge.prepare(self._conversation_id))
+
+    @property
+    def bridge(self) -> EngineBridge:
+        """The engine this session's replies come from: an owner object that serves the same
+        model to other programs (app.owners.local_server) shares it."""
+        return self._bridge
+
+    @property
+    def conversation_id(self) -> int | None:
+        """The open conversation, or None before the first message of a new one."""
+        return self._conversation_id
+
+    @property
+    def busy(self) -> bool:
+        """A reply is being written (in any conversation): another cannot start until it ends."""
+        return self._reply is not None
+
+    @property
+    def waiting(self) -> bool:
+        """The reply asked for waits for requests served to other programs before it begins."""
+        return self._waiting
+
+    @property
+    def reply_conversation_id(self) -> int | None:
+        """The conversation whose reply is being written, if one is."""
+        return self._reply.conversation_id if self._reply is not None else None
+
+    def reply_so_far(self) -> ReplySoFar | None:
+        """The reply being written, with all its text so far, or None."""
+        reply = self._reply
+        if reply is None:
+            return None
+        return ReplySoFar(reply.message_id, reply.conversation_id, reply.model, reply.text)
+
+    def context_use(self) -> ContextUse:
+        """How much of the context window the open conversation fills: while its reply is
+        written, estimated from the prompt and the text so far; else the engine's count after
+        its last reply, or an estimate when none was counted (an imported conversation)."""
+        reply = self._reply
+        if reply is not None and reply.conversation_id == self._conversation_id:
+            return ContextUse(reply.prompt_estimate + estimate_tokens(reply.length), estimated=True)
+        if self._conversation_id is None:
+            return ContextUse(0, estimated=False)
+        tokens = self._last_measured(self._conversation_id)
+        if tokens is not None:
+            return ContextUse(tokens, estimated=False)
+        history = [message for message in self.history() if message["role"] != "system"]
+        return ContextUse(estimate_prompt(history, None), estimated=bool(history))
+
+    def _last_measured(self, conversation_id: int) -> int | None:
+        """The context the engine counted after the branch's last reply it measured (a reply
+        that failed to start, or an imported one, was not)."""
+        reply = last_counted_reply(self.store, conversation_id)
+        return measured(reply.stats) if reply is not None else None
+
+    def context_boundary(self) -> ContextBoundary | None:
+        """Where the model's view of the open conversation's branch began in its last counted
+        reply (the window draws a line there), or None when it saw all of it."""
+        return context_boundary(self.store, self._conversation_id) if self._conversation_id is not None else None
+
+    def _emit_context(self) -> None:
+        """contextChanged for the open conversation; a store that fails to say is said once,
+        as for saving (the meter is not worth a second message)."""
+        try:
+            use = self.context_use()
+        except StoreError as exc:
+            self.storeFailed.emit(exc)
+            return
+        self.contextChanged.emit(use)
+
+    # --- conversations -------------------------------------------------------------------------
+
+    def open(self, conversation_id: int, at: int | None = None) -> None:
+        """Show another conversation; a reply being written in this one goes on (and is saved).
+        With `at` (a search hit), on the branch through that message, unless that
+        conversation's reply is being written: its branch stays shown (is_shown says which)."""
+        if at is not None and conversation_id != self.reply_conversation_id and not self.store.is_shown(at):
+            self.store.show_version(at)
+        if conversation_id != self._conversation_id:
+            self._bridge.prepare(conversation_id)  # the KV state read while the user reads, not on Send
+        self._conversation_id = conversation_id
+        self.conversationChanged.emit(conversation_id)
+        self._emit_context()
+
+    def new_conversation(self) -> int:
+        """Open a new conversation, or stay in the open one if nothing was said in it yet: each
+        "New chat" does not leave another empty conversation in the list."""
+        open_id = self._conversation_id
+        if open_id is not None and self._is_empty(open_id):
+            return open_id
+        current = self._models.current
+        conversation_id = self.store.create_conversation(
+            model=current.record_name if current else None, system_prompt=self._models.settings.system_prompt)
+        self.open(conversation_id)
+        self.conversationsChanged.emit()
+        return conversation_id
+
+    def delete_conversation(self, conversation_id: int) -> Conversation:
+        """Move a conversation to the trash (the store can restore it): a reply being written in
+        it stops (kept as stopped, in the trash with it); if it is the open one, nothing is
+        open any more."""
+        deleted = self.store.delete(conversation_id)
+        if conversation_id == self.reply_conversation_id:
+            self.stop()
+        self._bridge.forget_state(conversation_id)
+        if conversation_id == self._conversation_id:
+            self._conversation_id = None
+            self.conversationChanged.emit(None)
+            self._emit_context()
+        self.conversationsChanged.emit()
+        return deleted
+
+    def _is_empty(self, conversation_id: int) -> bool:
+        return not self.store.recent_messages(conversation_id, 1).messages
+
+    def messages(self) -> list[StoredMessage]:
+        """Every message of the open conversation (the window shows pages of recent_messages)."""
+        return self.store.messages(self._conversation_id) if self._conversation_id is not None else []
+
+    def replace_store(self, store: ConversationStore) -> None:
+        """Carry on with another database (the damaged one was moved aside): a streaming reply
+        is stopped and forgotten, since its message is in the old file, and nothing is open."""
+        self.stop()
+        self._save_timer.stop()
+        was_busy, self._reply = self.busy, None
+        self._set_waiting(False)
+        self.store = store
+        self._conversation_id = None
+        if was_busy:
+            self.busyChanged.emit(False)
+        self.conversationChanged.emit(None)
+        self._emit_context()
+        self.conversationsChanged.emit()
+
+    # --- the four actions ----------------------------------------------------------------------
+
+    def send(self, text: str) -> bool:
+        """Store the user's message and start a reply in the open conversation. False (nothing
+        sent) while a reply is being written, here or in another conversation."""
+        text = text.strip()
+        if not text or self.busy or self._bridge.generating:
+            return False
+        if self._models.current is None:
+            self.error.emit(NO_MODEL_MESSAGE)
+            return False
+        if self._conversation_id is None:
+            self.new_conversation()
+        first = self._is_empty(self._conversation_id)
+        message_id = self.store.add_message(self._conversation_id, "user", text)
+        self.messageAdded.emit(self._message(message_id))
+        if first:
+            self.conversationsChanged.emit()  # it just got its title
+        return self._start_reply()
+
+    def stop(self) -> None:
+        self._bridge.stop()
+
+    def close(self, timeout_ms: int = QUIT_WAIT_MS) -> None:
+        """Before Hearth quits: stop the reply and wait, bounded, for the engine to hand it back,
+        so it is stored as stopped with its statistics instead of being found 'interrupted' (as
+        after a crash) at the next start. Runs an event loop of its own: the application's has
+        ended by then."""
+        if not self.busy:
+            return
+        self.stop()
+        ended = QEventLoop()
+        self.busyChanged.connect(ended.quit)
+        QTimer.singleShot(timeout_ms, ended.quit)
+        if self.busy:
+            ended.exec()
+        self.busyChanged.disconnect(ended.quit)
+
+    def regenerate(self) -> bool:
+        """Answer the last message again: the last reply stays, as the version before."""
+        if self.busy or self._conversation_id is None:
+            return False
+        leaf = self.store.leaf_message(self._conversation_id)
+        if leaf is None:
+            return False
+        return self._start_reply(replacing=leaf if leaf.role == "assistant" else None)
+
+    def edit(self, message_id: int, text: str) -> bool:
+        """Answer a changed user message: it becomes a new version of that message, and the
+        old version keeps everything that followed it."""
+        if self.busy or self._conversation_id is None or not text.strip():
+            return False
+        self.store.add_version(message_id, text.strip())
+        self.conversationChanged.emit(self._conversation_id)
+        return self._start_reply()
+
+    # --- versions ------------------------------------------------------------------------------
+
+    def _reply_runs_here(self) -> bool:
+        return self.reply_conversation_id is not None and self.reply_conversation_id == self._conversation_id
+
+    def show_version(self, message_id: int) -> bool:
+        """Show the branch through another version of a message. Not while the open
+        conversation's reply is written: it belongs to the branch shown."""
+        if self._reply_runs_here():
+            return False
+        self.store.show_version(message_id)
+        self.open(self._conversation_id)
+        return True
+
+    def delete_version(self, message_id: int) -> DeletedVersion | None:
+        """Delete a version and all that follows it (restore_version undoes it); None while the
+        open conversation's reply is written."""
+        if self._reply_runs_here():
+            return None
+        deleted = self.store.delete_version(message_id)
+        self.open(self._conversation_id)
+        self.conversationsChanged.emit()
+        return deleted
+
+    def restore_version(self, deleted: DeletedVersion) -> bool:
+        """Undo delete_version: the version comes back, with the branch that was shown. False
+        (nothing restored yet) while a reply is written in that conversation: bringing back
+        the branch shown then would take it away from the reply."""
+        if deleted.conversation_id == self.reply_conversation_id:
+            return False
+        self.store.restore_version(deleted)
+        if deleted.conversation_id == self._conversation_id:
+            self.open(self._conversation_id)
+        self.conversationsChanged.emit()
+        return True
+
+    def branch_from(self, message_id: int) -> int:
+        """Open a new conversation holding a copy of the branch up to this message."""
+        conversation_id = self.store.branch_from(message_id)
+        self.open(conversation_id)
+        self.conversationsChanged.emit()
+        return conversation_id
+
+    # --- the reply ---------------------------------------------------------------------------
+
+    def history(self, before: int | None = None) -> list[dict]:
+        """The branch shown as the engine reads it (app.conversation.history), with the current
+        system prompt: the model's live settings, so an edit applies to the next reply."""
+        return history(self.store, self._conversation_id, self._models.settings.system_prompt, before)
+
+    def _start_reply(self, replacing: StoredMessage | None = None) -> bool:
+        """Start a reply at the end of the branch shown, or as a new version of `replacing`
+        (Regenerate): then the branch shown changes, and conversationChanged says so instead
+        of replyStarted."""
+        settings, current = self._models.settings, self._models.current
+        history = self.history(replacing.position if replacing is not None else None)
+        prompt_estimate = estimate_prompt(history, self._last_measured(self._conversation_id))
+        self.store.set_system_prompt(self._conversation_id, settings.system_prompt)  # kept for the record
+        model = current.record_name if current else None
+        fields = dict(model=model, params=settings.sampling.to_dict(), status=ReplyStatus.STREAMING)
+        if replacing is not None:
+            reply_id = self.store.add_version(replacing.id, "", **fields)
+        else:
+            reply_id = self.store.add_message(self._conversation_id, "assistant", "", **fields)
+        if not self._bridge.generate(history, settings.sampling, self._conversation_id):
+            self.store.finish_message(reply_id, "", ReplyStats.failed("busy"), ReplyStatus.ERROR)
+            if replacing is not None:
+                self.conversationChanged.emit(self._conversation_id)
+            return False
+        self._reply = _Reply(reply_id, self._conversation_id, model, prompt_estimate, [])
+        self._save_timer.start()
+        if replacing is not None:
+            self.conversationChanged.emit(self._conversation_id)
+        else:
+            self.replyStarted.emit(self._message(reply_id))
+        self.busyChanged.emit(True)
+        self._emit_context()
+        if self._bridge.served_pending:
+            self._set_waiting(True)
+        return True
+
+    def _set_waiting(self, waiting: bool) -> None:
+        if waiting != self._waiting:
+            self._waiting = waiting
+            self.waitingChanged.emit(SERVED_WAIT_MESSAGE if waiting else "")
+
+    def _on_began(self) -> None:
+        self._set_waiting(False)
+
+    def _on_chunk(self, text: str) -> None:
+        reply = self._reply
+        if reply is not None:
+            reply.add(text)
+            self.replyChunk.emit(text)
+            if reply.conversation_id == self._conversation_id:
+                self.contextChanged.emit(self.context_use())
+
+    def _save_partial(self) -> None:
+        reply = self._reply
+        if reply is None:
+            return
+        if reply.length != reply.saved_length:
+            try:
+                self.store.update_partial(reply.message_id, reply.text)
+            except StoreError as exc:
+                self._save_timer.stop()  # said once; the reply still streams and is shown
+                self.storeFailed.emit(exc)
+                return
+            reply.saved_length = reply.length
+
+    def _on_finished(self, text: str, stats: ReplyStats) -> None:
+        self._finish(text, stats, ReplyStatus.after(stats.stop_reason))
+
+    def _on_failed(self, message: str) -> None:
+        self._finish("", ReplyStats.failed(message), ReplyStatus.ERROR)
+        self.error.emit(message)
+
+    def _finish(self, text: str, stats: ReplyStats, status: ReplyStatus) -> None:
+        reply, self._reply = self._reply, None
+        if reply is None:
+            return
+        self._set_waiting(False)
+        self._save_timer.stop()
+        try:
+            self.store.finish_message(reply.message_id, text, stats, status)
+        except StoreError as exc:  # the reply is still shown, and the chat is not left busy
+            self.storeFailed.emit(exc)
+        self.replyFinished.emit(FinishedReply(reply.message_id, reply.conversation_id, text, stats, status))
+        self.busyChanged.emit(False)
+        if reply.conversation_id == self._conversation_id:
+            self._emit_context()
+
+    def _message(self, message_id: int) -> StoredMessage:
+        return self.store.message(message_id)

@@ -1,0 +1,309 @@
+"""Every key Hearth keeps in its settings file, in one place, read and written as typed values.
+
+The file is an INI file in the config location (so a HEARTH_HOME profile is self-contained).
+Nothing else in Hearth names a key: widgets and owner objects ask this class for a
+`ModelSettings`, a path or a list of paths. Values are checked on the way in, because the file
+is the user's to edit by hand: anything unreadable falls back to its default and is logged.
+
+The on-disk spellings predate the typed values and are kept so old files still read: the
+per-model context length and thread count store 0 for "automatic", GPU layers store -1 for
+"all" (None in `ModelSettings`). Flash attention and the K and V cache types are stored as
+their words ("auto", "q8_0"), mmap and mlock as true / false.
+
+Remote servers are kept by name and address only: an API key is a secret, kept in the system
+keyring (`library/server_keys.py`), never in this file. Likewise "Serve the loaded model" keeps
+the host and port it last served at, never its API key (asked for each time it is needed).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from ..engine.kv.cache import DEFAULT_DISK_BUDGET
+from ..engine.sampling import SamplingParams
+from ..engine.types import (
+    FlashAttention,
+    KvCacheType,
+    LocalModel,
+    ModelSettings,
+    ModelSource,
+    RemoteModel,
+    ServerConfig,
+)
+from . import paths
+
+log = logging.getLogger(__name__)
+
+LAST_MODEL = "models/last"  # a file's path, or a remote model's settings_key ("remote:URL#ID")
+SERVERS = "servers/saved"  # JSON: [{"name", "base_url"}], in the order they were added
+EXTRA_FOLDERS = "models/extra_folders"
+EXTRA_FILES = "models/extra_files"
+WINDOW_GEOMETRY = "window/geometry"
+WINDOW_SPLITTER = "window/splitter"
+APPEARANCE = "window/appearance"
+SERVE_HOST = "serve/host"
+SERVE_PORT = "serve/port"
+MODEL_SETTINGS = "model_settings"
+SAVED_STATE_BUDGET = "cache/saved_state_budget_mb"  # megabytes of disk for conversations' KV states
+ALL_GPU_LAYERS = -1  # the stored spelling of "all layers"
+MB = 1024**2
+
+
+class Appearance(StrEnum):
+    """The window's colours: as the system is set, or always light, or always dark."""
+
+    SYSTEM = "system"
+    LIGHT = "light"
+    DARK = "dark"
+
+
+@dataclass(frozen=True)
+class ServeAddress:
+    """Where "Serve the loaded model" listens: this machine only, on 8080, unless the user
+    chose otherwise (port 0: any free port)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+
+class Settings:
+    """Hearth's settings file. One per profile; `sync()` writes it out."""
+
+    def __init__(self, store: QSettings):
+        self._store = store
+
+    @classmethod
+    def for_profile(cls) -> "Settings":
+        return cls(QSettings(str(paths.config_dir() / "hearth.ini"), QSettings.IniFormat))
+
+    def sync(self) -> None:
+        self._store.sync()
+
+    # --- per-model settings ----------------------------------------------------------------------
+
+    def model_settings(self, key: str, sampling: SamplingParams = SamplingParams()) -> ModelSettings:
+        """What is stored for one model (key: its file name), with defaults for whatever is not.
+        `sampling`: what a model samples with until its settings are first saved (its author's
+        defaults, `sampling.model_params`)."""
+        store = self._store
+        store.beginGroup(_model_group(key))
+        try:
+            stored = store.value("sampling")
+            if stored:
+                try:
+                    sampling = SamplingParams.from_dict(json.loads(stored))
+                except (ValueError, TypeError, AttributeError) as exc:  # hand-edited or older: defaults
+                    log.warning("ignoring stored sampling parameters for %s: %s", key, exc)
+            gpu_layers = _int(store.value("gpu_layers"), ALL_GPU_LAYERS)
+            defaults = ModelSettings()
+
+            def stored(name: str, read):
+                """The stored value of `name` as `read` makes it, or the default where it is
+                unset or unreadable (logged)."""
+                value = store.value(name)
+                if value is None:
+                    return getattr(defaults, name)
+                try:
+                    return read(value)
+                except ValueError:
+                    log.warning("ignoring stored %s %r for %s", name, value, key)
+                    return getattr(defaults, name)
+
+            return ModelSettings(
+                sampling=sampling,
+                system_prompt=str(store.value("system_prompt", "") or ""),
+                n_ctx=_int(store.value("n_ctx"), 0) or None,
+                gpu_layers=None if gpu_layers < 0 else gpu_layers,
+                cpu_threads=_int(store.value("cpu_threads"), 0) or None,
+                template_override=str(store.value("template_override") or "") or None,
+                flash_attn=stored("flash_attn", lambda value: FlashAttention(str(value).lower())),
+                kv_type_k=stored("kv_type_k", lambda value: KvCacheType(str(value).lower())),
+                kv_type_v=stored("kv_type_v", lambda value: KvCacheType(str(value).lower())),
+                use_mmap=stored("use_mmap", _bool),
+                use_mlock=stored("use_mlock", _bool),
+            )
+        finally:
+            store.endGroup()
+
+    def save_model_settings(self, key: str, settings: ModelSettings) -> None:
+        store = self._store
+        store.beginGroup(_model_group(key))
+        try:
+            store.setValue("sampling", json.dumps(settings.sampling.to_dict()))
+            store.setValue("system_prompt", settings.system_prompt)
+            store.setValue("n_ctx", settings.n_ctx or 0)
+            store.setValue("gpu_layers", ALL_GPU_LAYERS if settings.gpu_layers is None else settings.gpu_layers)
+            store.setValue("cpu_threads", settings.cpu_threads or 0)
+            store.setValue("flash_attn", settings.flash_attn.value)
+            store.setValue("kv_type_k", settings.kv_type_k.value)
+            store.setValue("kv_type_v", settings.kv_type_v.value)
+            store.setValue("use_mmap", settings.use_mmap)
+            store.setValue("use_mlock", settings.use_mlock)
+            if settings.template_override:
+                store.setValue("template_override", settings.template_override)
+            else:
+                store.remove("template_override")
+        finally:
+            store.endGroup()
+
+    # --- models --------------------------------------------------------------------------------
+
+    @property
+    def last_source(self) -> ModelSource | None:
+        """The model loaded last: a file, or a saved server's model, without its API key (the
+        keyring has it). None when nothing was loaded yet, or the server was removed since."""
+        value = str(self._store.value(LAST_MODEL) or "")
+        if not value.startswith(_REMOTE):
+            return LocalModel(Path(value)) if value else None
+        base_url, _, model_id = value.removeprefix(_REMOTE).partition("#")  # an address has no "#"
+        server = next((server for server in self.servers if server.base_url == base_url), None)
+        return RemoteModel(server, model_id) if server is not None and model_id else None
+
+    @last_source.setter
+    def last_source(self, source: ModelSource) -> None:
+        self._store.setValue(LAST_MODEL, source.settings_key if isinstance(source, RemoteModel) else str(source.path))
+
+    # --- remote servers --------------------------------------------------------------------------
+
+    @property
+    def servers(self) -> list[ServerConfig]:
+        """The OpenAI-compatible servers the user added, without their API keys. An entry that
+        is not a server's name and address (a hand edit) is skipped and logged."""
+        stored = self._store.value(SERVERS)
+        try:
+            entries = json.loads(stored) if stored else []
+        except (TypeError, ValueError) as exc:
+            log.warning("ignoring the stored servers: %s", exc)
+            return []
+        servers: list[ServerConfig] = []
+        for entry in entries if isinstance(entries, list) else []:
+            try:
+                server = ServerConfig(str(entry["base_url"]), str(entry.get("name") or ""))
+            except (TypeError, KeyError, AttributeError, ValueError) as exc:
+                log.warning("ignoring a stored server %r: %s", entry, exc)
+                continue
+            if all(known.base_url != server.base_url for known in servers):
+                servers.append(server)
+        return servers
+
+    @servers.setter
+    def servers(self, servers: list[ServerConfig]) -> None:
+        self._store.setValue(SERVERS, json.dumps([{"name": server.name, "base_url": server.base_url}
+                                                  for server in servers]))
+
+    @property
+    def extra_folders(self) -> list[Path]:
+        """Folders the user added to the model list."""
+        return [Path(p) for p in self._strings(EXTRA_FOLDERS)]
+
+    @extra_folders.setter
+    def extra_folders(self, folders: list[Path]) -> None:
+        self._store.setValue(EXTRA_FOLDERS, [str(p) for p in folders])
+
+    @property
+    def extra_files(self) -> list[Path]:
+        """Single model files the user added to the model list."""
+        return [Path(p) for p in self._strings(EXTRA_FILES)]
+
+    @extra_files.setter
+    def extra_files(self, files: list[Path]) -> None:
+        self._store.setValue(EXTRA_FILES, [str(p) for p in files])
+
+    def _strings(self, key: str) -> list[str]:
+        """A list setting; INI files hand back one item as a plain string and none as nothing."""
+        value = self._store.value(key, [])
+        if isinstance(value, str):
+            return [value] if value else []
+        return [str(item) for item in value or []]
+
+    # --- the window ----------------------------------------------------------------------------
+
+    def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
+        """The main window's saved geometry and splitter state, where there are any."""
+        return self._store.value(WINDOW_GEOMETRY), self._store.value(WINDOW_SPLITTER)
+
+    def save_window_state(self, geometry: QByteArray, splitter: QByteArray) -> None:
+        self._store.setValue(WINDOW_GEOMETRY, geometry)
+        self._store.setValue(WINDOW_SPLITTER, splitter)
+
+    @property
+    def appearance(self) -> Appearance:
+        """Light, dark or the system's (View → Appearance); System when unset or unreadable."""
+        value = str(self._store.value(APPEARANCE, Appearance.SYSTEM.value) or "")
+        try:
+            return Appearance(value.lower())
+        except ValueError:
+            log.warning("ignoring stored appearance %r", value)
+            return Appearance.SYSTEM
+
+    @appearance.setter
+    def appearance(self, choice: Appearance) -> None:
+        self._store.setValue(APPEARANCE, choice.value)
+
+    # --- conversations' saved KV states ----------------------------------------------------------
+
+    @property
+    def saved_state_budget(self) -> int:
+        """Bytes of disk the saved KV states may take (0: none are kept on disk); the default
+        when unset or unreadable."""
+        default_mb = DEFAULT_DISK_BUDGET // MB
+        megabytes = _int(self._store.value(SAVED_STATE_BUDGET), default_mb)
+        if megabytes < 0:
+            log.warning("ignoring stored saved-state budget %r", megabytes)
+            megabytes = default_mb
+        return megabytes * MB
+
+    @saved_state_budget.setter
+    def saved_state_budget(self, budget: int) -> None:
+        self._store.setValue(SAVED_STATE_BUDGET, budget // MB)
+
+    # --- serving the loaded model ----------------------------------------------------------------
+
+    @property
+    def serve_address(self) -> ServeAddress:
+        """The host and port Hearth last served at; the defaults when unset or unreadable."""
+        default = ServeAddress()
+        host = str(self._store.value(SERVE_HOST, "") or "").strip() or default.host
+        port = _int(self._store.value(SERVE_PORT), default.port)
+        if not 0 <= port <= 65_535:
+            log.warning("ignoring stored serve port %r", port)
+            port = default.port
+        return ServeAddress(host, port)
+
+    @serve_address.setter
+    def serve_address(self, address: ServeAddress) -> None:
+        self._store.setValue(SERVE_HOST, address.host)
+        self._store.setValue(SERVE_PORT, address.port)
+
+
+_REMOTE = "remote:"  # how a RemoteModel's settings_key starts
+
+
+def _model_group(key: str) -> str:
+    # QSettings treats "/" and "\" as group separators; a file name has neither on its own.
+    return f"{MODEL_SETTINGS}/" + key.replace("/", "_").replace("\\", "_")
+
+
+def _bool(value) -> bool:
+    """A stored switch: an INI file hands back "true" / "false" as text; ValueError otherwise."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a switch: {value!r}")
+
+
+def _int(value, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default

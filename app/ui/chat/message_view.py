@@ -1,0 +1,56 @@
+"""What the chat pane shows of one message, and its reply stats in words.
+
+The window builds a MessageView from each stored message; the pane and the parts that write
+its footer read them. Kept apart from chat_view so that those parts need not import the pane.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...engine.types import ReplyStats, ReplyStatus, StopReason
+
+# A reply with no stop reason (nothing was measured, or an imported record) says how it ended
+# by its status; a complete one says nothing.
+STATUS_REASONS = {ReplyStatus.CANCELLED: StopReason.CANCELLED, ReplyStatus.ERROR: StopReason.ERROR}
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """What the pane shows of one message; the window builds these from stored messages.
+
+    version and versions: which of the message's versions this is (1-based, oldest first) and
+    how many there are (edits of a user message, replies to the same message); with more than
+    one, its footer offers ‹ › to move between them.
+    """
+
+    id: int | None
+    role: str  # 'user' | 'assistant' | 'system'
+    content: str
+    stats: ReplyStats | None = None  # None: a user or system message, or nothing was measured
+    status: ReplyStatus = ReplyStatus.COMPLETE
+    model: str | None = None
+    version: int = 1
+    versions: int = 1
+
+
+def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
+    """One short line about a reply, e.g. "128 tokens · 34.5 tok/s · end of turn"."""
+    parts = []
+    reason = None
+    if stats is not None:
+        tokens = stats.completion_tokens
+        if tokens is not None:
+            parts.append(f"{tokens} token" + ("" if tokens == 1 else "s"))
+        elif stats.tokens_per_s:  # measured, but not counted: a server that sends no usage
+            parts.append("token count not reported by the server")
+        if stats.tokens_per_s:
+            parts.append(f"{stats.tokens_per_s:.1f} tok/s")
+        if stats.ttft_s:
+            parts.append(f"first token {stats.ttft_s:.2f} s")
+        reason = stats.stop_reason
+    if reason is None:
+        reason = STATUS_REASONS.get(status)
+    if reason is not None:
+        parts.append(reason.words)
+    return " · ".join(parts)

@@ -1,0 +1,1 @@
+"""Dialogs: Settings (saved states, folders) and Serve (the local OpenAI-compatible server)."""

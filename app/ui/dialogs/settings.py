@@ -1,0 +1,174 @@
+"""File → Settings…: the settings that belong to no model or conversation, one group each.
+
+Every change applies at once and is written to the settings file, so the dialog has no OK or
+Apply, only Close (Esc). For now one group: the conversations' saved KV states (#14), whose
+disk budget and Clear act on the running `StateCache` the engine shares. A later group
+(model defaults, say) is one more QGroupBox added in `SettingsDialog.__init__`.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ...engine.kv.cache import StateCache
+from ...owners.settings import Settings
+from ..widgets.focus_ring import FocusRing
+
+GB = 1024**3  # binary, as the settings file's megabytes are: a full 4 GB budget shows "4.0 GB"
+MB = 1024**2
+MAX_BUDGET_GB = 1024.0
+BUDGET_STEP_GB = 0.5
+EXPLANATION = (
+    "Hearth keeps the model's reading of each conversation, so going back to one is instant instead of "
+    "reading it all again. These saved states can always be rebuilt: clearing them loses nothing but that time."
+)
+BUDGET_HINT = "The least recently used go first; 0 keeps none on disk."
+NO_FOLDER = "The folder for saved states could not be made, so none are kept while Hearth runs (see the log)."
+
+
+def size_text(size: int) -> str:
+    """"412 MB", "1.3 GB": the units the budget is set in."""
+    if size >= GB:
+        return f"{size / GB:.1f} GB"
+    if size >= MB:
+        return f"{size / MB:.0f} MB"
+    if size > 0:
+        return f"{max(1, round(size / 1024))} KB"
+    return "0 MB"
+
+
+class SavedStatesGroup(QGroupBox):
+    """Saved conversation states: what they are, the size on disk, the disk budget, Clear.
+
+    `states` None: the cache's folder could not be made; the group says so, its controls
+    disabled (the budget is still shown: it applies from the next start)."""
+
+    def __init__(self, settings: Settings, states: StateCache | None, parent: QWidget | None = None):
+        super().__init__("Saved conversation states", parent)
+        self.settings = settings
+        self.states = states
+
+        explanation = QLabel(EXPLANATION if states is not None else f"{EXPLANATION}\n\n{NO_FOLDER}")
+        explanation.setWordWrap(True)
+
+        self.size_label = QLabel()
+        self.size_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        size_caption = QLabel("On disk:")
+        size_caption.setBuddy(self.size_label)
+
+        self.budget = QDoubleSpinBox()
+        self.budget.setRange(0.0, MAX_BUDGET_GB)
+        self.budget.setDecimals(1)
+        self.budget.setSingleStep(BUDGET_STEP_GB)
+        self.budget.setSuffix(" GB")
+        self.budget.setSpecialValueText("None on disk")  # shown at 0
+        self.budget.setValue(settings.saved_state_budget / GB)
+        # Applied on Enter, an arrow step or leaving the box, not at each digit typed: typing
+        # "10" must not shrink the cache to 1 GB on the way.
+        self.budget.setKeyboardTracking(False)
+        self.budget.setAccessibleName("Disk budget for saved states")
+        self.budget.setAccessibleDescription(f"The most disk space saved states may take. {BUDGET_HINT}")
+        budget_caption = QLabel("&Disk budget:")
+        budget_caption.setBuddy(self.budget)
+        budget_hint = QLabel(BUDGET_HINT)
+        budget_hint.setWordWrap(True)
+
+        self.clear_button = QPushButton("&Clear saved states")
+        self.clear_button.setAccessibleName("Clear saved states")
+        self.clear_button.setAccessibleDescription(
+            "Deletes every saved state now. Nothing is lost: a conversation is read again when it is next used.")
+        self.clear_button.setToolTip(self.clear_button.accessibleDescription())
+        self.clear_button.setAutoDefault(False)  # Enter in the budget box applies it, never clears
+
+        budget_row = QHBoxLayout()
+        budget_row.addWidget(self.budget)
+        budget_row.addWidget(budget_hint, 1)
+        size_row = QHBoxLayout()
+        size_row.addWidget(self.size_label, 1)
+        size_row.addWidget(self.clear_button)
+        form = QFormLayout()
+        form.addRow(budget_caption, budget_row)
+        form.addRow(size_caption, size_row)
+        layout = QVBoxLayout(self)
+        layout.addWidget(explanation)
+        layout.addLayout(form)
+
+        if states is None:
+            for control in (self.budget, self.clear_button):
+                control.setEnabled(False)
+        self.budget.valueChanged.connect(self._budget_changed)
+        self.clear_button.clicked.connect(self._clear)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Show the size on disk now (the engine may have saved a state since)."""
+        if self.states is None:
+            self.size_label.setText("Nothing (not saved this session)")
+            return
+        size, count = self.states.usage()
+        if count == 0 and size == 0:
+            self.size_label.setText("Nothing saved")
+        else:
+            noun = "conversation" if count == 1 else "conversations"
+            self.size_label.setText(f"{size_text(size)} in {count} {noun}")
+
+    def _budget_changed(self, gigabytes: float) -> None:
+        budget = round(gigabytes * GB / MB) * MB  # whole megabytes, as the settings file keeps it
+        self.settings.saved_state_budget = budget
+        self.settings.sync()
+        if self.states is not None:
+            self.states.disk_budget = budget
+        self.refresh()
+
+    def _clear(self) -> None:
+        if self.states is not None:
+            self.states.clear()
+        self.refresh()
+
+
+class SettingsDialog(QDialog):
+    """The settings window, kept by the main window between openings (`show_settings`)."""
+
+    def __init__(self, settings: Settings, states: StateCache | None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        FocusRing(self)
+        self.saved_states = SavedStatesGroup(settings, states)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        # Enter applies a typed budget; as the default button, Close would also shut the dialog.
+        buttons.button(QDialogButtonBox.StandardButton.Close).setAutoDefault(False)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.saved_states)
+        layout.addStretch(1)
+        layout.addWidget(buttons)
+        self.resize(520, self.sizeHint().height())
+
+    def event(self, event: QEvent) -> bool:
+        """Esc closes the dialog: claimed before the main window's application-wide Esc (Stop)
+        takes it, since the dialog does not block that window."""
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
+            event.accept()
+            return True
+        return super().event(event)
+
+    def showEvent(self, event) -> None:
+        self.saved_states.refresh()
+        super().showEvent(event)
+
+    def done(self, result: int) -> None:
+        """Closing (Close, Esc) keeps a budget typed but not yet entered, as leaving the box would."""
+        self.saved_states.budget.interpretText()
+        super().done(result)
