@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # branch_walk: the walk the test suite checks
 
-from branch_walk import PARAMS, SYSTEM_PROMPT, BranchPrefix, Measured, walk_branches  # noqa: E402
+from support.branch_walk import PARAMS, SYSTEM_PROMPT, BranchPrefix, Measured, walk_branches  # noqa: E402
 
 from app.conversation.history import history  # noqa: E402
 from app.engine.llama.generator import Engine  # noqa: E402

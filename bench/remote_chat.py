@@ -74,7 +74,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import openai
-    from remote_servers import LlamaServer
+    from support.remote_servers import LlamaServer
 
     from app.engine.remote.backend import RemoteBackend
     from app.engine.sampling import PRESETS

@@ -43,8 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # remote_servers.LlamaServer
-sys.path.insert(0, str(ROOT / "tests" / "serve"))  # served.Served
+sys.path.insert(0, str(ROOT / "tests"))  # support: remote_servers.LlamaServer, served.Served
 
 N_CTX = 4096
 STORY = [{"role": "user", "content": "Write a long, detailed story about a lighthouse keeper and a storm."}]
@@ -140,8 +139,8 @@ def main() -> int:
 
     import openai
     from llama_cpp import Llama
-    from remote_servers import LlamaServer
-    from served import Served
+    from support.remote_servers import LlamaServer
+    from support.served import Served
 
     from app.engine.gguf.modelfile import inspect_model
     from app.engine.llama.generator import Engine

@@ -13,7 +13,7 @@ os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-test-home-")
 os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cache")
 
 import pytest  # noqa: E402
-from bundle_build import build as bundle_build  # noqa: E402
+from support.bundle_build import build as bundle_build  # noqa: E402
 
 
 def _xdist_controller(config) -> bool:
@@ -82,8 +82,8 @@ def gemma_info(gemma_path):
 
 @pytest.fixture
 def script(gemma_info):
-    """What scripted backends answer (tests/scripted_backend.py), described as the real Gemma."""
-    from scripted_backend import Script
+    """What scripted backends answer (tests/support/scripted_backend.py), described as the real Gemma."""
+    from support.scripted_backend import Script
 
     return Script(gemma_info)
 

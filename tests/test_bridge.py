@@ -1,5 +1,5 @@
 """The Qt bridge with the real engine: nothing blocks the GUI thread, stop works, failures are kept apart.
-Remote models go through the same bridge (the misbehaving stand-in server, tests/remote_servers.py)."""
+Remote models go through the same bridge (the misbehaving stand-in server, tests/support/remote_servers.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 from app.engine.sampling import SamplingParams
 from app.engine.types import LoadOptions, LocalModel, RemoteModel, ServerConfig

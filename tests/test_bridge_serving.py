@@ -1,6 +1,6 @@
 """The bridge as a line for two consumers: the GUI's replies and jobs served to other programs.
 
-Over scripted backends (tests/scripted_backend.py), whose replies can be held open until they
+Over scripted backends (tests/support/scripted_backend.py), whose replies can be held open until they
 are cancelled, so "one runs while the other waits" is a state the test controls rather than a
 race. Generation itself, and a served reply equal to the GUI's, are tested on the real model
 (tests/test_local_server.py).

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bundle_build import build as bundle_build
+from support.bundle_build import build as bundle_build
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist" / os.environ.get("HEARTH_BUNDLE", "hearth")  # `make test CUDA=1`: hearth-cuda
@@ -45,7 +45,7 @@ def _mark(*marks):
 @pytest.fixture(scope="module")
 def bundle() -> Path:
     """`make bundle` once per run, from the current sources: started in the background when
-    the suite was collected (tests/bundle_build.py), waited for here."""
+    the suite was collected (tests/support/bundle_build.py), waited for here."""
     build = bundle_build.wait()
     assert build.returncode == 0, f"make bundle failed:\n{build.output[-6000:]}"
     print(f"make bundle took {build.seconds:.0f} s (beside the other tests)")

@@ -14,8 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from bundle_build import build as bundle_build
+from support.bundle_build import build as bundle_build
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist" / "hearth-cuda"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QLockFile, QSettings
-from remote_servers import stand_in  # noqa: F401 - a fixture
+from support.remote_servers import stand_in  # noqa: F401 - a fixture
 
 from app.engine.sampling import PRESETS, SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, ReplyStatus, StopReason

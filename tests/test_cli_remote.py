@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import openai
-
-from remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
+from support.remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 STATS_KEYS = {"prompt_tokens", "evaluated_prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s", "stop_reason",

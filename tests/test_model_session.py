@@ -1,5 +1,5 @@
 """ModelSession: loading, the newest load winning, per-model settings and reloads, on scripted
-backends; remote models against the stand-in server (tests/remote_servers.py)."""
+backends; remote models against the stand-in server (tests/support/remote_servers.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
-from remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
+from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 from app.engine.sampling import SamplingParams
 from app.engine.types import LocalModel, ModelSettings, RemoteModel, ServerConfig
@@ -129,7 +129,7 @@ def test_a_template_edited_while_another_model_loads_stays_with_its_own_model(qt
 
 
 def test_unload_closes_the_model_and_leaves_no_model(qtbot, scripted_models, script, monkeypatch):
-    from scripted_backend import ScriptedBackend
+    from support.scripted_backend import ScriptedBackend
 
     closed = []
     monkeypatch.setattr(ScriptedBackend, "close", lambda backend: closed.append(backend.describe().path.name))
@@ -151,7 +151,7 @@ def test_unload_closes_the_model_and_leaves_no_model(qtbot, scripted_models, scr
 
 
 def test_unload_during_a_load_cancels_it_and_closes_the_current_model(qtbot, scripted_models, script, monkeypatch):
-    from scripted_backend import ScriptedBackend
+    from support.scripted_backend import ScriptedBackend
 
     closed = []
     monkeypatch.setattr(ScriptedBackend, "close", lambda backend: closed.append(backend.describe().path.name))

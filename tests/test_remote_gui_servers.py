@@ -1,6 +1,6 @@
 """The saved servers: kept in the settings file by name and address only, their keys in the
 keyring (or this session's memory where there is none), listed off the GUI thread by
-RemoteServers, against the stand-in server (tests/remote_servers.py)."""
+RemoteServers, against the stand-in server (tests/support/remote_servers.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
-from remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
+from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 from app.engine.remote.errors import RemoteFailure
 from app.engine.types import RemoteModel, ServerConfig

@@ -1,7 +1,7 @@
 """No reply is lost by any sequence of Send / Regenerate / Edit / Stop / Show a version /
 Delete a version / Undo / Branch from here: random sequences of them, driven through ChatSession
 over a real SQLite file and the engine thread (scripted replies), are checked after every step
-against a pure-Python model of the tree (tests/version_tree_model.py).
+against a pure-Python model of the tree (tests/support/version_tree_model.py).
 
 After every step, for every conversation: export_json's tree equals the model's live messages
 (role, content, status, parent, the message shown last); messages() equals the model's branch
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from version_tree_model import Deletion, TreeModel
+from support.version_tree_model import Deletion, TreeModel
 
 from app.owners.chat_session import ChatSession, FinishedReply
 from app.store import ConversationStore, DeletedVersion

@@ -34,8 +34,8 @@ def add_pull_arguments(parser: argparse.ArgumentParser) -> None:
 def run_pull(args: argparse.Namespace) -> int:
     # huggingface_hub and keyring load here, not at import: `hearth` builds this parser
     # on every start, and the GUI should not pay for a download it isn't doing.
+    from app.common.units import byte_size
     from app.library import credentials
-    from app.library.download_progress import format_bytes
     from app.library.downloads import download_model
     from app.library.errors import HubError
     from app.library.hub import HubClient
@@ -45,7 +45,7 @@ def run_pull(args: argparse.Namespace) -> int:
         client = HubClient(token=credentials.load_token())
         model = client.find_model(args.repo, file=args.file, quant=args.quant)
         dest = args.dest or _default_dest()
-        print(f"Downloading {model.name} ({model.quant}, {format_bytes(model.size)}) from {model.repo_id} "
+        print(f"Downloading {model.name} ({model.quant}, {byte_size(model.size, decimals=1)}) from {model.repo_id} "
               f"into {dest}", file=sys.stderr)
         path = download_model(client, model, dest, on_progress=bar.update)
     except HubError as exc:
@@ -76,7 +76,7 @@ class ProgressBar:
         self._width = 0
 
     def update(self, progress: DownloadProgress) -> None:
-        from app.library.download_progress import format_bytes
+        from app.common.units import byte_size
 
         now = time.monotonic()
         if now - self._last_draw < _REDRAW_INTERVAL_S and progress.bytes_done < progress.bytes_total:
@@ -87,9 +87,9 @@ class ProgressBar:
         if progress.paused:
             rate = "paused"
         else:
-            rate = f"{format_bytes(progress.speed)}/s  ETA {_clock(progress.eta_seconds)}"
-        line = (f"[{bar}] {progress.fraction:4.0%}  {format_bytes(progress.bytes_done)} / "
-                f"{format_bytes(progress.bytes_total)}  {rate}")
+            rate = f"{byte_size(progress.speed, decimals=1)}/s  ETA {_clock(progress.eta_seconds)}"
+        line = (f"[{bar}] {progress.fraction:4.0%}  {byte_size(progress.bytes_done, decimals=1)} / "
+                f"{byte_size(progress.bytes_total, decimals=1)}  {rate}")
         self._stream.write("\r" + line.ljust(self._width))
         self._width = len(line)
         self._stream.flush()

@@ -58,14 +58,13 @@ from dataclasses import dataclass, replace
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
+from ..common.units import GIB, MIB, byte_size
 from .gguf.modelfile import ModelInfo
 from .gguf.shape import ModelShape, model_shape
 from .llama.load_checks import flash_attention_for
 from .lookup import BATCH_COST
 from .types import FlashAttention, KvCacheType, LoadOptions, _Word
 
-MIB = 1024**2
-GIB = 1024**3
 CELL_PAD = 256  # llama_context pads n_ctx, and the SWA cache, to 256 cells
 MAX_UBATCH = 512  # llama-cpp-python's n_batch and n_ubatch: min(n_ctx, 512)
 DEFAULT_CONTEXT = 4096  # generator.DEFAULT_CONTEXT: a load without n_ctx gets min(trained, this)
@@ -328,6 +327,4 @@ def _fit(sizes: MemoryPlan, free_ram: int, free_vram: int | None) -> Fit:
 
 
 def _size(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "?"
-    return f"{nbytes / GIB:.1f} GiB" if nbytes >= GIB else f"{nbytes / MIB:.0f} MiB"
+    return "?" if nbytes is None else byte_size(nbytes, memory=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx2
 from huggingface_hub.utils import get_session, hf_raise_for_status
 
-from app.library.download_progress import format_bytes
+from app.common.units import byte_size
 from app.library.errors import HubTimeout
 from app.library.quants import RemoteFile
 
@@ -120,7 +120,7 @@ class Pace:
         if self._received < self._least_bytes:
             seconds = f"{elapsed:.0f}" if elapsed >= 10 else f"{elapsed:.1f}"
             raise HubTimeout(
-                f"Could not download {self._part.name}: the server sent only {format_bytes(self._received)} "
+                f"Could not download {self._part.name}: the server sent only {byte_size(self._received, decimals=1)} "
                 f"in the last {seconds} seconds, too slow to finish. What was downloaded is kept; "
                 "try again later."
             )

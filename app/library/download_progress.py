@@ -98,12 +98,3 @@ class Reporter:
 
     def resumed(self) -> None:
         self._meter.restart()
-
-
-def format_bytes(count: float) -> str:
-    """'4.7 GB': decimal units, as Hugging Face and disk makers count."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(count) < 1000:
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} TB"

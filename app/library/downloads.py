@@ -39,8 +39,9 @@ from typing import BinaryIO
 import httpx2
 from huggingface_hub import hf_hub_url
 
+from app.common.units import byte_size
 from app.library.body_reader import END, TICK_S, BodyReader, Head, Pace
-from app.library.download_progress import ProgressCallback, Reporter, format_bytes
+from app.library.download_progress import ProgressCallback, Reporter
 from app.library.errors import (
     DownloadCancelled,
     HubError,
@@ -222,8 +223,8 @@ def _check_space(model: RemoteModel, missing: list[RemoteFile], dest: Path) -> N
     free = shutil.disk_usage(dest).free
     if needed > free:
         raise NotEnoughSpace(
-            f"{model.name} needs {format_bytes(needed)} more disk space in {dest}, "
-            f"but only {format_bytes(free)} is free."
+            f"{model.name} needs {byte_size(needed, decimals=1)} more disk space in {dest}, "
+            f"but only {byte_size(free, decimals=1)} is free."
         )
 
 

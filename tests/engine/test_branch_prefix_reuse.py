@@ -1,7 +1,7 @@
 """Prefix reuse along a branch, on the real Gemma 3 270M: a reply after switching to another
 version evaluates only the prompt from the point where the branches differ.
 
-tests/branch_walk.py builds a stored conversation of eight exchanges answered by the real
+tests/support/branch_walk.py builds a stored conversation of eight exchanges answered by the real
 Engine as ChatSession answers (history from the branch shown in a real SQLite store; replies of
 eight tokens, as what is measured is the prompt, and bench/branch_prefix.py's are longer), then
 (a) regenerates the last reply, (b) edits the user message before the last and replies, (c)
@@ -13,7 +13,7 @@ the new prompt and the branch in the cache differ, found by rendering and tokeni
 from __future__ import annotations
 
 import pytest
-from branch_walk import PARAMS, walk_branches
+from support.branch_walk import PARAMS, walk_branches
 
 from app.engine.llama.generator import Engine
 from app.engine.types import LoadOptions

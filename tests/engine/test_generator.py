@@ -7,7 +7,7 @@ import threading
 
 import psutil
 import pytest
-from reply_events import collect
+from support.reply_events import collect
 
 from app.engine.context import REFILL_FRACTION, ContextFullError
 from app.engine.llama.devices import cpu_threads

@@ -127,7 +127,7 @@ def test_the_models_defaults_are_hearths_with_the_models_values_over_them():
     (["--preset", "Precise"], PRESETS["Precise"]),
 ])
 def test_chat_samples_with_the_models_defaults_unless_a_flag_overrides(tmp_path, monkeypatch, flags, expected):
-    from scripted_backend import Script
+    from support.scripted_backend import Script
 
     import app.engine.opening
 
@@ -140,7 +140,7 @@ def test_chat_samples_with_the_models_defaults_unless_a_flag_overrides(tmp_path,
 
 
 def test_chat_samples_a_model_without_them_with_hearths_defaults(gemma_path, gemma_info, monkeypatch):
-    from scripted_backend import Script
+    from support.scripted_backend import Script
 
     import app.engine.opening
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 from llama_cpp import llama_cpp as llama_c
-from reply_events import collect
+from support.reply_events import collect
 
 from app.__main__ import build_parser
 from app.cli.args import sampling_from_args

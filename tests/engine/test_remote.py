@@ -1,5 +1,5 @@
 """A remote model against a real OpenAI-compatible server: llama-cpp-python's own
-`llama_cpp.server` on the real Gemma, on 127.0.0.1 (tests/remote_servers.py).
+`llama_cpp.server` on the real Gemma, on 127.0.0.1 (tests/support/remote_servers.py).
 
 The reference for "the same reply" is the official `openai` client reading the same server
 with the same request: Hearth's backend must write exactly what it reads.
@@ -11,8 +11,8 @@ import threading
 
 import openai
 import pytest
-from remote_servers import llama_server  # noqa: F401 - a fixture
-from reply_events import collect
+from support.remote_servers import llama_server  # noqa: F401 - a fixture
+from support.reply_events import collect
 
 from app.engine.opening import open_backend
 from app.engine.remote.backend import RemoteBackend

@@ -1,5 +1,5 @@
 """What a remote model says when the server, or the way to it, fails: one cause each, against
-a real local server that misbehaves on purpose (tests/remote_servers.py's StandIn) or against
+a real local server that misbehaves on purpose (tests/support/remote_servers.py's StandIn) or against
 no server at all. A request that cannot start raises RemoteError; a reply that breaks keeps
 its text and ends with StopReason.ERROR and the message."""
 
@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 from app.engine.backend import LoadCancelled
 from app.engine.remote.backend import RemoteBackend

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from reply_events import collect
+from support.reply_events import collect
 
 from app.engine.kv.cache import StateCache
 from app.engine.llama.generator import Engine

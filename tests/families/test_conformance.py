@@ -19,7 +19,7 @@ import itertools
 
 import make_tiny_models as tiny
 import pytest
-from reply_events import collect
+from support.reply_events import collect
 
 from app.engine.gguf.modelfile import END_OF_TURN_TEXTS, inspect_model
 from app.engine.llama.generator import Engine

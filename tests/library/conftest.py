@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from gguf import GGUFWriter
 from huggingface_hub import constants
+from support.fake_hub import QWEN_REPO, FakeHub
 
 from app.library.hub import HubClient, Timeouts
-from fake_hub import QWEN_REPO, FakeHub
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,9 @@ import keyring
 import keyring.backends.fail
 import keyring.backends.null
 import pytest
+from support.memory_keyring import MemoryKeyring
 
 from app.library import credentials, secrets
-from memory_keyring import MemoryKeyring
 
 
 @pytest.fixture

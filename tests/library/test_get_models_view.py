@@ -11,11 +11,11 @@ import keyring.backends.fail
 import psutil
 import pytest
 import shiboken6
-from fake_hub import GOOD_TOKEN, QWEN_REPO
-from memory_keyring import MemoryKeyring
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QInputDialog
+from support.fake_hub import GOOD_TOKEN, QWEN_REPO
+from support.memory_keyring import MemoryKeyring
 
 from app.engine.gguf.modelfile import inspect_model
 from app.library import credentials, secrets

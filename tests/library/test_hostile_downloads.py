@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from support.fake_hub import QWEN_REPO, wait_until
 
 from app.library import scan
 from app.library.download_queue import DownloadQueue
@@ -20,7 +21,6 @@ from app.library.downloads import PARTIAL_SUFFIX, DownloadControl, download_mode
 from app.library.errors import DownloadCancelled, HubError, HubTimeout, HubUnavailable, WrongContent
 from app.library.hub import HubClient, Timeouts
 from app.library.quants import MAX_LOCAL_FOLDERS, MAX_NAME_BYTES, local_path, safe_file_name
-from fake_hub import QWEN_REPO, wait_until
 
 Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
 SLOW = Timeouts(connect=2.0, read=5.0, slow_window=0.6, slow_bytes=2_000)

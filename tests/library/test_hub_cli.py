@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_hub import QWEN_REPO
+from support.fake_hub import QWEN_REPO
 
 from app.cli.pull import add_pull_arguments, run_pull
 

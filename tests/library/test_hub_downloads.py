@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
-from fake_hub import QWEN_REPO, FakeFile, wait_until
 from huggingface_hub import hf_hub_download
+from support.fake_hub import QWEN_REPO, FakeFile, wait_until
 
 from app.engine.gguf.modelfile import inspect_model
 from app.library.download_queue import DownloadQueue

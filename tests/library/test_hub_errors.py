@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from fake_hub import GOOD_TOKEN, QWEN_REPO
+from support.fake_hub import GOOD_TOKEN, QWEN_REPO
 
 from app.library.downloads import PARTIAL_SUFFIX, download_model
 from app.library.errors import GatedRepo, HubTimeout, HubUnavailable

@@ -6,11 +6,11 @@ import hashlib
 
 import psutil
 import pytest
+from support.fake_hub import QWEN_REPO
 
 from app.library.errors import RepoNotFound
 from app.library.hub import memory_fit
 from app.library.quants import UNKNOWN_QUANT, by_quant, quant_of
-from fake_hub import QWEN_REPO
 
 
 @pytest.mark.parametrize(("path", "quant"), [

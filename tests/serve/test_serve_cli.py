@@ -15,7 +15,7 @@ import time
 
 import openai
 import pytest
-from served import ROOT, Served
+from support.served import ROOT, Served
 
 
 def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -10,7 +10,7 @@ import time
 
 import httpx
 import pytest
-from served import Served
+from support.served import Served
 
 from app.engine.sampling import BOUNDS
 from app.serve.requests import MAX_BODY_BYTES

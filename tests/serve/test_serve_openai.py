@@ -16,7 +16,7 @@ import time
 import httpx
 import openai
 import pytest
-from served import ROOT, Served
+from support.served import ROOT, Served
 
 MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Write two sentences about the sea."}]

@@ -1,6 +1,6 @@
 """EngineQueue: one job at a time in arrival order, a bounded wait, cancelling, stopping.
 
-The queue's bookkeeping is tested over the scripted backend (tests/scripted_backend.py: with
+The queue's bookkeeping is tested over the scripted backend (tests/support/scripted_backend.py: with
 `hold`, each reply waits after its first piece until it is cancelled, so a test decides when
 each job ends); how soon a cancelled reply stops is tested on the real engine and Gemma.
 """

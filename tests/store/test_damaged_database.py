@@ -7,10 +7,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from support.damaged_database import build_conversations, damaged_database
 
 from app.store import ConversationStore, DatabaseDamaged, StoreError
 from app.store.schema import move_aside, quick_check
-from damaged_database import build_conversations, damaged_database
+
 
 @pytest.fixture
 def damaged(tmp_path):

@@ -6,8 +6,7 @@ import os
 import sys
 
 import pytest
-
-from hearth_process import HearthLauncher
+from support.hearth_process import HearthLauncher
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ control with its class, the attribute that holds it and its parents, for its own
 from __future__ import annotations
 
 import pytest
-from modal_answers import answering, shown_dialogs
 from PySide6.QtWidgets import QMessageBox, QPushButton
-from scripted_window import ScriptedWindow, find_action
-from widget_walk import interactive_widgets, unnamed_widgets
+from support.modal_answers import answering, shown_dialogs
+from support.scripted_window import ScriptedWindow, find_action
+from support.widget_walk import interactive_widgets, unnamed_widgets
 
 from app.owners import paths
 from app.ui.app.application import ask_to_move_aside, offer_crash_reports

@@ -5,8 +5,8 @@ at the end of a reply and for errors, and the "Generating" line while a reply st
 from __future__ import annotations
 
 import pytest
-from chat_helpers import browser, shown_view, stream
 from PySide6.QtGui import QAccessible
+from support.chat_helpers import browser, shown_view, stream
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.ui.chat.generating_indicator import FRAME_MS, GeneratingIndicator

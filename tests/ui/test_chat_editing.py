@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from chat_helpers import WAIT_MS, browser, click_anchor, plain_text
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+from support.chat_helpers import WAIT_MS, browser, click_anchor, plain_text
 
 from app.engine.types import ReplyStatus
 from app.ui.chat.inline_editor import InlineEditor

@@ -5,9 +5,9 @@ tables, and a reading column that follows the window's width."""
 from __future__ import annotations
 
 import pytest
-from chat_helpers import WAIT_MS, browser, click_anchor, hrefs, shown_view, stream
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QApplication
+from support.chat_helpers import WAIT_MS, browser, click_anchor, hrefs, shown_view, stream
 
 from app.engine.types import ReplyStatus
 from app.ui.chat.browser import DOCUMENT_MARGIN

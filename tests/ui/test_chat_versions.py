@@ -5,10 +5,10 @@ as a user does; the window's side is a slot that answers as the window would."""
 from __future__ import annotations
 
 import pytest
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAccessible, QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
+from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 from app.engine.types import ReplyStatus
 from app.ui.app import appearance

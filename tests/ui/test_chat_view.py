@@ -6,10 +6,10 @@ import re
 import time
 
 import pytest
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QApplication
+from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.ui.chat.inline_editor import InlineEditor

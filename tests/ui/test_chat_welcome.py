@@ -4,10 +4,10 @@ example prompts and its Get models link, by mouse and by keyboard, in both appea
 from __future__ import annotations
 
 import pytest
-from chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text, shown_view
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
+from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text, shown_view
 
 from app.engine.types import ReplyStatus
 from app.ui.app import appearance

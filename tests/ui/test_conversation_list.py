@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
-from flow_harness import FlowWindow, GatedScript
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from support.flow_harness import FlowWindow, GatedScript
 
 from app.store import Conversation
 from app.ui.window.conversation_list import ConversationList, no_results

@@ -7,7 +7,7 @@ the test with the traceback). Each action runs twice: once with every file dialo
 once with a file chosen. A native file dialog cannot be driven offscreen (on a desktop it is
 the platform's own window, outside Qt's widgets), so QFileDialog's functions are answered by
 the test; message boxes and Hearth's own dialogs are real and answered by clicking them
-(tests/ui/modal_answers.py). Get models runs offline (HF_HUB_OFFLINE and an endpoint that
+(tests/support/modal_answers.py). Get models runs offline (HF_HUB_OFFLINE and an endpoint that
 refuses connections): its buttons must say so, not reach the network.
 """
 
@@ -20,12 +20,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from modal_answers import answering, click_every_button, shown_dialogs
 from PySide6.QtCore import QThreadPool
 from PySide6.QtGui import QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QFileDialog
-from scripted_window import ScriptedWindow, menu_actions
+from support.modal_answers import answering, click_every_button, shown_dialogs
+from support.scripted_window import ScriptedWindow, menu_actions
 
 from app.owners.settings import Appearance
 from app.ui.app import appearance, crash

@@ -4,10 +4,10 @@ one-pixel line, and on the default button (Send) and the transcript there is non
 from __future__ import annotations
 
 import pytest
-from flow_harness import FlowWindow, GatedScript
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from support.flow_harness import FlowWindow, GatedScript
 
 from app.ui.app.appearance import dark_palette, light_palette
 from app.ui.chat.theme import _contrast

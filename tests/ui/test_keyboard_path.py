@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-
-from focus_round import go_round, region_of, regions
-from scripted_window import ScriptedWindow
-from widget_walk import describe
+from support.focus_round import go_round, region_of, regions
+from support.scripted_window import ScriptedWindow
+from support.widget_walk import describe
 
 
 @pytest.fixture

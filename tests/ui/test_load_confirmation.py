@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from modal_answers import answering
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
-from scripted_backend import ScriptedBackend
-from scripted_window import ScriptedWindow
+from support.modal_answers import answering
+from support.scripted_backend import ScriptedBackend
+from support.scripted_window import ScriptedWindow
 
 from app.engine.llama import machine
 from app.engine.memory_plan import Fit
@@ -59,7 +59,7 @@ def test_a_reload_that_does_not_fit_asks_and_cancel_keeps_the_model(window, qtbo
         qtbot.waitUntil(lambda: bool(answered.titles), timeout=5_000)
     assert answered.titles == ["QMessageBox: Not enough memory"]
     text, details, buttons = seen[0]
-    assert "needs more memory than is free" in text and "of 105 MB free" in details and "weights" in details
+    assert "needs more memory than is free" in text and "of 100 MiB free" in details and "weights" in details
     assert sorted(buttons) == ["Cancel", "Load anyway"]
     assert models.current is loaded and models.loading is None and len(script.loads) == loads
     assert "does not fit" in window.statusBar().currentMessage()

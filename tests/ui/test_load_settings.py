@@ -86,7 +86,7 @@ def test_the_plan_follows_the_context_length_the_user_types(panel, qtbot, monkey
     line, largest = panel.load_settings.plan_line, panel.load_settings.largest_button
     assert not panel.load_settings.plan_row.isHidden()
     before = line.text()
-    assert before.startswith("Memory: ") and before.endswith("— fits") and "of 629 MB free" in before
+    assert before.startswith("Memory: ") and before.endswith("— fits") and "of 600 MiB free" in before
     assert largest.isHidden()
 
     panel.n_ctx.setFocus()

@@ -11,15 +11,16 @@ import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QStyleOptionViewItem
-from widget_walk import accessible_name, unnamed_widgets
+from support.widget_walk import accessible_name, unnamed_widgets
 
+from app.common.units import byte_size
 from app.library.scan import ModelEntry
 from app.owners.settings import EXTRA_FILES as EXTRA_FILES_KEY
 from app.owners.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
 from app.owners.settings import Settings
 from app.ui.app.appearance import dark_palette
 from app.ui.models.picker import Column, ModelPicker
-from app.ui.models.table import FILE_ROLE, format_parameters, format_size
+from app.ui.models.table import FILE_ROLE, format_parameters
 from app.ui.widgets.colors import contrast
 
 SCAN_TIMEOUT_MS = 10_000
@@ -254,9 +255,9 @@ def test_number_formats():
     assert format_parameters(8_030_261_248) == "8B"
     assert format_parameters(1_543_714_304) == "1.5B"
     assert format_parameters(512_000) == "512K"
-    assert format_size(253_113_024) == "253 MB"
-    assert format_size(4_920_000_000) == "4.9 GB"
-    assert format_size(2_000) == "2 KB"
+    assert byte_size(253_113_024) == "253 MB"
+    assert byte_size(4_920_000_000) == "4.9 GB"
+    assert byte_size(2_000) == "2 KB"
 
 
 def test_an_added_file_or_folder_can_be_removed_from_the_list_and_stays_on_disk(qtbot, settings, tmp_path,

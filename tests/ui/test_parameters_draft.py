@@ -4,9 +4,9 @@ or off per model (SamplingParams.draft), handed to the ModelSession, which keeps
 from __future__ import annotations
 
 import pytest
-from panel_helpers import load, shown_panel
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
+from support.panel_helpers import load, shown_panel
 
 from app.engine.sampling import Drafting
 from app.engine.types import DeviceInfo, ModelDescription, RemoteModel, ServerConfig

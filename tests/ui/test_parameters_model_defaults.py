@@ -2,7 +2,7 @@
 starts with them, shown as the "Model's defaults" preset, with each value's source beside it;
 one without starts with Hearth's (Balanced); the user's edits are theirs and are kept.
 
-The models load on scripted backends (tests/scripted_backend.py) described by a tiny GGUF
+The models load on scripted backends (tests/support/scripted_backend.py) described by a tiny GGUF
 written here with the keys, read by the real inspect_model."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from panel_helpers import load, shown_panel
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAccessible, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QScrollArea, QStyleFactory
+from support.panel_helpers import load, shown_panel
 
 from app.engine.gguf.modelfile import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, model_params
@@ -60,7 +60,7 @@ def author_info(tmp_path_factory):
 def script(author_info):
     """What the scripted backends describe every model as: the author's model, until a test
     changes `info` (the conftest's scripted_models fixture opens models with this script)."""
-    from scripted_backend import Script
+    from support.scripted_backend import Script
 
     return Script(author_info)
 

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QScrollArea, QStyleFactory
-from widget_walk import accessible_name, interactive_widgets, unnamed_widgets
+from support.widget_walk import accessible_name, interactive_widgets, unnamed_widgets
 
 from app.engine.sampling import PRESETS, Drafting, SamplingParams
 from app.engine.types import ModelSettings, OffloadSupport

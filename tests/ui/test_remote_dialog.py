@@ -4,13 +4,13 @@ it, what an address that is not one says, and a key with no keyring to keep it."
 from __future__ import annotations
 
 import pytest
-from modal_answers import answering
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from remote_gui import no_keyring  # noqa: F401 - a fixture
-from remote_servers import free_port, stand_in  # noqa: F401 - a fixture
-from widget_walk import unnamed_widgets
+from support.modal_answers import answering
+from support.remote_gui import no_keyring  # noqa: F401 - a fixture
+from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.widget_walk import unnamed_widgets
 
 from app.owners.remote_servers import RemoteServers
 from app.owners.settings import Settings

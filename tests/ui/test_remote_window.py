@@ -4,8 +4,8 @@ Enter, a conversation typed and sent with Enter, Stop mid-reply; an unreachable 
 the parameters a server decides.
 
 The conversation runs against llama-cpp-python's own OpenAI-compatible server on the real
-Gemma (tests/remote_servers.py, started once per test session); failures and odd listings
-come from the misbehaving stand-in. Model files are scripted (tests/scripted_backend.py):
+Gemma (tests/support/remote_servers.py, started once per test session); failures and odd listings
+come from the misbehaving stand-in. Model files are scripted (tests/support/scripted_backend.py):
 the local side is not what is tested here, only that it keeps working beside servers.
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from modal_answers import answering
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox, QTextBrowser
-from remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
-from remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
-from scripted_window import find_action
+from support.modal_answers import answering
+from support.remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
+from support.remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
+from support.scripted_window import find_action
 
 from app.engine.types import ServerConfig
 from app.owners.bridge import EngineBridge

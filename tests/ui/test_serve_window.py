@@ -5,14 +5,14 @@ server (`hearth serve` in a process of its own, chatted with through a remote mo
 from __future__ import annotations
 
 import pytest
-from modal_answers import answering
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from scripted_window import ScriptedWindow, find_action
-from serve.served import Served
-from widget_walk import unnamed_widgets
+from support.modal_answers import answering
+from support.scripted_window import ScriptedWindow, find_action
+from support.served import Served
+from support.widget_walk import unnamed_widgets
 
 from app.engine.sampling import SamplingParams
 from app.engine.types import RemoteModel, ReplyStatus, ServerConfig

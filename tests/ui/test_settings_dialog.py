@@ -2,19 +2,19 @@
 menu (or Ctrl+,) over a real StateCache holding real states in a temporary folder; the size it
 shows is the folder's, Clear empties the folder, a budget typed in is written to the settings
 file and applied to the running cache; Tab reaches every control, Esc closes; every control is
-named. Over a scripted model (tests/scripted_backend.py): the model plays no part."""
+named. Over a scripted model (tests/support/scripted_backend.py): the model plays no part."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from modal_answers import shown_dialogs
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel
-from scripted_window import ScriptedWindow, find_action
-from widget_walk import unnamed_widgets
+from support.modal_answers import shown_dialogs
+from support.scripted_window import ScriptedWindow, find_action
+from support.widget_walk import unnamed_widgets
 
 from app.engine.kv.cache import StateCache, StateKey
 from app.owners.settings import Settings
@@ -68,7 +68,7 @@ def test_the_size_shown_is_the_folders(opened, qtbot, states):
     dialog = open_settings(qtbot, opened.window)
     size = sum(path.stat().st_size for path in files)
     assert size > sum(PAYLOADS)  # the payloads, and each file's header, key and tokens
-    assert dialog.saved_states.size_label.text() == f"{size_text(size)} in 3 conversations" == "4 MB in 3 conversations"
+    assert dialog.saved_states.size_label.text() == f"{size_text(size)} in 3 conversations" == "4 MiB in 3 conversations"
 
 
 def test_ctrl_comma_opens_it_and_esc_closes_it(opened, qtbot):

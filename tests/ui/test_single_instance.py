@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from hearth_process import ROOT, WAIT_S, wait_for_log
+from support.hearth_process import ROOT, WAIT_S, wait_for_log
 
 from app.ui.app.single_instance import SingleInstance
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-
-from focus_round import go_round, region_of, regions
-from scripted_window import ScriptedWindow
+from support.focus_round import go_round, region_of, regions
+from support.scripted_window import ScriptedWindow
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ import signal
 import subprocess
 
 import pytest
-
-from hearth_process import WAIT_S
+from support.hearth_process import WAIT_S
 
 
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])

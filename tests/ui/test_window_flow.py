@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from flow_harness import WAIT_MS, FlowWindow, GatedScript
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from support.flow_harness import WAIT_MS, FlowWindow, GatedScript
 
 from app.engine.types import ReplyStatus
 from app.ui.window.shortcuts import KEYS_WITHOUT_ACTIONS

@@ -7,11 +7,11 @@ which follows the branch shown."""
 from __future__ import annotations
 
 import pytest
-from chat_helpers import click_anchor, plain_text
-from flow_harness import WAIT_MS, FlowWindow, GatedScript
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QTextBrowser
+from support.chat_helpers import click_anchor, plain_text
+from support.flow_harness import WAIT_MS, FlowWindow, GatedScript
 from test_window_versions import edit, regenerate, shown
 
 from app.ui.window import main_window

@@ -1,6 +1,6 @@
 """The real window over real database files (hostile imports, a damaged file, a conversation of
 thousands of messages, a megabyte title), driven as a user drives it. The model is scripted
-(tests/scripted_backend.py): nothing here is about generation."""
+(tests/support/scripted_backend.py): nothing here is about generation."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from damaged_database import build_conversations, damage, damaged_database
 from PySide6.QtCore import QSettings, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
+from support.damaged_database import build_conversations, damage, damaged_database
 
 from app.owners.chat_session import ChatSession
 from app.owners.downloads import DownloadManager

@@ -7,10 +7,10 @@ while the open conversation's reply is written."""
 from __future__ import annotations
 
 import pytest
-from chat_helpers import click_anchor, plain_text
-from flow_harness import WAIT_MS, FlowWindow, GatedScript
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from support.chat_helpers import click_anchor, plain_text
+from support.flow_harness import WAIT_MS, FlowWindow, GatedScript
 
 from app.ui.chat.inline_editor import InlineEditor
 from app.ui.window.shortcuts import shortcut_rows

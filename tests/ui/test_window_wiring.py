@@ -6,10 +6,10 @@ in the transcript, and unloading the model."""
 from __future__ import annotations
 
 import pytest
-from flow_harness import MODEL, WAIT_MS, FlowWindow, GatedScript
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QTextBrowser
+from support.flow_harness import MODEL, WAIT_MS, FlowWindow, GatedScript
 
 from app.ui.chat.welcome import BASE_PROMPTS
 from app.ui.window.splitter import CHAT_WIDTH, LIST_WIDTHS, SIDE_WIDTHS

@@ -12,10 +12,9 @@ the CPU, as any operation a backend lacks).
 
 from __future__ import annotations
 
+from ...common.units import byte_size
 from ..gguf.modelfile import ModelFileError
 from ..types import FlashAttention, KvCacheType, LoadOptions
-
-MIB = 1024**2
 
 
 class LoadOptionsError(ModelFileError):
@@ -50,7 +49,7 @@ def mlock_refused_note(model_bytes: int, limit_bytes: int | None) -> str:
 
     `limit_bytes`: how much this user may lock (RLIMIT_MEMLOCK), None where unknown or unlimited.
     """
-    allowed = (f"this user may lock {_mib(limit_bytes)} (RLIMIT_MEMLOCK) and the model takes {_mib(model_bytes)}"
+    allowed = (f"this user may lock {byte_size(limit_bytes, memory=True)} (RLIMIT_MEMLOCK) and the model takes {byte_size(model_bytes, memory=True)}"
                if limit_bytes is not None else "the system refused to lock it")
     return (f"Could not lock the model in RAM (mlock): {allowed}. It is loaded without the lock, so the system "
             "may page it out. To lock it, raise the limit (ulimit -l, or memlock in /etc/security/limits.conf).")
@@ -66,10 +65,6 @@ def memlock_limit() -> int | None:
         return None
     soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     return None if soft == resource.RLIM_INFINITY else soft
-
-
-def _mib(size: int) -> str:
-    return f"{size / MIB:,.0f} MiB" if size >= MIB else f"{size / 1024:,.0f} KiB"
 
 
 def flash_attention_for(options: LoadOptions, offloaded_layers: int) -> FlashAttention:

@@ -22,14 +22,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...common.units import GIB, MIB, byte_size
 from ...engine.kv.cache import StateCache
 from ...owners.settings import Settings
 from ..widgets.focus_ring import FocusRing
 
-GB = 1024**3  # binary, as the settings file's megabytes are: a full 4 GB budget shows "4.0 GB"
-MB = 1024**2
-MAX_BUDGET_GB = 1024.0
-BUDGET_STEP_GB = 0.5
+MAX_BUDGET_GIB = 1024.0  # the budget is memory-like: binary, as the settings file's MiB are
+BUDGET_STEP_GIB = 0.5
 EXPLANATION = (
     "Hearth keeps the model's reading of each conversation, so going back to one is instant instead of "
     "reading it all again. These saved states can always be rebuilt: clearing them loses nothing but that time."
@@ -39,14 +38,8 @@ NO_FOLDER = "The folder for saved states could not be made, so none are kept whi
 
 
 def size_text(size: int) -> str:
-    """"412 MB", "1.3 GB": the units the budget is set in."""
-    if size >= GB:
-        return f"{size / GB:.1f} GB"
-    if size >= MB:
-        return f"{size / MB:.0f} MB"
-    if size > 0:
-        return f"{max(1, round(size / 1024))} KB"
-    return "0 MB"
+    """"412 MiB", "1.3 GiB": in the units the budget is set in."""
+    return byte_size(size, memory=True)
 
 
 class SavedStatesGroup(QGroupBox):
@@ -69,14 +62,14 @@ class SavedStatesGroup(QGroupBox):
         size_caption.setBuddy(self.size_label)
 
         self.budget = QDoubleSpinBox()
-        self.budget.setRange(0.0, MAX_BUDGET_GB)
+        self.budget.setRange(0.0, MAX_BUDGET_GIB)
         self.budget.setDecimals(1)
-        self.budget.setSingleStep(BUDGET_STEP_GB)
-        self.budget.setSuffix(" GB")
+        self.budget.setSingleStep(BUDGET_STEP_GIB)
+        self.budget.setSuffix(" GiB")
         self.budget.setSpecialValueText("None on disk")  # shown at 0
-        self.budget.setValue(settings.saved_state_budget / GB)
+        self.budget.setValue(settings.saved_state_budget / GIB)
         # Applied on Enter, an arrow step or leaving the box, not at each digit typed: typing
-        # "10" must not shrink the cache to 1 GB on the way.
+        # "10" must not shrink the cache to 1 GiB on the way.
         self.budget.setKeyboardTracking(False)
         self.budget.setAccessibleName("Disk budget for saved states")
         self.budget.setAccessibleDescription(f"The most disk space saved states may take. {BUDGET_HINT}")
@@ -125,7 +118,7 @@ class SavedStatesGroup(QGroupBox):
             self.size_label.setText(f"{size_text(size)} in {count} {noun}")
 
     def _budget_changed(self, gigabytes: float) -> None:
-        budget = round(gigabytes * GB / MB) * MB  # whole megabytes, as the settings file keeps it
+        budget = round(gigabytes * GIB / MIB) * MIB  # whole megabytes, as the settings file keeps it
         self.settings.saved_state_budget = budget
         self.settings.sync()
         if self.states is not None:

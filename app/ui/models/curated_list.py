@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
+from ...common.units import byte_size
 from ...library.curated import CuratedModel
-from ...library.download_progress import format_bytes
 from ..widgets.colors import muted_color
 from ..widgets.row_tables import as_row_list
 from ..widgets.tooltips import plain_tooltip
@@ -69,7 +69,7 @@ class CuratedModelsTable(QTableWidget):
             cells = {
                 CuratedColumn.MODEL: model.name,
                 CuratedColumn.PARAMETERS: model.parameters,
-                CuratedColumn.SIZE: format_bytes(model.size_bytes),
+                CuratedColumn.SIZE: byte_size(model.size_bytes, decimals=1),
                 CuratedColumn.FITS: fits,
                 CuratedColumn.LICENCE: model.licence,
             }

@@ -8,7 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QPushButton
 
-from ...library.download_progress import DownloadProgress, format_bytes
+from ...common.units import byte_size
+from ...library.download_progress import DownloadProgress
 from ...library.download_queue import QueuedDownload
 from ...library.errors import DownloadCancelled, HubError
 from ..widgets.colors import Tone, muted_color, set_tone
@@ -106,7 +107,7 @@ class DownloadRow(QFrame):
         # Paused here, or in a view since closed.
         self._set_pause_text("Resume" if self.job.control.paused else "Pause")
         self.progress.setValue(round(progress.fraction * 1000))
-        figures = f"{format_bytes(progress.bytes_done)} of {format_bytes(progress.bytes_total)}"
+        figures = f"{byte_size(progress.bytes_done, decimals=1)} of {byte_size(progress.bytes_total, decimals=1)}"
         if progress.paused:  # the worker's word that it has flushed the file and holds
             self.status_label.setText(f"Paused · {figures}")
             return
@@ -114,7 +115,7 @@ class DownloadRow(QFrame):
             self.status_label.setText("Pausing…")  # asked to pause, but a chunk is still landing
             return
         if progress.speed > 0:
-            figures += f" · {format_bytes(progress.speed)}/s"
+            figures += f" · {byte_size(progress.speed, decimals=1)}/s"
         if progress.eta_seconds is not None:
             figures += f" · {format_duration(progress.eta_seconds)} left"
         if len(self.job.model.parts) > 1:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QTreeWidgetItem,
 )
 
-from ...library.download_progress import format_bytes
+from ...common.units import byte_size
 from ...library.hub import RepoSummary, memory_fit
 from ...library.quants import RemoteModel, by_quant
 from ..widgets.colors import muted_color
@@ -61,7 +61,7 @@ _MODEL_HEADERS = {
 def fit_text(size: int, vram_bytes: int | None) -> tuple[str, bool, str]:
     """The fits marker for a model of `size` bytes: (text, fits somewhere, tooltip)."""
     fit = memory_fit(size, vram_bytes)
-    needs = f"Needs about {format_bytes(fit.needed_bytes)} of memory: the file plus room for the context."
+    needs = f"Needs about {byte_size(fit.needed_bytes, decimals=1)} of memory: the file plus room for the context."
     if fit.fits_vram:
         return "✓ fits in VRAM", True, needs
     if fit.fits_ram:
@@ -176,7 +176,7 @@ class RepoModelsTree(QTreeWidget):
     @staticmethod
     def _model_item(model: RemoteModel, quant: str, vram_bytes: int | None) -> QTreeWidgetItem:
         fits, usable, tooltip = fit_text(model.size, vram_bytes)
-        item = QTreeWidgetItem([quant, model.name, format_bytes(model.size), fits])
+        item = QTreeWidgetItem([quant, model.name, byte_size(model.size, decimals=1), fits])
         item.setData(0, MODEL_ROLE, model)
         item.setTextAlignment(ModelColumn.SIZE, Qt.AlignRight | Qt.AlignVCenter)
         item.setToolTip(ModelColumn.FITS, tooltip)

@@ -24,6 +24,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QFont, QGuiApplication
 
 from ...common.text import printable
+from ...common.units import byte_size
 from ...engine.memory_plan import Fit
 from ...engine.templates.chat_template import fallback_name
 from ...engine.types import LocalModel, ModelSource, RemoteModel
@@ -62,15 +63,6 @@ def format_parameters(count: int) -> str:
     if count >= 1e6:
         return f"{count / 1e6:.0f}M"
     return f"{count / 1e3:.0f}K"
-
-
-def format_size(size: int) -> str:
-    """Decimal units, as file managers and Hugging Face show them: "253 MB", "4.9 GB"."""
-    if size >= 1e9:
-        return f"{size / 1e9:.1f} GB"
-    if size >= 1e6:
-        return f"{size / 1e6:.0f} MB"
-    return f"{size / 1e3:.0f} KB"
 
 
 class Column(IntEnum):
@@ -267,7 +259,7 @@ def _cell_text(entry: ModelEntry, column: Column) -> str:
     if column == Column.FOLDER:
         return entry.origin
     if column == Column.SIZE:
-        return format_size(entry.size)
+        return byte_size(entry.size)
     if info is None:
         # The whole reason is in the tooltip and under the list; a long one here would
         # widen the column for every row.
@@ -333,7 +325,7 @@ def summary(entry: ModelEntry) -> str:
     context = f"{info.context_length:,} tokens of context" if info.context_length else "context length unknown"
     template = "its own chat template" if info.has_chat_template else f"“{fallback_name(info)}” fallback template"
     return (f"{info.architecture} · {format_parameters(info.parameter_count)} parameters · {info.quantization} · "
-            f"{format_size(entry.size)} · {context} · {template} · in {entry.origin}")
+            f"{byte_size(entry.size)} · {context} · {template} · in {entry.origin}")
 
 
 def _tooltip(entry: ModelEntry, column: Column) -> str:

@@ -11,8 +11,16 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import (
-    QAbstractButton, QAbstractScrollArea, QAbstractSlider, QAbstractSpinBox, QComboBox, QLabel, QLineEdit,
-    QTabBar, QTabWidget, QWidget,
+    QAbstractButton,
+    QAbstractScrollArea,
+    QAbstractSlider,
+    QAbstractSpinBox,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QTabBar,
+    QTabWidget,
+    QWidget,
 )
 
 # Buttons and check boxes, line edits, text boxes, item views and scroll areas, spin boxes,

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QWidget
 
-from widget_walk import describe
+from support.widget_walk import describe
 
 MAX_PRESSES = 60  # far more than the window's controls: more means a trap
 

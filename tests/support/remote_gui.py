@@ -1,10 +1,10 @@
 """What the remote-model tests of the owner objects and the window share: a keyring that keeps
 secrets in memory, and an opener that loads files from a script and servers' models for real.
 
-Files are scripted (tests/scripted_backend.py: no llama.cpp, answers at once) because the
+Files are scripted (tests/support/scripted_backend.py: no llama.cpp, answers at once) because the
 local side is not what these tests are about; a remote model goes through Hearth's real
 `open_backend`, so it talks HTTP to a real server (llama_cpp.server or the stand-in,
-tests/remote_servers.py).
+tests/support/remote_servers.py).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 import keyring
 import keyring.backends.fail
 import pytest
-from memory_keyring import MemoryKeyring
-from scripted_backend import Script
 
 from app.engine.opening import open_backend
 from app.engine.types import RemoteModel
 from app.library import secrets, server_keys
+from support.memory_keyring import MemoryKeyring
+from support.scripted_backend import Script
 
 
 @pytest.fixture

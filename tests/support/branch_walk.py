@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reply_events import collect
-
 from app.conversation.history import history
 from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStatus
 from app.store import ConversationStore
+from support.reply_events import collect
 
 SYSTEM_PROMPT = ""  # as ChatSession sends by default
 PARAMS = SamplingParams(seed=13, max_tokens=40)  # the default sampling, repeatable; the bench's replies

@@ -1,4 +1,4 @@
-"""The real main window over scripted backends (tests/scripted_backend.py) whose replies can be
+"""The real main window over scripted backends (tests/support/scripted_backend.py) whose replies can be
 held piece by piece, for tests of the window's flow: sending, waiting, switching conversations
 while a reply streams, deleting and undoing. Nothing here is about generation itself."""
 
@@ -10,7 +10,6 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
-from scripted_backend import Script, ScriptedBackend
 
 from app.owners.bridge import CHUNK_INTERVAL_S, EngineBridge
 from app.owners.chat_session import ChatSession
@@ -19,6 +18,7 @@ from app.owners.model_session import ModelSession
 from app.owners.settings import Settings
 from app.store import ConversationStore
 from app.ui.window.main_window import MainWindow
+from support.scripted_backend import Script, ScriptedBackend
 
 WAIT_MS = 5_000
 MODEL = Path("/models/gemma-3-270m-it.gguf")  # scripted: no file is read

@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT_S = 1800
 RESULT_ENV = "HEARTH_BUNDLE_RESULT"
 

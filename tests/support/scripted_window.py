@@ -1,4 +1,4 @@
-"""Hearth's main window over a scripted model (tests/scripted_backend.py) and files in a
+"""Hearth's main window over a scripted model (tests/support/scripted_backend.py) and files in a
 temporary folder: the whole window in milliseconds, for tests of what the window offers (names,
 keyboard paths, menus, dialogs) rather than of generation."""
 
