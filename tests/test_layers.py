@@ -1,4 +1,6 @@
-"""The walls between the rooms (docs/architecture.md), checked in fresh interpreters."""
+"""The walls between the rooms (docs/architecture.md), checked in fresh interpreters: what
+importing a module really loads. tests/test_walls.py checks the same from the source, for every
+module and every import statement; this is the proof that the two agree where it matters most."""
 
 from __future__ import annotations
 
@@ -21,7 +23,18 @@ def test_the_window_does_not_load_llama_cpp():
     assert "llama_cpp" not in imported_after("app.ui.window.main_window")
 
 
-@pytest.mark.parametrize("module", ["app.engine.types", "app.engine.backend", "app.engine.llama.load_checks", "app.store", "app.common.newest"])
-def test_value_types_and_the_store_import_neither_llama_cpp_nor_qt(module):
+@pytest.mark.parametrize("module", [
+    "app.engine.types", "app.engine.backend", "app.engine.opening", "app.engine.llama.load_checks",
+    "app.engine.memory_plan", "app.store", "app.common.newest", "app.library.scan", "app.library.default_model",
+    "app.conversation.history", "app.serve.app", "app.serve.queue",
+])
+def test_the_rooms_below_the_owners_import_neither_llama_cpp_nor_qt(module):
     loaded = imported_after(module)
     assert "llama_cpp" not in loaded and "PySide6" not in loaded
+
+
+@pytest.mark.parametrize("module", ["app.cli.main", "app.cli.conversation_chat"])
+def test_the_command_line_loads_no_widgets_nor_the_windows_owner_objects(module):
+    loaded = imported_after(module)
+    assert not {"PySide6.QtWidgets", "PySide6.QtGui", "app.owners.bridge", "app.owners.chat_session"} & loaded
+    assert "llama_cpp" not in loaded
