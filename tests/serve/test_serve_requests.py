@@ -65,8 +65,9 @@ def test_streaming_and_its_usage_chunk_are_read():
 
 
 def test_fields_that_change_nothing_are_ignored():
-    parse_chat(body(user="someone", metadata={"k": "v"}, store=False, n=1, logprobs=False, tools=[],
-                    response_format={"type": "text"}), DEFAULTS)
+    """Accepted, not refused, and the request read is the one without them."""
+    assert parse_chat(body(user="someone", metadata={"k": "v"}, store=False, n=1, logprobs=False, tools=[],
+                           response_format={"type": "text"}), DEFAULTS) == parse_chat(body(), DEFAULTS)
 
 
 def test_a_completion_takes_a_prompt_or_a_list_of_one():
