@@ -6,7 +6,14 @@ Pure Python and sqlite3, no Qt, so it can be tested and used without a GUI.
 from app.store.conversations import ConversationStore, MessagePage, auto_title
 from app.store.importing import import_file
 from app.store.records import (
-    ROLES, STATUSES, Conversation, DatabaseDamaged, DeletedVersion, StoredMessage, StoreError, shorten,
+    ROLES,
+    STATUSES,
+    Conversation,
+    DatabaseDamaged,
+    DeletedVersion,
+    StoredMessage,
+    StoreError,
+    shorten,
 )
 
 __all__ = [

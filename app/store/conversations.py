@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.common.text import shorten
-from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.store import exchange, search
+from app.engine.types import ReplyStats, ReplyStatus
+from app.store import exchange, search, streaming
 from app.store.importing import insert_import
 from app.store.records import (
     ROLES,
@@ -39,7 +39,7 @@ from app.store.records import (
     utc_now,
 )
 from app.store.schema import connect, database_error, transaction
-from app.store.tree import BRANCH, MESSAGE, SUBTREE, last_seen_leaf
+from app.store.tree import BRANCH, MESSAGE, SUBTREE, branch_messages, last_seen_leaf, set_leaf, shown_leaf
 
 TITLE_LENGTH = 40
 SNIPPET_SHOWN_CHARS = 100  # a search hit's snippet, on one line
@@ -112,7 +112,7 @@ class ConversationStore:
         try:
             self.full_text_search = search.install(self._conn, full_text_search)
             if recover:
-                self._recover_interrupted()
+                streaming.recover_interrupted(self._conn)
         except sqlite3.Error as exc:
             self._conn.close()
             raise database_error(path, exc) from exc
@@ -208,19 +208,19 @@ class ConversationStore:
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """The branch shown, in order (position 0 first); other versions are not in it."""
-        leaf = self._leaf(conversation_id)
-        return self._branch(leaf, 0, leaf[1] + 1) if leaf else []
+        leaf = shown_leaf(self._conn, conversation_id)
+        return branch_messages(self._conn, leaf, 0, leaf[1] + 1) if leaf else []
 
     def recent_messages(self, conversation_id: int, limit: int, before: int | None = None) -> MessagePage:
         """The last `limit` messages of the branch shown, or the last `limit` before position
         `before`, in order; what a window shows first and then page by page. Only the part of
         the branch asked for is read: a conversation may hold a hundred thousand messages."""
-        leaf = self._leaf(conversation_id)
+        leaf = shown_leaf(self._conn, conversation_id)
         if leaf is None:
             return MessagePage([], 0)
         end = leaf[1] + 1 if before is None else min(before, leaf[1] + 1)
         lowest = max(0, end - limit)
-        return MessagePage(self._branch(leaf, lowest, end), lowest)
+        return MessagePage(branch_messages(self._conn, leaf, lowest, end), lowest)
 
     def message(self, message_id: int) -> StoredMessage:
         """The message, also a deleted version (Undo may still bring it back)."""
@@ -240,7 +240,7 @@ class ConversationStore:
 
     def leaf_message(self, conversation_id: int) -> StoredMessage | None:
         """The last message of the branch shown (the reply Regenerate answers again)."""
-        leaf = self._leaf(conversation_id)
+        leaf = shown_leaf(self._conn, conversation_id)
         return self.message(leaf[0]) if leaf else None
 
     def add_message(
@@ -260,7 +260,7 @@ class ConversationStore:
         """
         with transaction(self._conn):
             self.get_conversation(conversation_id)
-            leaf = self._leaf(conversation_id)
+            leaf = shown_leaf(self._conn, conversation_id)
             parent, position = (leaf[0], leaf[1] + 1) if leaf else (None, 0)
             return self._insert(conversation_id, parent, position, role, content, model, params, status)
 
@@ -297,7 +297,7 @@ class ConversationStore:
         with transaction(self._conn):
             message = self._live(message_id)
             leaf = last_seen_leaf(self._conn, message_id)
-            self._set_leaf(message.conversation_id, leaf)
+            set_leaf(self._conn, message.conversation_id, leaf)
         return leaf
 
     def delete_version(self, message_id: int) -> DeletedVersion:
@@ -307,7 +307,7 @@ class ConversationStore:
         with transaction(self._conn):
             message = self._live(message_id)
             conversation_id = message.conversation_id
-            leaf = self._leaf(conversation_id)
+            leaf = shown_leaf(self._conn, conversation_id)
             if self._conn.execute(
                 f"SELECT 1 FROM messages WHERE id IN {SUBTREE} AND status = 'streaming'",
                 {"top": message_id},
@@ -323,7 +323,8 @@ class ConversationStore:
             ).fetchone()[0]:
                 # Shown instead: the version before it, else the one after, else its parent.
                 instead = self._sibling(message, -1) or self._sibling(message, 1)
-                self._set_leaf(conversation_id, last_seen_leaf(self._conn, instead) if instead else message.parent_id)
+                shown = last_seen_leaf(self._conn, instead) if instead else message.parent_id
+                set_leaf(self._conn, conversation_id, shown)
             self._conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (stamp, conversation_id))
         return DeletedVersion(message_id, conversation_id, stamp, leaf[0] if leaf else None, hidden)
 
@@ -342,7 +343,7 @@ class ConversationStore:
                 (deleted.conversation_id, deleted.deleted_at),
             )
             if deleted.leaf_id is not None:
-                self._set_leaf(deleted.conversation_id, last_seen_leaf(self._conn, deleted.leaf_id))
+                set_leaf(self._conn, deleted.conversation_id, last_seen_leaf(self._conn, deleted.leaf_id))
 
     def branch_from(self, message_id: int) -> int:
         """A new conversation holding a copy of the branch up to this message (its versions and
@@ -369,7 +370,7 @@ class ConversationStore:
                     (conversation_id, parent, row["position"], row["role"], row["content"], row["model"],
                      row["params_json"], row["stats_json"], row["status"], row["created_at"], row["updated_at"], now),
                 ).lastrowid
-            self._set_leaf(conversation_id, parent)
+            set_leaf(self._conn, conversation_id, parent)
         return conversation_id
 
     def update_partial(self, message_id: int, content: str) -> None:
@@ -378,12 +379,7 @@ class ConversationStore:
         Raises StoreError if the message is not streaming, so that a late timer cannot
         overwrite a finished reply.
         """
-        cursor = self._conn.execute(
-            "UPDATE messages SET content = ?, updated_at = ? WHERE id = ? AND status = 'streaming'",
-            (content, utc_now(), message_id),
-        )
-        if cursor.rowcount == 0:
-            raise StoreError(f"Message {message_id} is not a streaming reply.")
+        streaming.save_partial(self._conn, message_id, content)
 
     def finish_message(
         self, message_id: int, content: str, stats: ReplyStats | None = None,
@@ -391,20 +387,7 @@ class ConversationStore:
     ) -> None:
         """Close a streaming reply with its final text, the engine's stats and how it ended
         (complete, cancelled or error)."""
-        require_choice("status", status, tuple(s for s in STATUSES if s != "streaming"))
-        now = utc_now()
-        with transaction(self._conn):
-            cursor = self._conn.execute(
-                "UPDATE messages SET content = ?, stats_json = ?, status = ?, updated_at = ?"
-                " WHERE id = ? AND status = 'streaming'",
-                (content, json.dumps(stats.to_dict() if stats else {}), str(status), now, message_id),
-            )
-            if cursor.rowcount == 0:
-                raise StoreError(f"Message {message_id} is not a streaming reply.")
-            self._conn.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)",
-                (now, message_id),
-            )
+        streaming.finish(self._conn, message_id, content, stats, status)
 
     # Export and import
 
@@ -427,7 +410,7 @@ class ConversationStore:
             " FROM messages m WHERE conversation_id = ? AND deleted_at IS NULL"
             " WINDOW siblings AS (PARTITION BY parent_id ORDER BY id) ORDER BY position, id",
             (conversation_id,))]
-        leaf = self._leaf(conversation_id)
+        leaf = shown_leaf(self._conn, conversation_id)
         return exchange.to_json(conversation, tree, leaf[0] if leaf else None)
 
     def import_json(self, data: dict | str | bytes) -> int:
@@ -473,49 +456,3 @@ class ConversationStore:
         if row["deleted_at"]:
             raise StoreError(f"Message {message_id} was deleted.")
         return StoredMessage.from_row(row)
-
-    def _leaf(self, conversation_id: int) -> tuple[int, int] | None:
-        """(id, position) of the message ending the branch shown, None for an empty conversation.
-        A conversation whose leaf was lost (a database edited by hand) shows its newest branch."""
-        conversation = self._conn.execute(
-            "SELECT leaf_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-        if conversation is None:
-            raise StoreError(f"There is no conversation {conversation_id}.")
-        row = self._conn.execute(
-            "SELECT id, position FROM messages WHERE id = ? AND conversation_id = ? AND deleted_at IS NULL",
-            (conversation["leaf_id"], conversation_id)).fetchone()
-        if row is None:
-            row = self._conn.execute(
-                "SELECT id, position FROM messages m WHERE conversation_id = ? AND deleted_at IS NULL"
-                " AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = m.id AND c.deleted_at IS NULL)"
-                " ORDER BY viewed_at DESC, id DESC LIMIT 1", (conversation_id,)).fetchone()
-        return (row["id"], row["position"]) if row else None
-
-    def _branch(self, leaf: tuple[int, int], lowest: int, below: int) -> list[StoredMessage]:
-        """The messages of the branch ending at leaf with lowest <= position < below: a walk up
-        from the leaf, which stops at `lowest`."""
-        rows = self._conn.execute(
-            f"{BRANCH} {MESSAGE} JOIN branch USING (id) WHERE m.position < :below ORDER BY m.position",
-            {"leaf": leaf[0], "lowest": lowest, "below": below},
-        )
-        return [StoredMessage.from_row(row) for row in rows]
-
-
-    def _set_leaf(self, conversation_id: int, leaf_id: int | None) -> None:
-        """Make leaf_id end the branch shown, and remember when it was seen."""
-        self._conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf_id, conversation_id))
-        if leaf_id is not None:
-            self._conn.execute("UPDATE messages SET viewed_at = ? WHERE id = ?", (utc_now(), leaf_id))
-
-    def _recover_interrupted(self) -> None:
-        """Replies still 'streaming' at open were cut off by a crash: keep their text, mark them."""
-        rows = self._conn.execute("SELECT id, stats_json FROM messages WHERE status = 'streaming'").fetchall()
-        if not rows:
-            return
-        with transaction(self._conn):
-            for row in rows:
-                stats = {**json.loads(row["stats_json"]), "stop_reason": StopReason.INTERRUPTED.value}
-                self._conn.execute(
-                    "UPDATE messages SET status = 'cancelled', stats_json = ? WHERE id = ?",
-                    (json.dumps(stats), row["id"]),
-                )

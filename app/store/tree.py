@@ -1,14 +1,17 @@
-"""The SQL that reads a conversation's tree of message versions.
+"""A conversation's tree of message versions: the SQL that walks it, and the branch shown.
 
 A message's parent is the one it follows; its siblings are its versions; `position` is its
 depth. These are the walks the store makes over that tree: a message with its place among its
 versions, the branch up from a leaf, the live subtree below a message, and the branch below a
-message that was seen last. Shared by ConversationStore and the importer.
+message that was seen last; and the leaf that ends the branch shown. Shared by
+ConversationStore and the importer.
 """
 
 from __future__ import annotations
 
 import sqlite3
+
+from app.store.records import StoredMessage, StoreError, utc_now
 
 # A message as StoredMessage reads it: its row, and its place among its versions (siblings).
 MESSAGE = """SELECT m.*,
@@ -39,3 +42,37 @@ def last_seen_leaf(conn: sqlite3.Connection, message_id: int) -> int:
         f"SELECT id FROM messages m WHERE id IN {SUBTREE}"
         " AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = m.id AND c.deleted_at IS NULL)"
         " ORDER BY viewed_at DESC, id DESC LIMIT 1", {"top": message_id}).fetchone()[0]
+
+
+def shown_leaf(conn: sqlite3.Connection, conversation_id: int) -> tuple[int, int] | None:
+    """(id, position) of the message ending the branch shown, None for an empty conversation.
+    A conversation whose leaf was lost (a database edited by hand) shows its newest branch."""
+    conversation = conn.execute("SELECT leaf_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+    if conversation is None:
+        raise StoreError(f"There is no conversation {conversation_id}.")
+    row = conn.execute(
+        "SELECT id, position FROM messages WHERE id = ? AND conversation_id = ? AND deleted_at IS NULL",
+        (conversation["leaf_id"], conversation_id)).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT id, position FROM messages m WHERE conversation_id = ? AND deleted_at IS NULL"
+            " AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = m.id AND c.deleted_at IS NULL)"
+            " ORDER BY viewed_at DESC, id DESC LIMIT 1", (conversation_id,)).fetchone()
+    return (row["id"], row["position"]) if row else None
+
+
+def branch_messages(conn: sqlite3.Connection, leaf: tuple[int, int], lowest: int, below: int) -> list[StoredMessage]:
+    """The messages of the branch ending at leaf with lowest <= position < below: a walk up
+    from the leaf, which stops at `lowest`."""
+    rows = conn.execute(
+        f"{BRANCH} {MESSAGE} JOIN branch USING (id) WHERE m.position < :below ORDER BY m.position",
+        {"leaf": leaf[0], "lowest": lowest, "below": below},
+    )
+    return [StoredMessage.from_row(row) for row in rows]
+
+
+def set_leaf(conn: sqlite3.Connection, conversation_id: int, leaf_id: int | None) -> None:
+    """Make leaf_id end the branch shown, and remember when it was seen."""
+    conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf_id, conversation_id))
+    if leaf_id is not None:
+        conn.execute("UPDATE messages SET viewed_at = ? WHERE id = ?", (utc_now(), leaf_id))
