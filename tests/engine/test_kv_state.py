@@ -492,11 +492,11 @@ def test_llama_cpp_refuses_a_payload_that_is_not_its_state(gemma):
 
 
 def test_token_segments_come_back_as_they_were_saved():
-    from app.engine.kv.segments import SavedSegment, decode, encode
+    from app.engine.kv.segments import Segment, decode, encode
 
-    segments = [SavedSegment(b"<bos><start_of_turn>user\nHi<end_of_turn>\n", [2, 105, 2364, 107, 10979, 106, 107], None, False),
-                SavedSegment(" Hello there".encode(), [26352, 993], [b" Hello", b" there"], True),
-                SavedSegment(b"", [], [], False)]
+    segments = [Segment(b"<bos><start_of_turn>user\nHi<end_of_turn>\n", [2, 105, 2364, 107, 10979, 106, 107], None, False),
+                Segment(" Hello there".encode(), [26352, 993], [b" Hello", b" there"], True),
+                Segment(b"", [], [], False)]
     assert decode(encode(segments)) == segments
 
 

@@ -92,7 +92,7 @@ def reply_tokens(engine: Engine, prompt: str, params: SamplingParams = GREEDY) -
     stats = [event for event in engine.stream([{"role": "user", "content": prompt}], params)
              if isinstance(event, ReplyStats)]
     assert stats[0].error is None
-    return engine._segments[-1].tokens
+    return engine._prefix.segments[-1].tokens
 
 
 def kv_bytes_per_token(engine: Engine) -> float:
@@ -146,8 +146,8 @@ def test_a_state_saved_with_f16_is_never_restored_into_q8_0(f16, q8):
     full.keep_state()
     follow_up = conversation + [{"role": "assistant", "content": text}, {"role": "user", "content": "And mountains?"}]
     prompt = full.prompt_tokens(follow_up)
-    assert full._states.get(full._key(), 5, prompt) is not None  # saved, and f16 would restore it
-    assert half._key() != full._key()
+    assert full._keeper._states.get(full._keeper.key(), 5, prompt) is not None  # saved, and f16 would restore it
+    assert half._keeper.key() != full._keeper.key()
     stats = [event for event in half.stream(follow_up, SHORT, conversation_id=5) if isinstance(event, ReplyStats)][0]
     assert stats.evaluated_prompt_tokens > len(prompt) - 8  # read again, not restored
 

@@ -1,7 +1,8 @@
-"""The engine's token segments as bytes, saved beside a KV state (StateCache's meta).
+"""The engine's token segments: the stretches of text its last token sequence stands for, and
+their bytes saved beside a KV state (StateCache's meta).
 
 The engine tokenizes a prompt by reusing the segments of its last token sequence wherever the
-text still matches (generator.py's prefix reuse): the reply's tokens are the ones the model
+text still matches (kv/prefix_reuse.py): the reply's tokens are the ones the model
 generated, which are often not what tokenizing the reply's text afresh gives (a word split
 differently, a space the template trims: 2 of 8 sampled Gemma replies here). A state saved
 for those tokens is useful after a restart only if the next prompt is tokenized the same way,
@@ -24,16 +25,53 @@ _U8, _U32, _U64 = struct.Struct("<B"), struct.Struct("<I"), struct.Struct("<Q")
 
 
 @dataclass(frozen=True)
-class SavedSegment:
-    """generator._Segment's fields: a stretch of text and the tokens that stand for it."""
+class Segment:
+    """A stretch of the last token sequence and the text it stands for.
+
+    A prompt segment is reused whole or not at all (a tokenizer may add a space prefix, so its
+    tokens' pieces need not spell its text). A reply segment keeps each token's bytes, so
+    when a template trims the reply (Gemma's `| trim`) the tokens up to the cut still match.
+    """
 
     data: bytes
     tokens: list[int]
-    pieces: list[bytes] | None
-    shown_without_space: bool
+    pieces: list[bytes] | None = None
+    # The reply was shown without its first token's leading space (SentencePiece's "▁"), so a
+    # template may render it back with or without that space.
+    shown_without_space: bool = False
+
+    def match(self, text: bytes, position: int) -> Segment:
+        """This whole segment if `text` continues with it at `position`, else its longest match."""
+        if self.data and text.startswith(self.data, position):
+            return self
+        best = self.matching_prefix(text, position)
+        if self.shown_without_space:
+            unspaced = Segment(self.data[1:], self.tokens, [self.pieces[0][1:]] + self.pieces[1:])
+            if unspaced.data and text.startswith(unspaced.data, position):
+                return unspaced
+            alternative = unspaced.matching_prefix(text, position)
+            if len(alternative.tokens) > len(best.tokens):
+                best = alternative
+        return best
+
+    def matching_prefix(self, text: bytes, position: int) -> Segment:
+        """The longest run of leading tokens whose bytes appear in `text` at `position`."""
+        if self.pieces is None:
+            return Segment(b"", [])
+        end = position
+        count = 0
+        for piece in self.pieces:
+            if not piece or not text.startswith(piece, end):
+                break
+            end += len(piece)
+            count += 1
+        while count and end < len(text) and (text[end] & 0xC0) == 0x80:  # never split a character
+            count -= 1
+            end -= len(self.pieces[count])
+        return Segment(text[position:end], self.tokens[:count], self.pieces[:count])
 
 
-def encode(segments: Sequence[SavedSegment]) -> bytes:
+def encode(segments: Sequence[Segment]) -> bytes:
     out = [_U32.pack(len(segments))]
     for segment in segments:
         flags = (_HAS_PIECES if segment.pieces is not None else 0) | (_WITHOUT_SPACE if segment.shown_without_space else 0)
@@ -47,7 +85,7 @@ def encode(segments: Sequence[SavedSegment]) -> bytes:
     return b"".join(out)
 
 
-def decode(data: bytes) -> list[SavedSegment]:
+def decode(data: bytes) -> list[Segment]:
     reader = _Reader(data)
     segments = []
     for _ in range(reader.count(_U32, least=1 + 8 + 4)):
@@ -58,7 +96,7 @@ def decode(data: bytes) -> list[SavedSegment]:
         n_tokens = reader.count(_U32, least=4)
         tokens = list(struct.unpack(f"<{n_tokens}i", reader.take(4 * n_tokens)))
         pieces = [reader.take(reader.count(_U32, least=1)) for _ in range(n_tokens)] if flags & _HAS_PIECES else None
-        segments.append(SavedSegment(text, tokens, pieces, bool(flags & _WITHOUT_SPACE)))
+        segments.append(Segment(text, tokens, pieces, bool(flags & _WITHOUT_SPACE)))
     if reader.position != len(data):
         raise ValueError("bytes left over after the last segment")
     return segments

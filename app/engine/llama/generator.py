@@ -15,10 +15,9 @@ as a guess in the same decode as the token before them (engine/lookup.py guesses
 draft_verifier.py checks), and each kept only where the sampler picks it, so a reply that
 copies its input comes several tokens per decode, and one that does not costs what it did.
 
-Prefix reuse: the engine remembers the token sequence it last evaluated as text segments
-(the prompt, then the reply exactly as generated). The next prompt reuses those tokens for
-as long as its text starts with the same segments, and the KV cache keeps everything up to
-the first differing token, so turn N+1 evaluates only what is new.
+Its other jobs live apart: prefix reuse (engine/kv/prefix_reuse.py: the next prompt reuses
+the tokens of the last one and its reply where the text still matches) and the saved KV state
+per conversation (state_keeper.py).
 """
 
 from __future__ import annotations
@@ -26,12 +25,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
-import io
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from llama_cpp import Llama
@@ -40,15 +38,16 @@ from llama_cpp._internals import LlamaSampler
 
 from ..backend import Backend, LoadCancelled, PromptProgress
 from ..context import Fitted, fit_conversation
-from ..gguf.fingerprint import NoFingerprint, model_fingerprint
 from ..gguf.modelfile import ModelFileError, ModelInfo, inspect_model
-from ..kv import segments as kv_segments
-from ..kv.cache import StateCache, StateKey
+from ..kv.cache import StateCache
+from ..kv.prefix_reuse import PrefixReuse, common_prefix
+from ..kv.segments import Segment
 from ..lookup import DraftStats
 from ..memory_plan import gpu_layers_for
+from ..options import context_for
 from ..sampling import Drafting, SamplingParams
 from ..stops import StopStringMatcher
-from ..templates.chat_template import ChatTemplate, TemplateError, template_for
+from ..templates.chat_template import ChatTemplate, template_for
 from ..types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
 from . import kv_seq, load_params
 from . import log_shim as llama_log
@@ -56,10 +55,9 @@ from .devices import cpu_threads, offload_support, supports_gpu_offload
 from .draft_verifier import DraftVerifier
 from .load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
 from .machine import free_vram
+from .state_keeper import StateKeeper
 
 log = logging.getLogger(__name__)
-
-DEFAULT_CONTEXT = 4096
 
 
 class Engine(Backend):
@@ -88,26 +86,18 @@ class Engine(Backend):
         self._bos_id = llama_c.llama_vocab_bos(self._vocab)
         # SentencePiece vocabs with a space prefix tokenize "\n" as ["▁", "\n"]; see tokenize().
         self._newline_tokens = self._llm.tokenize(b"\n", add_bos=False, special=False)
-        self._segments: list[_Segment] = []
+        self._prefix = PrefixReuse(self.tokenize, self._is_special)
         self._last_fit: tuple[int, list[dict]] = (0, [])  # its budget, and the turns it left out
         self._piece_buffer = ctypes.create_string_buffer(64)
         self.last_draft_stats: DraftStats | None = None  # the last reply's drafting (None: it did not draft)
-        # Saved KV state (kv_state.py): the conversation whose tokens the KV cache holds, whether
-        # its state is saved as it is now, whether to look for its saved state at the next prompt,
-        # and its last reply's fitted messages and text (to save the conversation as the next
-        # prompt will render it).
-        self._states = states
-        self._state_key: StateKey | None = None
-        self._owner: int | None = None
-        self._owner_saved = True
-        self._restore = False
-        self._last_exchange: tuple[list[dict], str] | None = None
+        self._keeper = StateKeeper(self._llm, states, self._prefix, self.info.path, self.device.gpu_layers,
+                                   self._render_finished, self._evaluate_prompt)
 
     # --- loading -----------------------------------------------------------------------------
 
     def _load(self, progress, cancel) -> Llama:
         info, options = self.info, self.options
-        n_ctx = options.n_ctx or min(info.context_length or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
+        n_ctx = context_for(options.n_ctx, info.context_length)
         gpu = supports_gpu_offload()
         n_gpu_layers = gpu_layers_for(info.path, options, offloads=gpu, free_vram=free_vram)
         total_layers = (info.block_count or 0) + 1  # the output layer counts too
@@ -124,7 +114,7 @@ class Engine(Backend):
 
         # verbose=True: verbose=False makes llama-cpp-python os.dup() stdout, which does not
         # exist in a windowed app. Its Python-side prints go to the log instead of stderr.
-        chatter = _LogWriter(logging.getLogger("llama_cpp.python"))
+        chatter = llama_log.LogWriter(logging.getLogger("llama_cpp.python"))
         try:
             flash_attn = flash_attention_for(options, offloaded)
             with (load_params.loading(replace(options, flash_attn=flash_attn), on_progress) as report,
@@ -190,6 +180,10 @@ class Engine(Backend):
     def render(self, messages: list[dict]) -> str:
         return self.template.render(messages, add_generation_prompt=True)
 
+    def _render_finished(self, messages: list[dict]) -> str:
+        """The messages as a finished conversation, its last turn closed (a saved state's text)."""
+        return self.template.render(messages, add_generation_prompt=False)
+
     def tokenize(self, text: str, at_start: bool = True, after_text: bool = False) -> list[int]:
         """Tokenize prompt text, parsing special-token text, with exactly one leading BOS.
 
@@ -215,28 +209,7 @@ class Engine(Backend):
 
     def prompt_tokens(self, messages: list[dict]) -> list[int]:
         """The prompt's tokens, reusing the previous turn's tokens where the text still matches."""
-        return self._tokens_with_reuse(self.render(messages))[0]
-
-    def _tokens_with_reuse(self, text: str) -> tuple[list[int], list[_Segment]]:
-        data = text.encode("utf-8")
-        tokens: list[int] = []
-        segments: list[_Segment] = []
-        position = 0
-        for segment in self._segments:
-            taken = segment.match(data, position)
-            if taken.tokens:
-                tokens += taken.tokens
-                segments.append(taken)
-                position += len(taken.data)
-            if taken is not segment:
-                break
-        if position < len(data):
-            rest = data[position:]
-            after_text = bool(tokens) and not self._is_special(tokens[-1])
-            rest_tokens = self.tokenize(rest.decode("utf-8"), at_start=position == 0, after_text=after_text)
-            tokens += rest_tokens
-            segments.append(_Segment(rest, rest_tokens))
-        return tokens, segments
+        return self._prefix.tokens_for(self.render(messages))[0]
 
     def _is_special(self, token: int) -> bool:
         """Whether llama.cpp's tokenizer treats the token as special (matched by its text)."""
@@ -247,13 +220,13 @@ class Engine(Backend):
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
         return self._fit(messages, max_tokens)[0]
 
-    def _fit(self, messages: list[dict], max_tokens: int) -> tuple[Fitted, list[_Segment]]:
+    def _fit(self, messages: list[dict], max_tokens: int) -> tuple[Fitted, list[Segment]]:
         """Fit the conversation, keeping the token segments of the prompt that fitted, so it
         need not be tokenized again, and which turns were dropped, to drop the same next time."""
-        measured: dict[int, list[_Segment]] = {}  # by the candidate's message count
+        measured: dict[int, list[Segment]] = {}  # by the candidate's message count
 
         def tokenize(candidate: list[dict]) -> list[int]:
-            tokens, measured[len(candidate)] = self._tokens_with_reuse(self.render(candidate))
+            tokens, measured[len(candidate)] = self._prefix.tokens_for(self.render(candidate))
             return tokens
 
         budget = self.n_ctx - max_tokens
@@ -284,7 +257,7 @@ class Engine(Backend):
         a one-off chat). Switching to another one saves the KV state of the one left; reopening
         one restores its saved state, so only its new tokens are evaluated.
         """
-        self._switch_to(conversation_id)
+        self._keeper.switch_to(conversation_id)
         cancel = cancel or threading.Event()
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
         fitted, segments = self._fit(messages, max_tokens)
@@ -292,109 +265,21 @@ class Engine(Backend):
         stats = ReplyStats(
             prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()
         )
-        self._owner_saved, self._last_exchange = False, None
-        return self._remembering(fitted.messages, self._generate(prompt, segments, params, stats, cancel, max_tokens,
-                                                                 prompt_progress))
+        return self._keeper.replying(fitted.messages, self._generate(prompt, segments, params, stats, cancel,
+                                                                     max_tokens, prompt_progress))
 
-    def _remembering(self, messages: list[dict], events: Iterator[str | ReplyStats]) -> Iterator[str | ReplyStats]:
-        """The events, passed on; the exchange kept for keep_state as the reply ends: before its
-        ReplyStats is passed on, since a consumer stops there (Backend.stream)."""
-        shown: list[str] = []
-        for event in events:
-            if isinstance(event, ReplyStats):
-                self._last_exchange = (messages, "".join(shown))
-            else:
-                shown.append(event)
-            yield event
-
-    # --- saved KV state ------------------------------------------------------------------------
-
-    def _switch_to(self, conversation_id: int | None) -> None:
-        """Before a reply in `conversation_id`: keep the state of the conversation the cache
-        holds if that is another, and take up the saved segments of this one, to tokenize its
-        prompt as its saved tokens were (_evaluate_prompt then restores the state itself)."""
-        if conversation_id == self._owner:
-            return
-        self.keep_state()
-        self._owner, self._owner_saved, self._restore, self._last_exchange = conversation_id, True, False, None
-        key = self._key()
-        if conversation_id is None or key is None:
-            return
-        try:
-            saved = [_Segment(s.data, s.tokens, s.pieces, s.shown_without_space)
-                     for s in kv_segments.decode(self._states.meta(key, conversation_id) or b"")]
-        except ValueError:
-            return  # none saved (or not readable): the prompt is evaluated
-        self._segments, self._restore = saved, True
+    # --- saved KV state (state_keeper.py) ------------------------------------------------------
 
     def prepare(self, conversation_id: int | None) -> None:
-        """The user opened `conversation_id`: keep the state of the conversation the cache holds,
-        and put this one's saved state into the context now, while the user reads and types,
-        so that their next Send evaluates only the new turn. The saved tokens are its segments'
-        (kv_segments), so the state is read with them as the prompt it must begin."""
-        self._switch_to(conversation_id)
-        if not self._restore:
-            return
-        self._restore = False
-        tokens = [token for segment in self._segments for token in segment.tokens]
-        saved = self._states.get(self._key(), conversation_id, tokens)
-        if saved is None or not kv_seq.restore(self._llm, saved.tokens, saved.payload):
-            self._llm.reset()  # the next prompt is evaluated whole
+        self._keeper.prepare(conversation_id)
 
     def keep_state(self) -> None:
-        """Save the KV state of the conversation the cache holds, as its next prompt will begin:
-        the last exchange rendered as a finished turn (its closing markers evaluated, the reply
-        as the template writes it back). Called when the user leaves the conversation
-        (`prepare` for another, closing the model: a load, quitting) and before a reply in
-        another conversation, or a served job. Costs tens of milliseconds for a few
-        thousand tokens of a small model, on the engine thread."""
-        key = self._key()
-        if self._owner_saved or self._owner is None or key is None or self._last_exchange is None:
-            return
-        self._owner_saved = True
-        messages, reply = self._last_exchange
-        try:
-            text = self.template.render(messages + [{"role": "assistant", "content": reply}], add_generation_prompt=False)
-        except TemplateError:
-            return  # a template that will not end on a reply: nothing to save
-        tokens, segments = self._tokens_with_reuse(text)
-        if not tokens or len(tokens) >= self.n_ctx:
-            return
-        try:
-            self._evaluate_prompt(tokens, threading.Event())
-            payload = kv_seq.save(self._llm)
-        except Exception:  # llama.cpp failed: the state is not saved, the next prompt is evaluated
-            log.exception("could not save the KV state of conversation %d", self._owner)
-            self._llm.reset()
-            return
-        self._segments = segments
-        meta = kv_segments.encode([kv_segments.SavedSegment(s.data, s.tokens, s.pieces, s.shown_without_space)
-                                   for s in segments])
-        self._states.put(key, self._owner, tokens, payload, meta)
+        self._keeper.keep_state()
 
     def forget_state(self, conversation_id: int) -> None:
-        """The conversation was deleted: its saved state goes, and the state the cache holds
-        now is not saved for it when the user moves on."""
-        if conversation_id == self._owner:
-            self._owner, self._owner_saved, self._last_exchange = None, True, None
-        if self._states is not None:
-            self._states.discard(conversation_id)
+        self._keeper.forget_state(conversation_id)
 
-    def _key(self) -> StateKey | None:
-        """What the saved states of this engine are keyed by (None: no cache, or the file cannot
-        be fingerprinted); computed when first needed (it reads the model's header again)."""
-        if self._states is None:
-            return None
-        if self._state_key is None:
-            try:
-                fingerprint = model_fingerprint(self.info.path)
-            except NoFingerprint as exc:
-                log.warning("saved KV state is off for this model: %s", exc)
-                self._states = None
-                return None
-            self._state_key = StateKey(fingerprint.size, fingerprint.digest, self.n_ctx, kv_seq.cache_layout(self._llm),
-                                       self.device.gpu_layers, kv_seq.build_identity())
-        return self._state_key
+    # --- decoding ------------------------------------------------------------------------------
 
     def _generate(self, prompt, segments, params, stats, cancel, max_tokens, prompt_progress):
         started = time.perf_counter()
@@ -457,7 +342,8 @@ class Engine(Backend):
             stats.completion_tokens = len(reply_tokens)
             if first_token_at is not None and last_token_at is not None and len(reply_tokens) > 1:
                 stats.tokens_per_s = (len(reply_tokens) - 1) / max(last_token_at - first_token_at, 1e-9)
-            self._segments = segments + [_Segment(b"".join(reply_pieces), reply_tokens, reply_pieces, stripped_space)]
+            reply = Segment(b"".join(reply_pieces), reply_tokens, reply_pieces, stripped_space)
+            self._prefix.segments = segments + [reply]
         yield stats
 
     def _evaluate_prompt(self, prompt: list[int], cancel: threading.Event, progress=None) -> int:
@@ -466,12 +352,7 @@ class Engine(Backend):
         Cancelling stops between batches; the generation loop then sees the flag at once.
         """
         llm = self._llm
-        common = _common_prefix(llm.input_ids[: llm.n_tokens], prompt)
-        if self._restore:  # the conversation was switched to: its saved state, if it begins the prompt
-            self._restore = False
-            saved = self._states.get(self._key(), self._owner, prompt)
-            if saved is not None and len(saved.tokens) > common:
-                common = len(saved.tokens) if kv_seq.restore(llm, saved.tokens, saved.payload) else 0
+        common = self._keeper.restored(prompt, common_prefix(llm.input_ids[: llm.n_tokens], prompt))
         common = min(common, len(prompt) - 1)  # re-decode at least one token for fresh logits
         # A restored sliding-window cache holds only the window: it can be cut back one token.
         if common <= 0 or not kv_seq.can_reuse(llm, common) or not llm._ctx.kv_cache_seq_rm(-1, common, -1):
@@ -531,72 +412,4 @@ class Engine(Backend):
     @property
     def cached_tokens(self) -> list[int]:
         """The token sequence of the last prompt and reply (what the next prompt should extend)."""
-        return [t for segment in self._segments for t in segment.tokens]
-
-
-@dataclass(frozen=True)
-class _Segment:
-    """A stretch of the last token sequence and the text it stands for.
-
-    A prompt segment is reused whole or not at all (a tokenizer may add a space prefix, so its
-    tokens' pieces need not spell its text). A reply segment keeps each token's bytes, so
-    when a template trims the reply (Gemma's `| trim`) the tokens up to the cut still match.
-    """
-
-    data: bytes
-    tokens: list[int]
-    pieces: list[bytes] | None = None
-    # The reply was shown without its first token's leading space (SentencePiece's "▁"), so a
-    # template may render it back with or without that space.
-    shown_without_space: bool = False
-
-    def match(self, text: bytes, position: int) -> "_Segment":
-        """This whole segment if `text` continues with it at `position`, else its longest match."""
-        if self.data and text.startswith(self.data, position):
-            return self
-        best = self.matching_prefix(text, position)
-        if self.shown_without_space:
-            unspaced = _Segment(self.data[1:], self.tokens, [self.pieces[0][1:]] + self.pieces[1:])
-            if unspaced.data and text.startswith(unspaced.data, position):
-                return unspaced
-            alternative = unspaced.matching_prefix(text, position)
-            if len(alternative.tokens) > len(best.tokens):
-                best = alternative
-        return best
-
-    def matching_prefix(self, text: bytes, position: int) -> "_Segment":
-        """The longest run of leading tokens whose bytes appear in `text` at `position`."""
-        if self.pieces is None:
-            return _Segment(b"", [])
-        end = position
-        count = 0
-        for piece in self.pieces:
-            if not piece or not text.startswith(piece, end):
-                break
-            end += len(piece)
-            count += 1
-        while count and end < len(text) and (text[end] & 0xC0) == 0x80:  # never split a character
-            count -= 1
-            end -= len(self.pieces[count])
-        return _Segment(text[position:end], self.tokens[:count], self.pieces[:count])
-
-
-def _common_prefix(cached, prompt: list[int]) -> int:
-    common = 0
-    for a, b in zip(cached, prompt):
-        if a != b:
-            break
-        common += 1
-    return common
-
-
-class _LogWriter(io.TextIOBase):
-    """A file-like object that sends llama-cpp-python's print() output to a logger."""
-
-    def __init__(self, logger: logging.Logger):
-        self._logger = logger
-
-    def write(self, text: str) -> int:
-        if text.strip():
-            self._logger.debug(text.rstrip())
-        return len(text)
+        return self._prefix.tokens

@@ -1,4 +1,5 @@
-"""Route llama.cpp's own log into Python logging (and so into Hearth's log file).
+"""Route llama.cpp's own log, and llama-cpp-python's prints, into Python logging (and so into
+Hearth's log file).
 
 llama-cpp-python installs a callback that prints to stderr, and its level table is off by
 one against the ggml it bundles (it hides errors and shows warnings). A windowed bundle has
@@ -9,6 +10,7 @@ NONE=0, DEBUG=1, INFO=2, WARN=3, ERROR=4, CONT=5 (continue the previous line).
 from __future__ import annotations
 
 import ctypes
+import io
 import logging
 
 import llama_cpp
@@ -50,3 +52,15 @@ def _on_llama_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
 def install() -> None:
     """Make llama.cpp log through Python logging. Safe to call more than once."""
     llama_cpp.llama_log_set(_on_llama_log, ctypes.c_void_p(0))
+
+
+class LogWriter(io.TextIOBase):
+    """A file-like object that sends llama-cpp-python's print() output to a logger."""
+
+    def __init__(self, logger: logging.Logger):
+        self._logger = logger
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self._logger.debug(text.rstrip())
+        return len(text)
