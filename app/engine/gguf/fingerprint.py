@@ -14,10 +14,9 @@ import hashlib
 import mmap
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
-from .checks import Metadata, data_alignment
-from .header import Array, HeaderReader, Scalar, String, read_tensor_infos
+from .header import BadHeader, file_version, read_header
+from .metadata import Invalid
 
 WEIGHT_SAMPLES = 16  # pages of the data section hashed with the header
 SAMPLE_BYTES = 4096
@@ -34,11 +33,13 @@ class ModelFingerprint:
 
 
 def model_fingerprint(path: str | os.PathLike) -> ModelFingerprint:
-    """The identity of the GGUF file at `path`. Costs one pass over the header (a few MB for a
-    large vocabulary: milliseconds) and WEIGHT_SAMPLES page reads."""
+    """The identity of the GGUF file at `path`. Costs the header walk, once per file version
+    (header.py keeps it: the load that asks for this has just walked it), and hashing the
+    header's bytes and WEIGHT_SAMPLES pages, read from the file as it is now."""
     try:
-        with Path(path).open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            header_end = _header_end(buf)
+        version = file_version(path)
+        header_end = read_header(version).end
+        with version.path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             digest = hashlib.sha256()
             digest.update(len(buf).to_bytes(8, "little"))
             digest.update(buf[:header_end])
@@ -47,28 +48,7 @@ def model_fingerprint(path: str | os.PathLike) -> ModelFingerprint:
                 start = header_end + span * index // (WEIGHT_SAMPLES - 1)
                 digest.update(buf[start:start + SAMPLE_BYTES])
             return ModelFingerprint(len(buf), digest.hexdigest())
+    except (BadHeader, Invalid) as exc:
+        raise NoFingerprint(f"{path}: its header cannot be read ({type(exc).__name__}: {exc})") from None
     except (OSError, ValueError) as exc:
         raise NoFingerprint(f"{path}: {exc}") from None
-
-
-def _header_end(buf: mmap.mmap) -> int:
-    """Where the header's tensor descriptions end: the same walk modelfile.inspect_model makes
-    (which has already refused any file llama.cpp could not load)."""
-    reader = HeaderReader(buf)
-    if bytes(buf[:4]) != b"GGUF":
-        raise ValueError("not a GGUF file")
-    reader.pos = 4
-    try:
-        reader.scalar("<I")  # the format version
-        tensor_count = reader.scalar("<Q")
-        kv_count = reader.scalar("<Q")
-        if kv_count > len(buf) // 13 or tensor_count > len(buf) // 32:  # the least each can take
-            raise ValueError("its header counts more entries than the file can hold")
-        entries: dict[str, Scalar | String | Array] = {}
-        for _ in range(kv_count):
-            key = reader.key()
-            entries[key] = reader.value(reader.scalar("<I"), key)
-        read_tensor_infos(reader, tensor_count, data_alignment(Metadata(entries, buf, reader.vocabulary)))
-    except Exception as exc:  # Truncated, Corrupt, Invalid: the header is not readable
-        raise ValueError(f"its header cannot be read ({type(exc).__name__}: {exc})") from None
-    return reader.pos

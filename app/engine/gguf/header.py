@@ -1,97 +1,206 @@
-"""Locate the values in a GGUF file's header without decoding them: the format, not its meaning.
+"""The one walk over a GGUF file's header: the format, not its meaning.
+
+Everything Hearth reads from a model file without loading it — its info (modelfile.py), its
+memory shape (shape.py), the fingerprint saved states are keyed by (fingerprint.py) — is an
+interpretation of the `Header` this walk returns, and one load asks for all three: so the
+walk is made once per file version (its path, size and modification time) and its Header
+kept (`read_header`).
 
 Why our own reader: `gguf.GGUFReader` builds Python objects for every element of every
-array, so a model with a 262k-token vocabulary takes tens of seconds to open. The model
-picker inspects every file it lists, so this reader walks the header with `mmap` and
-`struct`, keeps only where each value lies (decoding is `gguf_checks.Metadata`'s job), and
-checks that every tensor's bytes really lie inside the file. Every count from the file is
-weighed against the bytes that are really left before anything is allocated for it.
+array, so a model with a 262k-token vocabulary takes tens of seconds to open. This walk reads
+the header through `mmap` and `struct`, keeps only where each value lies (decoding is
+`Metadata`'s job), and checks every tensor description as llama.cpp's reader does. Every
+count from the file is weighed against the bytes that are really left before anything is
+allocated for it, and the limits below bound what a hostile header can cost.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import mmap
+import os
 import struct
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
-from ...common.text import printable
+from .metadata import Metadata, data_alignment
+from .values import (
+    ARRAY,
+    LENGTH,
+    MIN_ITEM_BYTES,
+    SCALAR_FORMATS,
+    STRING,
+    VOCABULARY,
+    Array,
+    Scalar,
+    String,
+    StringArray,
+    Value,
+    quote,
+)
 
+GGUF_MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+MIN_FILE_BYTES = 24  # the magic, the version and the two counts
+# Hard caps well above any real model (the largest MoE files hold a few thousand tensors,
+# a few hundred keys, and a vocabulary plus merges of under a million strings); a count
+# above them is a corrupt or hostile header.
+MAX_TENSORS = 1 << 18
+MAX_KEYS = 100_000
 MAX_HEADER_STRINGS = 2_000_000  # walking each costs time: this bounds a header to about a second
 MAX_KEY_BYTES = 256
-VOCABULARY = "tokenizer.ggml.tokens"  # the one string array looked up by index
+# The fewest bytes a tensor description and a key-value pair take.
+_MIN_TENSOR_BYTES, _MIN_ENTRY_BYTES = 32, 13
 
 # What the bundled llama.cpp's reader asserts on for a tensor (checked like the limits in
-# gguf_checks.py; revisit when llama-cpp-python is upgraded).
+# checks.py; revisit when llama-cpp-python is upgraded).
 GGML_MAX_DIMS = 4
 GGML_MAX_NAME_BYTES = 63  # GGML_MAX_NAME is 64 with the terminating NUL
 
-# GGUF value types.
-U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
-_SCALAR_FORMATS = {
-    U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?",
-    U64: "<Q", I64: "<q", F64: "<d",
-}
-INTEGER_TYPES = frozenset({U8, I8, U16, I16, U32, I32, U64, I64})
-FLOAT_TYPES = frozenset({F32, F64})
-ARRAY_CODES = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "B",
-               U64: "Q", I64: "q", F64: "d"}
-# The fewest bytes one array item of each type takes: a string is at least its 8-byte length.
-_MIN_ITEM_BYTES = {vtype: struct.calcsize(fmt) for vtype, fmt in _SCALAR_FORMATS.items()} | {STRING: 8}
-U32_MAX = 2**32 - 1
-U64_MAX = 2**64 - 1
-_LENGTH = struct.Struct("<Q")
+# Headers kept, newest first. One load asks for one; each holds its header's bytes (a few MB
+# for a large vocabulary), so a handful, not one per listed file (shape.py keeps its small
+# ModelShapes for those).
+HEADERS_KEPT = 8
 
 
-def quote(text: str) -> str:
-    """Text from the file as messages quote it: one short, printable line."""
-    return f"'{printable(text, limit=60)}'"
+class BadHeader(Exception):
+    """The file's header cannot be read as GGUF; the subclass says how."""
 
 
-class Truncated(Exception):
-    pass
+class Refused(BadHeader):
+    """Not a GGUF file Hearth reads; the message completes a sentence that begins with the
+    file's name ("… is not a GGUF model file …")."""
 
 
-class Corrupt(Exception):
+class Truncated(BadHeader):
+    """The file ends inside its header."""
+
+
+class Corrupt(BadHeader):
     """The header's structure contradicts itself; the message says where."""
 
 
+@dataclass(frozen=True)
+class Tensor:
+    name: bytes
+    ggml_type: int
+    dims: tuple[int, ...]
+    offset: int  # from the start of the data section
+    nbytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class Header:
+    """A GGUF header, walked and checked: where each value lies, and the tensors' layout."""
+
+    gguf_version: int
+    data: bytes  # the file's first `end` bytes, where every located value lies
+    entries: Mapping[str, Value]
+    vocabulary: StringArray | None
+    tensors: tuple[Tensor, ...]
+    alignment: int
+    end: int  # where the tensor descriptions end: the header the fingerprint hashes
+    data_size: int  # the data section's bytes, as the tensors' sizes and alignment add up
+
+    @property
+    def data_start(self) -> int:
+        """Where the weights start: the header's end, aligned."""
+        return -(-self.end // self.alignment) * self.alignment
+
+    @property
+    def parameter_count(self) -> int:
+        return sum(math.prod(tensor.dims) for tensor in self.tensors)
+
+    @property
+    def metadata(self) -> Metadata:
+        return Metadata(self.entries, self.data, self.vocabulary)
+
 
 @dataclass(frozen=True)
-class Scalar:
-    vtype: int
-    value: int | float | bool
+class FileVersion:
+    """A file as it is now: a header read for one version is not the next version's."""
+
+    path: Path
+    size: int
+    mtime_ns: int
 
 
-@dataclass(frozen=True)
-class String:
-    start: int
-    length: int  # bytes
+def file_version(path: str | os.PathLike) -> FileVersion:
+    """The version of the file at `path` now (OSError where there is none to read)."""
+    path = Path(path)
+    status = path.stat()
+    return FileVersion(path, status.st_size, status.st_mtime_ns)
 
 
-@dataclass(frozen=True)
-class Array:
-    elem_type: int
-    count: int
-    start: int  # the first item's first byte
+def read_header(version: FileVersion) -> Header:
+    """The header of the file at `version`, walked once per version; raises BadHeader,
+    metadata.Invalid (its alignment) or OSError."""
+    return _read(version)
 
 
-class HeaderReader:
-    """Sequential little-endian reads over a memory map, with bounds checks.
+@functools.lru_cache(maxsize=HEADERS_KEPT)
+def _read(version: FileVersion) -> Header:
+    if version.size < MIN_FILE_BYTES:  # an empty file cannot even be mapped
+        raise Refused(f"is not a GGUF model file (only {version.size} bytes).")
+    with version.path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        return walk(buf)
 
-    Values are not decoded here, only located: a string or an array is its position and size,
-    so a hostile header costs what it is, never a multiple of it.
+
+def walk(buf: mmap.mmap | bytes) -> Header:
+    """Walk the header at the start of `buf`, a whole GGUF file; raise BadHeader, or Invalid
+    for a data alignment llama.cpp cannot use."""
+    file_size = len(buf)
+    if bytes(buf[:4]) != GGUF_MAGIC:
+        raise Refused("is not a GGUF model file (it does not start with 'GGUF').")
+    reader = _Reader(buf)
+    reader.pos = len(GGUF_MAGIC)
+    version = reader.scalar("<I")
+    if version not in SUPPORTED_VERSIONS:
+        raise Refused(f"uses GGUF version {version:,}; Hearth reads versions 2 and 3.")
+    tensor_count = reader.scalar("<Q")
+    kv_count = reader.scalar("<Q")
+    for count, cap, least, what in ((tensor_count, MAX_TENSORS, _MIN_TENSOR_BYTES, "tensors"),
+                                    (kv_count, MAX_KEYS, _MIN_ENTRY_BYTES, "metadata entries")):
+        if count > cap:
+            raise Refused(f"has a corrupt header: it claims {count:,} {what}.")
+        if count * least > file_size:
+            raise Refused(f"is truncated or corrupt: its header lists {count:,} {what}, "
+                          f"which cannot fit in {file_size:,} bytes.")
+
+    entries: dict[str, Value] = {}
+    for _ in range(kv_count):
+        key = reader.key()
+        if key in entries:  # llama.cpp refuses duplicates; which one would count is unclear
+            raise Corrupt(f"its header holds the key {quote(key)} twice")
+        entries[key] = reader.value(reader.scalar("<I"), key)
+    alignment = data_alignment(Metadata(entries, buf, None))
+    tensors, data_size = _tensor_infos(reader, tensor_count, alignment)
+
+    data = bytes(buf[:reader.pos])  # the values' bytes, kept once the file is closed
+    vocabulary = StringArray(data, reader.vocabulary_starts) if reader.vocabulary_starts is not None else None
+    return Header(
+        gguf_version=version, data=data, entries=entries, vocabulary=vocabulary, tensors=tensors,
+        alignment=alignment, end=reader.pos, data_size=data_size,
+    )
+
+
+class _Reader:
+    """Sequential little-endian reads over the file, with bounds checks.
+
+    Values are not decoded here, only located: a string or an array is its position and size.
     """
 
-    def __init__(self, buffer: mmap.mmap):
+    def __init__(self, buffer: mmap.mmap | bytes):
         self.buf = buffer
         self.size = len(buffer)
         self.pos = 0
         self.strings_left = MAX_HEADER_STRINGS
-        self.vocabulary: StringArray | None = None
+        self.vocabulary_starts: array | None = None
 
     def scalar(self, fmt: str):
         width = struct.calcsize(fmt)
@@ -116,9 +225,9 @@ class HeaderReader:
             raise Corrupt(f"its header holds a key {length:,} bytes long")
         return bytes(self.buf[start:start + length]).decode("utf-8", errors="replace")
 
-    def value(self, vtype: int, key: str) -> Scalar | String | Array:
-        if vtype in _SCALAR_FORMATS:
-            return Scalar(vtype, self.scalar(_SCALAR_FORMATS[vtype]))
+    def value(self, vtype: int, key: str) -> Value:
+        if vtype in SCALAR_FORMATS:
+            return Scalar(vtype, self.scalar(SCALAR_FORMATS[vtype]))
         if vtype == STRING:
             return String(*self.raw_string())
         if vtype == ARRAY:
@@ -130,71 +239,56 @@ class HeaderReader:
         count = self.scalar("<Q")
         if elem_type == ARRAY:  # llama.cpp's reader refuses them too
             raise Corrupt(f"the metadata entry {quote(key)} is a list of lists, which llama.cpp cannot read")
-        if elem_type not in _MIN_ITEM_BYTES:
+        if elem_type not in MIN_ITEM_BYTES:
             raise Corrupt(f"the metadata entry {quote(key)} has an unknown item type ({elem_type})")
-        if count > (self.size - self.pos) // _MIN_ITEM_BYTES[elem_type]:
+        if count > (self.size - self.pos) // MIN_ITEM_BYTES[elem_type]:
             raise Corrupt(f"the metadata entry {quote(key)} lists {count:,} items, more than the rest of the file can hold")
         entry = Array(elem_type, count, self.pos)
         if elem_type == STRING:
             if count > self.strings_left:
                 raise Corrupt(f"its header lists more than {MAX_HEADER_STRINGS:,} strings, far more than any model")
             self.strings_left -= count
-            strings = StringArray(self, count, keep_index=key == VOCABULARY)
+            starts = self.strings(count, keep_starts=key == VOCABULARY)
             if key == VOCABULARY:
-                self.vocabulary = strings
+                self.vocabulary_starts = starts
         else:
-            self.pos += count * _MIN_ITEM_BYTES[elem_type]
+            self.pos += count * MIN_ITEM_BYTES[elem_type]
         return entry
 
+    def strings(self, count: int, keep_starts: bool) -> array | None:
+        """Walk past `count` strings; return where each starts where asked (the vocabulary's).
 
-class StringArray:
-    """A GGUF string array, walked once; items are decoded only when asked for.
-
-    The walk is the slow part of inspecting a model: a 128k-token vocabulary and 280k merges
-    are 400k length-prefixed strings. Only the vocabulary keeps where each string starts (its
-    length sits in the 8 bytes before it), in a tight loop without method calls per string;
-    every other string array is only walked past.
-    """
-
-    def __init__(self, reader: HeaderReader, count: int, keep_index: bool):
-        self._buf = buf = reader.buf
-        unpack_length = _LENGTH.unpack_from
-        end, pos = reader.size, reader.pos
+        This is the slow part of the walk: a 128k-token vocabulary and 280k merges are 400k
+        length-prefixed strings, so it is a tight loop without method calls per string.
+        """
+        buf, unpack_length = self.buf, LENGTH.unpack_from
+        end, pos = self.size, self.pos
         # count <= the bytes left / 8 (checked by the caller), so this is at most their size.
-        starts = array("Q", bytes(8 * count)) if keep_index else None
+        starts = array("Q", bytes(8 * count)) if keep_starts else None
         for index in range(count):
             if pos + 8 > end:
                 raise Truncated
             (length,) = unpack_length(buf, pos)
             pos += 8
-            if keep_index:
+            if keep_starts:
                 starts[index] = pos
             pos += length
         if pos > end:  # the last string, or one before it, runs past the end
             raise Truncated
-        reader.pos = pos
-        self._starts = starts or array("Q")
-
-    def __len__(self) -> int:
-        return len(self._starts)
-
-    def byte_length(self, index: int) -> int:
-        return _LENGTH.unpack_from(self._buf, self._starts[index] - 8)[0]
-
-    def __getitem__(self, index: int) -> str:
-        start = self._starts[index]
-        return bytes(self._buf[start:start + self.byte_length(index)]).decode("utf-8", errors="replace")
+        self.pos = pos
+        return starts
 
 
-def read_tensor_infos(reader: HeaderReader, count: int, alignment: int) -> tuple[int, int, set[bytes]]:
-    """Check every tensor description as llama.cpp's reader does; return the parameter count,
-    the size of the data section and the tensors' names.
+def _tensor_infos(reader: _Reader, count: int, alignment: int) -> tuple[tuple[Tensor, ...], int]:
+    """Every tensor description, checked as llama.cpp's reader checks it; and the size of the
+    data section they describe.
 
     The tensors must lie one after another in the data section, each at the aligned end of
-    the one before, so a tensor can neither overlap another nor point outside the file.
+    the one before, so a tensor can neither overlap another nor point outside the section.
     """
+    tensors: list[Tensor] = []
     names: set[bytes] = set()
-    parameters = expected_offset = 0
+    expected_offset = 0
     for _ in range(count):
         start, length = reader.raw_string()
         raw_name = bytes(reader.buf[start:start + min(length, 240)])
@@ -207,7 +301,7 @@ def read_tensor_infos(reader: HeaderReader, count: int, alignment: int) -> tuple
         n_dims = reader.scalar("<I")
         if n_dims > GGML_MAX_DIMS:
             raise Corrupt(f"the tensor {shown} has {n_dims:,} dimensions (llama.cpp allows {GGML_MAX_DIMS})")
-        dims = [reader.scalar("<Q") for _ in range(n_dims)]
+        dims = tuple(reader.scalar("<Q") for _ in range(n_dims))
         n_elements = math.prod(dims)
         if any(dim >= 2**63 for dim in dims) or n_elements >= 2**63:
             raise Corrupt(f"the tensor {shown} has an impossible shape")
@@ -223,5 +317,5 @@ def read_tensor_infos(reader: HeaderReader, count: int, alignment: int) -> tuple
             raise Corrupt(f"the tensor {shown} starts at byte {offset:,} of the data instead of {expected_offset:,}")
         nbytes = n_elements // block_size * type_size
         expected_offset += nbytes + (-nbytes % alignment)
-        parameters += n_elements
-    return parameters, expected_offset, names
+        tensors.append(Tensor(raw_name, ggml_type, dims, offset, nbytes))
+    return tuple(tensors), expected_offset

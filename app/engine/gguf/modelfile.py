@@ -1,19 +1,20 @@
 """Read and validate a GGUF file's metadata without loading its weights: what Hearth sees of a model.
 
-`inspect_model` is the one way in. It walks the header (gguf_header.py), refuses the values
-llama.cpp aborts on (gguf_checks.py), and reads what Hearth itself uses — the chat templates,
-the special tokens, the author's sampling defaults (gguf_sampling.py) — into a `ModelInfo`.
-Any file that fails becomes a `ModelFileError` whose message is written for the user and
-names the file.
+`inspect_model` is the one way in. It takes the file's walked header (header.py), refuses
+the values llama.cpp aborts on (checks.py), and reads what Hearth itself uses — the chat
+templates, the special tokens, the author's sampling defaults (sampling_defaults.py) — into
+a `ModelInfo`. Any file that fails becomes a `ModelFileError` whose message is written for
+the user and names the file (`model_file_errors`, which model_shape shares).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-import mmap
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,34 +22,15 @@ from gguf.constants import MODEL_ARCH_NAMES, LlamaFileType
 
 from ...common.text import printable
 from ..sampling import ModelDefaults
-from .checks import LLAMA_MAX_LAYERS, MAX_CONTEXT, Invalid, Metadata, check_hyperparameters, data_alignment, shown_key
-from .header import (
-    F32,
-    I32,
-    U32_MAX,
-    U64_MAX,
-    VOCABULARY,
-    Array,
-    Corrupt,
-    HeaderReader,
-    Scalar,
-    String,
-    Truncated,
-    quote,
-    read_tensor_infos,
-)
+from .checks import LLAMA_MAX_LAYERS, MAX_CONTEXT, check_hyperparameters
+from .header import Corrupt, Header, Refused, Truncated, file_version, read_header
+from .metadata import Invalid, Metadata, shown_key
 from .sampling_defaults import read_sampling_defaults
+from .values import F32, I32, U32_MAX, U64_MAX, VOCABULARY, quote
 
 log = logging.getLogger(__name__)
 
-GGUF_MAGIC = b"GGUF"
-SUPPORTED_VERSIONS = (2, 3)
 KNOWN_ARCHITECTURES = frozenset(MODEL_ARCH_NAMES.values())
-# Hard caps well above any real model (the largest MoE files hold a few thousand tensors,
-# a few hundred keys, and a vocabulary plus merges of under a million strings); a count
-# above them is a corrupt or hostile header.
-MAX_TENSORS = 1 << 18
-MAX_KEYS = 100_000
 MAX_TEMPLATE_BYTES = 1 << 20  # real chat templates are a few KB, the largest tens of KB
 MAX_TOKEN_BYTES = 256  # a special token's text (real ones are a few characters)
 
@@ -143,13 +125,19 @@ def _token_json(token: Token | None) -> dict | None:
 def inspect_model(path: str | os.PathLike) -> ModelInfo:
     """Read a GGUF's metadata, or raise ModelFileError saying what is wrong with it."""
     path = Path(path)
+    file_size = _regular_file_size(path, printable(path.name))
+    with model_file_errors(path):
+        return _model_info(path, file_size, read_header(file_version(path)))
+
+
+@contextmanager
+def model_file_errors(path: Path) -> Iterator[None]:
+    """Turn every way reading the file at `path` fails into a ModelFileError that names it."""
     name = printable(path.name)
-    file_size = _regular_file_size(path, name)
-    if file_size < 24:
-        raise ModelFileError(f"{name} is not a GGUF model file (only {file_size} bytes).")
     try:
-        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _parse(path, file_size, buf)
+        yield
+    except Refused as exc:
+        raise ModelFileError(f"{name} {exc}") from None
     except Truncated:
         raise ModelFileError(
             f"{name} is truncated: the file ends inside its header. "
@@ -192,61 +180,31 @@ def _regular_file_size(path: Path, name: str) -> int:
     return status.st_size
 
 
-def _parse(path: Path, file_size: int, buf: mmap.mmap) -> ModelInfo:
+def _model_info(path: Path, file_size: int, header: Header) -> ModelInfo:
     name = printable(path.name)
-    reader = HeaderReader(buf)
-    if bytes(buf[:4]) != GGUF_MAGIC:
-        raise ModelFileError(f"{name} is not a GGUF model file (it does not start with 'GGUF').")
-    reader.pos = 4
-    version = reader.scalar("<I")
-    if version not in SUPPORTED_VERSIONS:
-        raise ModelFileError(f"{name} uses GGUF version {version:,}; Hearth reads versions 2 and 3.")
-    tensor_count = reader.scalar("<Q")
-    kv_count = reader.scalar("<Q")
-    # A tensor description takes at least 32 bytes and a key-value pair at least 13.
-    for count, cap, least, what in ((tensor_count, MAX_TENSORS, 32, "tensors"), (kv_count, MAX_KEYS, 13, "metadata entries")):
-        if count > cap:
-            raise ModelFileError(f"{name} has a corrupt header: it claims {count:,} {what}.")
-        if count * least > file_size:
-            raise ModelFileError(
-                f"{name} is truncated or corrupt: its header lists {count:,} {what}, "
-                f"which cannot fit in {file_size:,} bytes."
-            )
-
-    entries: dict[str, Scalar | String | Array] = {}
-    for _ in range(kv_count):
-        key = reader.key()
-        if key in entries:  # llama.cpp refuses duplicates; which one would count is unclear
-            raise Corrupt(f"its header holds the key {quote(key)} twice")
-        entries[key] = reader.value(reader.scalar("<I"), key)
-    meta = Metadata(entries, buf, reader.vocabulary)
-
-    alignment = data_alignment(meta)
-    parameter_count, data_size, tensor_names = read_tensor_infos(reader, tensor_count, alignment)
-    data_start = -(-reader.pos // alignment) * alignment
-    if data_size and data_start + data_size > file_size:
+    if header.data_size and header.data_start + header.data_size > file_size:
         raise ModelFileError(
-            f"{name} is truncated: its weights end at byte {data_start + data_size:,}, past the end of "
+            f"{name} is truncated: its weights end at byte {header.data_start + header.data_size:,}, past the end of "
             f"the file ({file_size:,} bytes). Download it again."
         )
-
+    meta = header.metadata
     arch = meta.text("general.architecture")
     if arch is None:
         raise ModelFileError(f"{name} does not say which architecture it is (no general.architecture).")
     if arch not in KNOWN_ARCHITECTURES:
         raise ModelFileError(f"{name} is a {quote(arch)} model, an architecture this version of llama.cpp does not know.")
-    if tensor_count == 0:
+    if not header.tensors:
         raise ModelFileError(f"{name} holds no weights (it is a vocabulary-only file).")
     if arch != "clip":  # llama.cpp reads no hyperparameters from a vision projector
-        check_hyperparameters(meta, arch, tensor_names)
-    return _model_info(path, file_size, version, arch, meta, parameter_count)
-
+        check_hyperparameters(meta, arch, {tensor.name for tensor in header.tensors})
+    return _what_hearth_reads(path, file_size, header.gguf_version, arch, meta, header.parameter_count)
 
 
 # --- what Hearth itself reads -------------------------------------------------------------------
 
 
-def _model_info(path: Path, file_size: int, version: int, arch: str, meta: Metadata, parameter_count: int) -> ModelInfo:
+def _what_hearth_reads(path: Path, file_size: int, version: int, arch: str, meta: Metadata,
+                       parameter_count: int) -> ModelInfo:
     n_tokens = meta.vocabulary_size()
     if n_tokens == 0:  # llama.cpp asserts n_vocab > 0 at the first reply
         raise Invalid(f"its {VOCABULARY} lists no tokens")

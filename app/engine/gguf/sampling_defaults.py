@@ -15,8 +15,8 @@ import logging
 import struct
 
 from ..sampling import BOUNDS, ModelDefaults, SamplingError
-from .checks import Invalid, Metadata, shown_key
-from .header import U64_MAX
+from .metadata import Invalid, Metadata, shown_key
+from .values import U64_MAX
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,13 @@
 """What a model's memory depends on, read from its GGUF header alone: the memory plan's input.
 
-`model_shape(path)` walks the header once (gguf_header.py's bounds-checked reader, no weights
-read) and keeps what llama.cpp sizes its buffers from: every tensor's bytes grouped by the
+`model_shape(path)` interprets the file's walked header (header.py: no weights read) and keeps
+what llama.cpp sizes its buffers from: every tensor's bytes grouped by the
 layer llama.cpp assigns it to (the input layer, each repeating block, the output layer), the
 attention geometry per layer (KV heads, key and value widths, which layers use a sliding
 window), the vocabulary and merge counts. The picker asks for every listed model, and the
-parameters panel again at each change of context length, so shapes are kept per file (its
-path, size and modification time): the header is walked once per file version.
+parameters panel again at each change of context length, so shapes are kept per file version
+(its path, size and modification time), for more files than header.py keeps headers: a
+shape is a few numbers per layer, a header megabytes.
 
 Which layers slide: `{arch}.attention.sliding_window_pattern` when the file has it (a list of
 booleans, or a period), else the period llama.cpp hard-codes for the architecture
@@ -17,19 +18,17 @@ booleans, or a period), else the period llama.cpp hard-codes for the architectur
 from __future__ import annotations
 
 import functools
-import math
-import mmap
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-
-from ...common.text import printable
-from .checks import LLAMA_MAX_LAYERS, MAX_CONTEXT, Invalid, Metadata, data_alignment
-from .header import BOOL, GGML_MAX_DIMS, U32_MAX, Array, Corrupt, HeaderReader, Truncated, quote
-from .modelfile import GGUF_MAGIC, MAX_KEYS, MAX_TENSORS, SUPPORTED_VERSIONS, ModelFileError
+from .checks import LLAMA_MAX_LAYERS, MAX_CONTEXT, MAX_WIDTH
+from .header import FileVersion, Header, Tensor, file_version, read_header
+from .metadata import Metadata
+from .modelfile import model_file_errors
+from .values import BOOL, U32_MAX, Array, Value
 
 # Per architecture: (the period of its sliding-window layers, whether the dense layer comes
 # first in each period), as llama.cpp's load_swa_pattern(ml, n, dense_first) calls say.
@@ -93,56 +92,26 @@ class ModelShape:
 def model_shape(path: str | os.PathLike) -> ModelShape:
     """The shape of the model at `path`, or ModelFileError saying why it cannot be read."""
     path = Path(path)
-    try:
-        status = path.stat()
-    except OSError as exc:
-        raise ModelFileError(f"Could not read {printable(path.name)}: {exc.strerror or type(exc).__name__}") from None
-    return _cached_shape(path, status.st_size, status.st_mtime_ns)
+    with model_file_errors(path):
+        return _cached_shape(file_version(path))
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_shape(path: Path, size: int, _mtime_ns: int) -> ModelShape:
-    name = printable(path.name)
-    try:
-        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _read(path, size, buf)
-    except (Truncated, ValueError):
-        raise ModelFileError(f"{name} is truncated: the file ends inside its header.") from None
-    except (Corrupt, Invalid) as exc:
-        raise ModelFileError(f"{name} is corrupt: {exc}.") from None
-    except OSError as exc:
-        raise ModelFileError(f"Could not read {name}: {exc.strerror or type(exc).__name__}") from None
+def _cached_shape(version: FileVersion) -> ModelShape:
+    return _shape(version, read_header(version))
 
 
-def _read(path: Path, size: int, buf: mmap.mmap) -> ModelShape:
-    name = printable(path.name)
-    if size < 24 or bytes(buf[:4]) != GGUF_MAGIC:
-        raise ModelFileError(f"{name} is not a GGUF model file.")
-    reader = HeaderReader(buf)
-    reader.pos = 4
-    if reader.scalar("<I") not in SUPPORTED_VERSIONS:
-        raise ModelFileError(f"{name} uses a GGUF version Hearth does not read.")
-    tensor_count, kv_count = reader.scalar("<Q"), reader.scalar("<Q")
-    if tensor_count > MAX_TENSORS or kv_count > MAX_KEYS:
-        raise Corrupt("its header claims more tensors or keys than any model has")
-    entries = {}
-    for _ in range(kv_count):
-        key = reader.key()
-        entries[key] = reader.value(reader.scalar("<I"), key)
-    meta = Metadata(entries, buf, reader.vocabulary)
-    alignment = data_alignment(meta)
-    tensors = _tensors(reader, tensor_count)
-    header_bytes = -(-reader.pos // alignment) * alignment
-
+def _shape(version: FileVersion, header: Header) -> ModelShape:
+    meta = header.metadata
     arch = meta.text("general.architecture") or ""
     def key(suffix: str) -> str:
         return f"{arch}.{suffix}"
 
     n_layer = meta.integer(key("block_count"), 1, LLAMA_MAX_LAYERS) or 0
     n_embd = meta.integer(key("embedding_length"), 1) or 0
-    n_head = meta.per_layer(key("attention.head_count"), n_layer) or (0,) * n_layer
-    n_head_kv = meta.per_layer(key("attention.head_count_kv"), n_layer) or n_head
-    n_ff = max(meta.per_layer(key("feed_forward_length"), n_layer) or (0,))
+    n_head = meta.per_layer(key("attention.head_count"), n_layer, MAX_WIDTH) or (0,) * n_layer
+    n_head_kv = meta.per_layer(key("attention.head_count_kv"), n_layer, MAX_WIDTH) or n_head
+    n_ff = max(meta.per_layer(key("feed_forward_length"), n_layer, MAX_WIDTH) or (0,))
     expert_ff = meta.integer(key("expert_feed_forward_length"), 0) or 0
     experts_ff = expert_ff * (meta.integer(key("expert_used_count"), 0) or 0)
     n_ff = max(n_ff, experts_ff)  # a mixture of experts: each token runs through its chosen experts
@@ -154,51 +123,28 @@ def _read(path: Path, size: int, buf: mmap.mmap) -> ModelShape:
         head_dim_k, head_dim_v = kv_lora_rank + (meta.integer(key("rope.dimension_count"), 0) or 0), 0
         n_head_kv = tuple(1 if h else 0 for h in n_head)
     n_swa = meta.integer(key("attention.sliding_window"), 0) or 0
-    merges = entries.get("tokenizer.ggml.merges")
+    merges = header.entries.get("tokenizer.ggml.merges")
 
-    groups = _group(tensors, n_layer)
+    groups = _group(header.tensors, n_layer)
     return ModelShape(
-        path=path, file_size=size, architecture=arch, n_layer=n_layer, n_embd=n_embd, n_ff=n_ff,
+        path=version.path, file_size=version.size, architecture=arch, n_layer=n_layer, n_embd=n_embd, n_ff=n_ff,
         n_vocab=meta.vocabulary_size() or 0,
         n_merges=merges.count if isinstance(merges, Array) else 0,
         context_length=meta.integer(key("context_length"), 0, MAX_CONTEXT),
         n_head=n_head, n_head_kv=n_head_kv, head_dim_k=head_dim_k, head_dim_v=head_dim_v,
-        n_swa=n_swa, swa_layers=_swa_layers(meta, entries, arch, n_layer, n_swa),
+        n_swa=n_swa, swa_layers=_swa_layers(meta, header.entries, arch, n_layer, n_swa),
         input=groups["input"], blocks=tuple(groups[i] for i in range(n_layer)), output=groups["output"],
-        other=groups["other"], tied_output=not any(t[0].startswith(b"output.weight") for t in tensors),
-        header_bytes=header_bytes,
+        other=groups["other"], tied_output=not any(t.name.startswith(b"output.weight") for t in header.tensors),
+        header_bytes=header.data_start,
     )
 
 
-def _tensors(reader: HeaderReader, count: int) -> list[tuple[bytes, int, tuple[int, ...], int]]:
-    """(name, ggml type, dims, bytes) of every tensor, bounds-checked as they are read."""
-    found = []
-    for _ in range(count):
-        start, length = reader.raw_string()
-        name = bytes(reader.buf[start:start + min(length, 64)])
-        shown = quote(name.decode("utf-8", "replace"))
-        n_dims = reader.scalar("<I")
-        if n_dims > GGML_MAX_DIMS:
-            raise Corrupt(f"the tensor {shown} has {n_dims:,} dimensions")
-        dims = tuple(reader.scalar("<Q") for _ in range(n_dims))
-        ggml_type = reader.scalar("<I")
-        reader.scalar("<Q")  # its offset: the loader's business
-        try:
-            block_size, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
-        except (ValueError, KeyError):
-            raise Corrupt(f"the tensor {shown} has an unknown type ({ggml_type:,})") from None
-        n_elements = math.prod(dims)
-        if n_elements >= 2**63:
-            raise Corrupt(f"the tensor {shown} has an impossible shape")
-        found.append((name, ggml_type, dims, n_elements // block_size * type_size))
-    return found
-
-
-def _group(tensors, n_layer: int) -> dict:
+def _group(tensors: tuple[Tensor, ...], n_layer: int) -> dict[str | int, TensorGroup]:
     """Tensor bytes per layer as llama.cpp assigns them (llama_model::load_tensors)."""
-    sums: dict = {}
-    weights: dict = {}
-    for name, ggml_type, dims, nbytes in tensors:
+    sums: dict[str | int, int] = {}
+    weights: dict[str | int, list[tuple[int, int, int]]] = {}
+    for tensor in tensors:
+        name, dims, nbytes = tensor.name, tensor.dims, tensor.nbytes
         if name in _INPUT:
             where = "input"
         elif name.startswith(_OUTPUT_PREFIXES):
@@ -210,12 +156,12 @@ def _group(tensors, n_layer: int) -> dict:
         sums[where] = sums.get(where, 0) + nbytes
         if len(dims) == 2 and name.endswith(b".weight") and (where != "input" or name == _TIED_OUTPUT):
             # a matmul weight (token_embd is one only as the tied output)
-            weights.setdefault(where, []).append((ggml_type, dims[1], nbytes))
+            weights.setdefault(where, []).append((tensor.ggml_type, dims[1], nbytes))
     keys = ["input", "output", "other", *range(n_layer)]
     return {k: TensorGroup(sums.get(k, 0), tuple(weights.get(k, ()))) for k in keys}
 
 
-def _swa_layers(meta: Metadata, entries: dict, arch: str, n_layer: int, n_swa: int) -> tuple[bool, ...]:
+def _swa_layers(meta: Metadata, entries: Mapping[str, Value], arch: str, n_layer: int, n_swa: int) -> tuple[bool, ...]:
     """Which layers attend through a sliding window, as llama.cpp's hparams.is_swa(il) says:
     the file's list of flags, or a period (the file's, else the architecture's)."""
     if n_swa <= 0 or arch not in SWA_PERIODS:  # llama.cpp reads no window for the others
