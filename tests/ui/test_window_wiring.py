@@ -108,8 +108,8 @@ def test_the_welcomes_links_open_get_models_and_put_a_prompt_in_the_message_box(
     window = flow.window
     assert flow.session.conversation_id is None  # an empty chat: the welcome
     activate_link(transcript(window), "hearth:get-models")
-    qtbot.waitUntil(lambda: window._get_models_dialog is not None and window._get_models_dialog.isVisible(), timeout=WAIT_MS)
-    window._get_models_dialog.close()
+    qtbot.waitUntil(lambda: window.model_display.get_models_dialog is not None and window.model_display.get_models_dialog.isVisible(), timeout=WAIT_MS)
+    window.model_display.get_models_dialog.close()
     activate_link(transcript(window), "hearth:prompt/")
     prompt = window.composer.text()
     assert prompt in BASE_PROMPTS  # the scripted model is the default Gemma, a base model

@@ -12,14 +12,17 @@ while a reply is being written in another conversation, waits in the message box
 so) and is sent when it can be.
 
 Store errors (a damaged or full database, a bad import) are shown in one place, the banner
-above the chat (ui/store_problems.py), whichever slot meets them; window_files.py holds what
-the window does with conversation files and a damaged database; window_versions.py what it does
-with the versions of messages, branches, the context boundary and opening at a search's hit.
+above the chat (store_problems.py), whichever slot meets them. The window's jobs beyond laying
+out and the chat itself are controllers it owns, each given what it works with: what it shows
+of the model (models.py), serving the model (serving.py), conversation files and a damaged
+database (files.py), and the versions of messages, branches, the context boundary and opening
+at a search's hit (versions.py).
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QTextCursor
@@ -34,36 +37,37 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...conversation.context_use import ContextUse
 from ...engine.kv.cache import StateCache
-from ...engine.types import LocalModel, ModelSettings
+from ...engine.types import RemoteModel
 from ...owners.chat_session import ChatSession, FinishedReply
 from ...owners.downloads import DownloadManager
 from ...owners.local_server import LocalServer
 from ...owners.model_session import ModelSession
 from ...owners.remote_servers import RemoteServers
 from ...owners.settings import Settings
-from ...store import Conversation, StoredMessage, StoreError, shorten
+from ...store import Conversation, ConversationStore, StoredMessage, shorten
 from ..app.appearance import appearance_menu
 from ..chat.composer import Composer
 from ..chat.header import ChatHeader
 from ..chat.view import ChatView, MessageView
-from ..chat.welcome import Welcome
 from ..dialogs.settings import SettingsDialog
 from ..models.picker import ModelPicker
+from ..models.remote_rows import RemoteEntry
 from ..models.sort_menu import sort_menu
 from ..parameters.panel import ParametersPanel
 from ..widgets.focus_ring import FocusRing
 from .conversation_list import ConversationList, shown_title
 from .files import ConversationFiles
 from .focus_order import next_in_order
+from .menu_actions import MenuActions
 from .models import ModelDisplay
+from .sending import MessageSending
 from .serving import ServingDisplay
 from .shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
 from .splitter import PanelSplitter
-from .store_problems import StoreProblemBanner, reports_store_errors
+from .store_problems import StoreProblemBanner, guarded, reports_store_errors
 from .undo_bar import UndoBar
-from .versions import VersionActions
+from .versions import VersionActions, open_reply_is_shown
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ SNIPPETS_SHOWN = 100
 UNDO_TITLE_CHARS = 40  # of a deleted conversation's title, in the narrow undo bar
 
 
-class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions, QMainWindow):
+class MainWindow(QMainWindow):
     """Signals:
         importFinished(object): an import ended: the new conversation's id, or None when it
             failed (the reason was shown).
@@ -95,17 +99,12 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         self.models = models
         self.session = session
         self.downloads = downloads
-        self.store = session.store
         self.settings = settings
         self.servers = servers if servers is not None else RemoteServers(settings, self)
         self._own_local_server = local_server is None
         self.local_server = local_server if local_server is not None else LocalServer(session.bridge, models, self)
         self.states = states
-        self._get_models_dialog = None
         self._settings_dialog: SettingsDialog | None = None
-        self._imports_running = 0  # imports on worker threads, each with its own connection
-        self._model_names: dict[str, str] = {}  # a reply's recorded model (its file name) -> the model's own name
-        self.actions_with_keys: list[QAction] = []
         self._shown_id: int | None = None  # the conversation the chat shows
 
         self.conversations = ConversationList()
@@ -143,6 +142,25 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
 
         self.focus_ring = FocusRing(self)
         self._build_status_bar()
+        self.menu_actions = MenuActions(self, self.store_banner)
+        self.actions_with_keys = self.menu_actions.with_keys
+        status = self.statusBar()
+        self.versions = VersionActions(session, self.chat, self.conversations, self.undo_bar, self.composer, status,
+                                       self.store_banner, self.menu_actions, self)
+        self.previous_version_action, self.next_version_action, self.delete_version_action, self.branch_action = (
+            self.versions.actions())
+        self.model_display = ModelDisplay(models, self.servers, downloads, session, self.picker, self.chat_header,
+                                          self.chat, status, self.model_label, self.context_label,
+                                          self.store_banner, self)
+        self.serving = ServingDisplay(self.local_server, settings, models, session, self.chat, status,
+                                      self.menu_actions, self)
+        self.serving_status = self.serving.serving_status
+        self.serving_label, self.copy_address_button = self.serving.serving_label, self.serving.copy_address_button
+        self.serve_action, self.copy_address_action = self.serving.serve_action, self.serving.copy_address_action
+        self.sending = MessageSending(self.composer, session, models, self.model_display.model_name,
+                                      self.store_banner, self)
+        self.files = ConversationFiles(session, self.store_banner, status, self)
+        self.files.importFinished.connect(self.importFinished)
         self._build_menus()
         self._connect()
         self._restore_state()
@@ -166,7 +184,6 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         status.addPermanentWidget(self.model_label)
         status.addPermanentWidget(self.context_label)
         status.addPermanentWidget(self.speed_label)
-        self._build_serving_status()
 
     def _in_the_reading_column(self, widget: QWidget) -> QHBoxLayout:
         """On a wide window the messages keep to a centred column (chat_browser.py): the model
@@ -180,57 +197,48 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         row.addStretch(0)
         return row
 
-    def _action(self, menu, text, slot, shortcut=None, tip=None) -> QAction:
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-            action.setShortcutContext(Qt.ApplicationShortcut)
-            self.actions_with_keys.append(action)
-        if tip:
-            action.setStatusTip(tip)
-        # triggered(bool) would land in a slot's first optional parameter (import_conversation's
-        # path was once called with False): menu actions call their slot with no arguments.
-        action.triggered.connect(lambda _checked=False: self._guarded(slot)())
-        menu.addAction(action)
-        return action
+    @property
+    def store(self) -> ConversationStore:
+        """The conversations' store: the session's (moving a damaged database aside replaces it)."""
+        return self.session.store
 
     def _build_menus(self) -> None:
-        bar = self.menuBar()
+        bar, add = self.menuBar(), self.menu_actions.add
         file_menu = bar.addMenu("&File")
-        self._action(file_menu, "New chat", self.new_chat, SHORTCUTS["new_chat"])
-        self._action(file_menu, "Add model file…", self.picker.add_model_file, SHORTCUTS["add_model"])
-        self._action(file_menu, "Add model folder…", self.picker.add_folder)
-        self._action(file_menu, "Add server…", self.picker.add_server,
+        add(file_menu, "New chat", self.new_chat, SHORTCUTS["new_chat"])
+        add(file_menu, "Add model file…", self.picker.add_model_file, SHORTCUTS["add_model"])
+        add(file_menu, "Add model folder…", self.picker.add_folder)
+        add(file_menu, "Add server…", self.picker.add_server,
                      tip="Use the models of an OpenAI-compatible server")
-        self._add_serving_actions(file_menu)
-        self._action(file_menu, "Get models from Hugging Face…", self.show_get_models, SHORTCUTS["get_models"])
+        self.menu_actions.place(file_menu, self.serve_action, self.copy_address_action)
+        add(file_menu, "Get models from Hugging Face…", self.model_display.show_get_models, SHORTCUTS["get_models"])
         file_menu.addSeparator()
-        self._action(file_menu, "Import conversation…", self.import_conversation)
-        self._action(file_menu, "Export as Markdown…", lambda: self.export_conversation(None, "markdown"))
-        self._action(file_menu, "Export as JSON…", lambda: self.export_conversation(None, "json"))
+        add(file_menu, "Import conversation…", self.files.import_conversation)
+        add(file_menu, "Export as Markdown…", lambda: self.files.export_conversation(None, "markdown"))
+        add(file_menu, "Export as JSON…", lambda: self.files.export_conversation(None, "json"))
         file_menu.addSeparator()
         # QKeySequence.Preferences, as macOS binds it; Qt binds it nowhere else, so spelled out.
-        self._action(file_menu, "Settings…", self.show_settings, SHORTCUTS["settings"])
-        self._action(file_menu, "Quit", self.close, QKeySequence.Quit)
+        add(file_menu, "Settings…", self.show_settings, SHORTCUTS["settings"])
+        add(file_menu, "Quit", self.close, QKeySequence.Quit)
 
         edit_menu = bar.addMenu("&Edit")
-        self.undo_action = self._action(edit_menu, "Undo delete", self.undo_bar.undo, SHORTCUTS["undo_delete"])
+        self.undo_action = add(edit_menu, "Undo delete", self.undo_bar.undo, SHORTCUTS["undo_delete"])
         # Only while the bar offers it; a text box with focus keeps Ctrl+Z for its own undo.
         self.undo_action.setShortcutContext(Qt.WindowShortcut)
         self.undo_action.setEnabled(False)
 
         chat_menu = bar.addMenu("&Chat")
-        self.stop_action = self._action(chat_menu, "Stop", self.session.stop, SHORTCUTS["stop"])
-        self.regenerate_action = self._action(chat_menu, "Regenerate", self.session.regenerate, SHORTCUTS["regenerate"])
-        self._add_version_actions(chat_menu)
+        self.stop_action = add(chat_menu, "Stop", self.session.stop, SHORTCUTS["stop"])
+        self.regenerate_action = add(chat_menu, "Regenerate", self.session.regenerate, SHORTCUTS["regenerate"])
+        self.menu_actions.place(chat_menu, *self.versions.actions())
         chat_menu.addSeparator()
-        self._action(chat_menu, "Focus the message box", self.composer.edit.setFocus, SHORTCUTS["focus_input"])
+        add(chat_menu, "Focus the message box", self.composer.edit.setFocus, SHORTCUTS["focus_input"])
 
         view_menu = bar.addMenu("&View")
-        self.conversations_action = self._action(
+        self.conversations_action = add(
             view_menu, "Conversations", lambda: self._toggle(self.left_panel, self.conversations_action),
             SHORTCUTS["conversations_panel"])
-        self.panel_action = self._action(
+        self.panel_action = add(
             view_menu, "Model and parameters panel", lambda: self._toggle(self.side_panel, self.panel_action),
             SHORTCUTS["side_panel"])
         for action in (self.conversations_action, self.panel_action):
@@ -241,29 +249,16 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         view_menu.addMenu(appearance_menu(self, self.settings))
 
         help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "Keyboard shortcuts", self.show_shortcuts, SHORTCUTS["shortcuts"])
-
-    def _guarded(self, call):
-        """call (a session method the window connects to) with its StoreError shown in the banner."""
-
-        def guarded(*args):
-            try:
-                return call(*args)
-            except StoreError as exc:
-                self.show_store_error(exc)
-                return None
-
-        return guarded
+        add(help_menu, "Keyboard shortcuts", self.show_shortcuts, SHORTCUTS["shortcuts"])
 
     def _connect(self) -> None:
-        session, models = self.session, self.models
-        self.composer.sendRequested.connect(self.send)
+        session = self.session
         self.composer.stopRequested.connect(session.stop)
-        self.conversations.opened.connect(self.open_conversation)
+        self.conversations.opened.connect(self.versions.open_conversation)
         self.conversations.newRequested.connect(self.new_chat)
         self.conversations.renameRequested.connect(self.rename_conversation)
         self.conversations.deleteRequested.connect(self.delete_conversation)
-        self.conversations.exportRequested.connect(self.export_conversation)
+        self.conversations.exportRequested.connect(self.files.export_conversation)
         self.conversations.searchChanged.connect(lambda _text: self.refresh_conversations())
         self.undo_bar.offerChanged.connect(self.undo_action.setEnabled)
 
@@ -271,95 +266,40 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         session.conversationsChanged.connect(self.refresh_conversations)
         session.messageAdded.connect(lambda message: self.chat.add_message(self.message_view(message)))
         session.replyStarted.connect(lambda reply: self.chat.begin_reply(
-            reply.id, model=self.model_name(reply.model), version=reply.version, versions=reply.versions))
+            reply.id, model=self.model_display.model_name(reply.model), version=reply.version, versions=reply.versions))
         session.promptProgress.connect(self._show_prompt_progress)
         session.replyChunk.connect(self._show_chunk)
         session.replyFinished.connect(self.on_reply_finished)
         session.busyChanged.connect(self.on_busy_changed)
-        session.contextChanged.connect(self._show_context)
         session.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         session.error.connect(self.chat.announce_error)
-        session.storeFailed.connect(self.show_store_error)
-        self.store_banner.export_button.clicked.connect(self.choose_export_folder)
-        self.store_banner.move_aside_button.clicked.connect(self.confirm_start_fresh)
+        session.storeFailed.connect(self.store_banner.show_error)
+        self.store_banner.export_button.clicked.connect(self.files.choose_export_folder)
+        self.store_banner.move_aside_button.clicked.connect(self.files.confirm_start_fresh)
         self.chat.earlierRequested.connect(self.load_earlier_messages)
 
         self.chat.editSubmitted.connect(self.submit_edit)
         self.chat.promptChosen.connect(self.use_prompt)
-        self.chat.getModelsRequested.connect(self.show_get_models)
-        self.chat.regenerateRequested.connect(self._guarded(session.regenerate))
-        self._connect_versions()
+        self.chat.getModelsRequested.connect(self.model_display.show_get_models)
+        self.chat.regenerateRequested.connect(guarded(session.regenerate, self.store_banner))
         self.chat.linkActivated.connect(self.confirm_open_link)
         self.chat.copied.connect(lambda _text: self.statusBar().showMessage("Copied to the clipboard", 2000))
 
-        self.downloads.modelDownloaded.connect(self.picker.rescan)
-        self.picker.modelChosen.connect(self.load_chosen)
-        self.picker.loadCancelRequested.connect(models.cancel_load)
-        self.picker.unloadRequested.connect(models.unload)
-        self.picker.scanFinished.connect(self._on_models_found)
-        self.chat_header.modelChosen.connect(self.load_chosen)
-        models.templateChanged.connect(lambda name: self.statusBar().showMessage(f"Chat template: {name}", 5000))
-        models.templateFailed.connect(lambda message: self.statusBar().showMessage(message, 10_000))
-        models.loadStarted.connect(self.on_load_started)
-        models.loadProgress.connect(self.picker.set_loading)
-        models.modelLoaded.connect(self.on_model_loaded)
-        models.loadFailed.connect(self.on_load_failed)
-        models.loadNeedsConfirmation.connect(self.on_load_needs_confirmation)
-        # The fit column: each file at its saved settings, against the memory free now.
-        self.picker.set_planner(lambda path: models.memory_plan(LocalModel(path)))
-        self._fits_planned_with: ModelSettings | None = None
-        for changed in (models.modelLoaded, models.modelUnloaded):
-            changed.connect(self.fits_are_stale)
-        models.settingsChanged.connect(self.replan_fits)
-        models.modelUnloaded.connect(self.on_model_unloaded)
-        if models.current is not None:  # a window opened over a model loaded before it
-            self.on_model_loaded(models.current)
-        else:
-            self.chat.set_welcome(Welcome(None))
-        self._connect_serving()
-
     # --- chat --------------------------------------------------------------------------------
 
-    @reports_store_errors
     def send(self, text: str) -> None:
-        """Send text, or let it wait in the box while the model loads or a reply is being
-        written in another conversation (the box says so)."""
-        if self.composer.waiting:
-            return
-        waits_for = self._send_waits_for()
-        if waits_for is not None:
-            self.composer.wait(waits_for)
-        elif self.session.send(text):
-            self.composer.clear()
-
-    def _send_waits_for(self) -> str | None:
-        """Why a message cannot be sent now but can soon, or None."""
-        loading = self.models.loading
-        if loading is not None:
-            name = self.model_name(loading.record_name)
-            return f"Will send when {name} has loaded."
-        reply_in = self.session.reply_conversation_id
-        if reply_in is not None and reply_in != self.session.conversation_id:
-            title = shown_title(self.store.get_conversation(reply_in).title)
-            return f"Will send when the reply in “{title}” is finished (Esc stops it)."
-        return None
-
-    @reports_store_errors
-    def _send_waiting(self) -> None:
-        """Send the message waiting in the box, if nothing holds it back any more."""
-        if self.composer.waiting and self._send_waits_for() is None:
-            self.composer.stop_waiting()
-            self.send(self.composer.text())
+        """Send text, or let it wait in the box (MessageSending)."""
+        self.sending.send(text)
 
     def new_chat(self) -> None:
         """A new conversation (the open one, if nothing was said in it yet), ready to type in."""
-        self._guarded(self.session.new_conversation)()
+        guarded(self.session.new_conversation, self.store_banner)()
         self.composer.edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def message_view(self, message: StoredMessage) -> MessageView:
         return MessageView(
             id=message.id, role=message.role, content=message.content, stats=message.stats,
-            status=message.status, model=self.model_name(message.model),
+            status=message.status, model=self.model_display.model_name(message.model),
             version=message.version, versions=message.versions,
         )
 
@@ -369,59 +309,46 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         asked for; more when a message further up must be in view: window_versions), and the
         line above which the model saw nothing in its last reply; a reply still being written in
         it is shown as far as it got, and goes on streaming."""
-        if self.composer.waiting and conversation_id != self._shown_id:
-            self.composer.stop_waiting("Not sent: another conversation was opened. Your message is still here.")
+        if conversation_id != self._shown_id:
+            self.sending.stop_waiting_for("Not sent: another conversation was opened. Your message is still here.")
         self._shown_id = conversation_id
         if conversation_id is None:
             self.chat.set_messages([])
         else:
-            page = self.store.recent_messages(conversation_id, self._messages_to_hand_over(conversation_id, MESSAGES_LOADED))
+            page = self.store.recent_messages(conversation_id, self.versions.messages_to_hand_over(conversation_id, MESSAGES_LOADED))
             reply = self.session.reply_so_far()
             streaming = reply is not None and reply.conversation_id == conversation_id
             shown = [m for m in page.messages if not (streaming and m.id == reply.message_id)]
             self.chat.set_messages([self.message_view(m) for m in shown], page.earlier)
             if streaming:
                 written = self.store.message(reply.message_id)
-                self.chat.begin_reply(reply.message_id, model=self.model_name(reply.model),
+                self.chat.begin_reply(reply.message_id, model=self.model_display.model_name(reply.model),
                                       version=written.version, versions=written.versions)
                 self.chat.append_text(reply.text)
-            self._show_context_boundary()
+            self.versions.show_context_boundary()
         self._show_busy()
         self.refresh_conversations()
 
-    def _reply_is_shown(self) -> bool:
-        reply_in = self.session.reply_conversation_id
-        return reply_in is not None and reply_in == self.session.conversation_id
-
     def _show_chunk(self, text: str) -> None:
-        if self._reply_is_shown():
+        if open_reply_is_shown(self.session):
             self.chat.append_text(text)
 
     def _show_prompt_progress(self, done: int, total: int) -> None:
-        if self._reply_is_shown():
+        if open_reply_is_shown(self.session):
             self.chat.show_prompt_progress(done, total)
 
     def on_busy_changed(self, busy: bool) -> None:
         self._show_busy()
         if not busy:
-            self._send_waiting()
+            self.sending.send_waiting()
 
     def _show_busy(self) -> None:
         """Stop in place of Send while the open conversation's reply is written; Regenerate
         only when no reply is being written anywhere (one runs at a time); the version actions
         when they can act."""
-        self.composer.set_busy(self._reply_is_shown())
+        self.composer.set_busy(open_reply_is_shown(self.session))
         self.regenerate_action.setEnabled(not self.session.busy)
-        self._enable_version_actions()
-
-    def _show_context(self, use: ContextUse) -> None:
-        current = self.models.current
-        if current is None:
-            self.context_label.setText("")
-            return
-        about = "≈" if use.estimated else ""
-        limit = f" / {current.n_ctx:,}" if current.n_ctx else ""  # a server may not say its context length
-        self.context_label.setText(f"Context {about}{use.tokens:,}{limit}")
+        self.versions.enable_actions()
 
     @reports_store_errors
     def load_earlier_messages(self) -> None:
@@ -438,7 +365,7 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
             self.chat.finish_reply(reply.text, stats, reply.status)
             if stats.tokens_per_s:
                 self.speed_label.setText(f"{stats.tokens_per_s:.1f} tok/s · first token {stats.ttft_s:.2f} s")
-            self._show_context_boundary()
+            self.versions.show_context_boundary()
             if stats.dropped_messages:  # the line in the chat stays; this says it as it happens
                 self.statusBar().showMessage(
                     f"The oldest {stats.dropped_messages} messages did not fit the context window: "
@@ -502,6 +429,32 @@ class MainWindow(ModelDisplay, ServingDisplay, ConversationFiles, VersionActions
         else:
             self.refresh_conversations()
         self.statusBar().showMessage(f"Restored “{shown_title(deleted.title)}”", 5000)
+
+    # --- what tests and the application call by the window's name --------------------------------
+
+    def load_chosen(self, chosen: Path | RemoteEntry | RemoteModel) -> None:
+        """Load a file or a server's model, as the model list does (ModelDisplay)."""
+        self.model_display.load_chosen(chosen)
+
+    def import_conversation(self, path: Path | None = None) -> None:
+        """Import an export file and open it; None asks for one (ConversationFiles)."""
+        self.files.import_conversation(path)
+
+    def write_export(self, conversation_id: int, kind: str, path: Path) -> None:
+        """Export a conversation as "markdown" or "json" to path (ConversationFiles)."""
+        self.files.write_export(conversation_id, kind, path)
+
+    def check_database(self) -> None:
+        """Say at start-up whether the database is damaged (ConversationFiles)."""
+        self.files.check_database()
+
+    def export_readable(self, folder: Path) -> tuple[int, int]:
+        """Export each readable conversation into folder: (written, unreadable) (ConversationFiles)."""
+        return self.files.export_readable(folder)
+
+    def start_fresh(self) -> Path | None:
+        """Move a damaged database aside and start an empty one; where it went (ConversationFiles)."""
+        return self.files.start_fresh()
 
     # --- window state ----------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """What the window shows of the model: the status bar's line, the selector above the chat, the
 picker's state, the empty chat's welcome, and the name every reply is headed by.
 
-A part of MainWindow kept in a file of its own (the window inherits it and connects
-ModelSession's signals to these slots); it uses the window's models, picker, chat_header, chat,
-session, composer and status-bar labels.
+A controller the window owns, given what it works with: ModelSession (whose signals it
+connects to its slots), the saved servers, the downloads, the session (for the context used),
+the picker, the selector above the chat, the chat, the status bar and its labels.
 
 One name for a model everywhere: the name the model gives itself ("Gemma 3 270m"), as the
 status bar and the model list show it. A reply records the file it was written by (several
@@ -23,16 +23,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QMessageBox, QVBoxLayout
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QDialog, QLabel, QMessageBox, QStatusBar, QVBoxLayout, QWidget
 
 from ...common.text import printable, shorten
+from ...conversation.context_use import ContextUse
 from ...engine.memory_plan import MemoryPlan
 from ...engine.types import LocalModel, ModelDescription, ModelSettings, ModelSource, RemoteModel
+from ...owners.chat_session import ChatSession
+from ...owners.downloads import DownloadManager
+from ...owners.model_session import ModelSession
+from ...owners.remote_servers import RemoteServers
+from ..chat.header import ChatHeader
+from ..chat.view import ChatView
 from ..chat.welcome import Welcome
 from ..models import plan_text
+from ..models.picker import ModelPicker
 from ..models.remote_rows import RemoteEntry
 from ..widgets.tooltips import plain_tooltip
+from .store_problems import StoreProblemBanner, guarded
 
 STATUS_NAME_CHARS = 60
 NOTES_SHOWN_MS = 30_000  # a load's notes are read, not glanced at
@@ -56,10 +65,55 @@ def where_it_runs(loaded: ModelDescription) -> str:
     return printable(loaded.source.path.name)
 
 
-class ModelDisplay:
-    """The model's side of MainWindow."""
+class ModelDisplay(QObject):
+    """The model's side of MainWindow.
 
-    _model_names: dict[str, str]  # a reply's recorded model (its file name) -> the model's own name
+    Slots (connected here): ModelSession's loadStarted, loadProgress, modelLoaded,
+    modelUnloaded, loadFailed, loadNeedsConfirmation, settingsChanged (the fit column),
+    templateChanged and templateFailed; the session's contextChanged; the picker's
+    modelChosen, scanFinished, loadCancelRequested and unloadRequested; the selector's
+    modelChosen; the downloads' modelDownloaded. The window connects what it does besides
+    (a message waiting for the load) after these, and calls model_name for every reply it
+    shows and show_get_models from its menu and the welcome.
+    """
+
+    def __init__(self, models: ModelSession, servers: RemoteServers, downloads: DownloadManager,
+                 session: ChatSession, picker: ModelPicker, chat_header: ChatHeader, chat: ChatView,
+                 status_bar: QStatusBar, model_label: QLabel, context_label: QLabel,
+                 store_banner: StoreProblemBanner, window: QWidget):
+        """`window`: the parent of the dialogs this opens."""
+        super().__init__(window)
+        self._models, self._servers, self._downloads, self._session = models, servers, downloads, session
+        self._picker, self._chat_header, self._chat = picker, chat_header, chat
+        self._status_bar, self._model_label, self._context_label = status_bar, model_label, context_label
+        self._store_banner, self._window = store_banner, window
+        self._model_names: dict[str, str] = {}  # a reply's recorded model (its file name) -> the model's own name
+        self.get_models_dialog: QDialog | None = None
+        self._fits_planned_with: ModelSettings | None = None
+        downloads.modelDownloaded.connect(picker.rescan)
+        picker.modelChosen.connect(self.load_chosen)
+        picker.loadCancelRequested.connect(models.cancel_load)
+        picker.unloadRequested.connect(models.unload)
+        picker.scanFinished.connect(self._on_models_found)
+        chat_header.modelChosen.connect(self.load_chosen)
+        models.templateChanged.connect(lambda name: status_bar.showMessage(f"Chat template: {name}", 5000))
+        models.templateFailed.connect(lambda message: status_bar.showMessage(message, 10_000))
+        models.loadStarted.connect(self.on_load_started)
+        models.loadProgress.connect(picker.set_loading)
+        models.modelLoaded.connect(self.on_model_loaded)
+        models.loadFailed.connect(self.on_load_failed)
+        models.loadNeedsConfirmation.connect(self.on_load_needs_confirmation)
+        # The fit column: each file at its saved settings, against the memory free now.
+        picker.set_planner(lambda path: models.memory_plan(LocalModel(path)))
+        for changed in (models.modelLoaded, models.modelUnloaded):
+            changed.connect(self.fits_are_stale)
+        models.settingsChanged.connect(self.replan_fits)
+        models.modelUnloaded.connect(self.on_model_unloaded)
+        session.contextChanged.connect(self.show_context)
+        if models.current is not None:  # a window opened over a model loaded before it
+            self.on_model_loaded(models.current)
+        else:
+            chat.set_welcome(Welcome(None))
 
     def model_name(self, record: str | None) -> str | None:
         """The name a reply's model is shown by: the model's own name (what the status bar and
@@ -67,68 +121,77 @@ class ModelDisplay:
         file is no longer listed."""
         return self._model_names.get(record, record) if record else record
 
+    def show_context(self, use: ContextUse) -> None:
+        """The status bar's count of the context the conversation fills, of the model's."""
+        current = self._models.current
+        if current is None:
+            self._context_label.setText("")
+            return
+        about = "≈" if use.estimated else ""
+        limit = f" / {current.n_ctx:,}" if current.n_ctx else ""  # a server may not say its context length
+        self._context_label.setText(f"Context {about}{use.tokens:,}{limit}")
+
     def _on_models_found(self) -> None:
-        entries, remote = self.picker.entries(), self.picker.remote_entries()
+        entries, remote = self._picker.entries(), self._picker.remote_entries()
         self._model_names.update({entry.path.name: entry.name for entry in entries if entry.usable})
         self._model_names.update({RemoteModel(entry.server, entry.model.model_id).record_name: entry.name
                                   for entry in remote if entry.usable})
-        self.chat_header.set_entries(entries, remote)
-        current = self.models.current
+        self._chat_header.set_entries(entries, remote)
+        current = self._models.current
         if current is not None:
-            self.chat_header.set_current(current.source, current.name)
-        if self.models.loading is not None:
-            self.chat_header.set_loading(self.models.loading)
+            self._chat_header.set_current(current.source, current.name)
+        if self._models.loading is not None:
+            self._chat_header.set_loading(self._models.loading)
 
     def load_chosen(self, chosen: Path | RemoteEntry | RemoteModel) -> None:
         """Load what the model list or the selector offered: a file, or a server's model (with
         its key from the keyring, which RemoteServers reads)."""
         if isinstance(chosen, RemoteEntry):
-            chosen = self.servers.source(chosen.server, chosen.model.model_id)
-        self.models.load(chosen)
+            chosen = self._servers.source(chosen.server, chosen.model.model_id)
+        self._models.load(chosen)
 
     def on_load_started(self, source: ModelSource) -> None:
-        self.picker.set_loading(0.0)
-        self.chat_header.set_loading(source)
-        self.model_label.setText(f"Loading {source_label(source)}…")
-        self.chat.set_welcome(Welcome(self.model_name(source.record_name), loading=True))
+        self._picker.set_loading(0.0)
+        self._chat_header.set_loading(source)
+        self._model_label.setText(f"Loading {source_label(source)}…")
+        self._chat.set_welcome(Welcome(self.model_name(source.record_name), loading=True))
 
     def show_get_models(self) -> None:
         """The "Get models" window, kept between openings (its search stays); the downloads are
         the DownloadManager's, so closing it stops none of them."""
-        if self._get_models_dialog is None:
+        if self.get_models_dialog is None:
             from ..models.get_models import GetModelsView  # on first use: it imports the Hugging Face client
 
-            dialog = QDialog(self)
+            dialog = QDialog(self._window)
             dialog.setWindowTitle("Get models")
-            view = GetModelsView(self.downloads, dialog)
-            view.set_vram(self.models.gpu_memory())
+            view = GetModelsView(self._downloads, dialog)
+            view.set_vram(self._models.gpu_memory())
             layout = QVBoxLayout(dialog)
             layout.setContentsMargins(0, 0, 0, 0)
             layout.addWidget(view)
             dialog.resize(view.sizeHint())
-            self._get_models_dialog = dialog
-        self._get_models_dialog.show()
-        self._get_models_dialog.raise_()
+            self.get_models_dialog = dialog
+        self.get_models_dialog.show()
+        self.get_models_dialog.raise_()
 
     def on_model_loaded(self, loaded: ModelDescription) -> None:
         self._model_names[loaded.record_name] = loaded.name
-        self.picker.set_loading(None)
-        self.picker.set_current(loaded.source)
-        self.chat_header.set_current(loaded.source, loaded.name)
-        self.model_label.setText(status_name(loaded))
+        self._picker.set_loading(None)
+        self._picker.set_current(loaded.source)
+        self._chat_header.set_current(loaded.source, loaded.name)
+        self._model_label.setText(status_name(loaded))
         notes = [printable(note, limit=None) for note in loaded.load_notes]  # llama.cpp's words among them
-        self.model_label.setToolTip(plain_tooltip("\n".join(
+        self._model_label.setToolTip(plain_tooltip("\n".join(
             [loaded.location, f"Template: {loaded.template_name}", *notes])))
-        self._guarded(lambda: self._show_context(self.session.context_use()))()
+        guarded(lambda: self.show_context(self._session.context_use()), self._store_banner)()
         loaded_line = f"Loaded {loaded.name} ({where_it_runs(loaded)})"
         if notes:
-            self.statusBar().showMessage(" ".join([f"{loaded_line}.", *notes]), NOTES_SHOWN_MS)
+            self._status_bar.showMessage(" ".join([f"{loaded_line}.", *notes]), NOTES_SHOWN_MS)
         else:
-            self.statusBar().showMessage(loaded_line, 5000)
+            self._status_bar.showMessage(loaded_line, 5000)
         info = loaded.info  # None for a server's model: the server applies its own chat template
         base_model = info is not None and not (info.chat_template or info.named_chat_templates)
-        self.chat.set_welcome(Welcome(loaded.name, base_model=base_model))
-        self._send_waiting()
+        self._chat.set_welcome(Welcome(loaded.name, base_model=base_model))
 
     def fits_are_stale(self, *_loaded) -> None:
         """A load or unload changed the free memory: the fit column is planned again at the
@@ -142,31 +205,29 @@ class ModelDisplay:
         listed file on the GUI thread for it would be wasted."""
         planned_with, self._fits_planned_with = self._fits_planned_with, settings
         if planned_with is None or settings.needs_reload_from(planned_with):
-            self.picker.refresh_fits()
+            self._picker.refresh_fits()
 
     def on_model_unloaded(self) -> None:
-        self.picker.set_current(None)
-        self.chat_header.set_current(None)
-        self.model_label.setText("No model")
-        self.model_label.setToolTip("")
-        self.context_label.setText("")
-        self.chat.set_welcome(Welcome(None))
+        self._picker.set_current(None)
+        self._chat_header.set_current(None)
+        self._model_label.setText("No model")
+        self._model_label.setToolTip("")
+        self._context_label.setText("")
+        self._chat.set_welcome(Welcome(None))
 
     def on_load_failed(self, message: str) -> None:
-        self.picker.show_load_error(message)
-        loaded = self.models.current
-        self.chat_header.set_current(loaded.source if loaded else None, loaded.name if loaded else None)
-        self.model_label.setText(status_name(loaded) if loaded else "No model")
-        self.statusBar().showMessage(message, 15_000)
-        self.chat.set_welcome(Welcome(loaded.name) if loaded else Welcome(None))
-        if self.composer.waiting and self.models.loading is None:
-            self.composer.stop_waiting("Not sent: the model could not be loaded. Your message is still here.")
+        self._picker.show_load_error(message)
+        loaded = self._models.current
+        self._chat_header.set_current(loaded.source if loaded else None, loaded.name if loaded else None)
+        self._model_label.setText(status_name(loaded) if loaded else "No model")
+        self._status_bar.showMessage(message, 15_000)
+        self._chat.set_welcome(Welcome(loaded.name) if loaded else Welcome(None))
 
     def on_load_needs_confirmation(self, source: ModelSource, plan: MemoryPlan) -> None:
         """Ask before a load that does not fit the free memory: the system may kill Hearth, or
         swap until it is unusable. "Load anyway" loads it; Cancel keeps the current model."""
         box = QMessageBox(QMessageBox.Icon.Warning, "Not enough memory",
-                          f"{source_label(source)} needs more memory than is free now.", parent=self)
+                          f"{source_label(source)} needs more memory than is free now.", parent=self._window)
         box.setTextFormat(Qt.TextFormat.PlainText)  # a file name is foreign text
         box.setInformativeText(f"{plan_text.details(plan)}\n\nLoading it anyway may make the computer swap "
                                "until it is unusable, or the system may close Hearth. A shorter context "
@@ -177,6 +238,6 @@ class ModelDisplay:
         box.setEscapeButton(cancel)
         box.exec()
         if box.clickedButton() is load:
-            self.models.load(source, anyway=True)
+            self._models.load(source, anyway=True)
         else:
-            self.statusBar().showMessage(f"Not loaded: {source_label(source)} does not fit the free memory", 10_000)
+            self._status_bar.showMessage(f"Not loaded: {source_label(source)} does not fit the free memory", 10_000)

@@ -2,35 +2,51 @@
 
 A damaged or full database, or a bad import, raises StoreError from deep inside a slot. Let
 through, Qt would only write a crash report and the user would see nothing; so slots that
-touch the store are wrapped by `reports_store_errors`, and the banner says what happened and,
-for a damaged database, what can be done (export what is readable; move the file aside and
-start fresh, keeping it).
+touch the store are wrapped by `reports_store_errors` (a method of an object whose
+`store_banner` is the banner) or `guarded`, and the banner says what happened and, for a
+damaged database, what can be done (export what is readable; move the file aside and start
+fresh, keeping it).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
-from ...store import StoreError
+from ...store import DatabaseDamaged, StoreError, shorten
 from ..widgets.colors import Tone, set_tone
 
 
 def reports_store_errors(slot):
-    """A window slot whose StoreError (a damaged or full database) is shown in the banner
-    instead of escaping into Qt, which would only write a crash report."""
+    """A slot of the window or one of its controllers whose StoreError (a damaged or full
+    database) is shown in its `store_banner` instead of escaping into Qt, which would only
+    write a crash report."""
 
     @functools.wraps(slot)
-    def guarded(self, *args, **kwargs):
+    def reported(self, *args, **kwargs):
         try:
             return slot(self, *args, **kwargs)
         except StoreError as exc:
-            self.show_store_error(exc)
+            self.store_banner.show_error(exc)
             return None
 
-    return guarded
+    return reported
+
+
+def guarded(call: Callable, banner: StoreProblemBanner) -> Callable:
+    """call (a session method the window connects to) with its StoreError shown in the banner."""
+
+    def reported(*args):
+        try:
+            return call(*args)
+        except StoreError as exc:
+            banner.show_error(exc)
+            return None
+
+    return reported
 
 
 class StoreProblemBanner(QFrame):
@@ -58,6 +74,15 @@ class StoreProblemBanner(QFrame):
         layout.addWidget(self.message)
         layout.addLayout(buttons)
         self.hide()
+
+    def show_error(self, error: StoreError) -> None:
+        """A StoreError as the user reads it; for a damaged database, with what can be done."""
+        damaged = isinstance(error, DatabaseDamaged)
+        text = shorten(str(error), 400)
+        if damaged:
+            text += (" Some conversations may not open or be found. Export what is readable, or move the "
+                     "file aside (it is kept) and start with an empty one.")
+        self.show_problem(text, damaged)
 
     def show_problem(self, text: str, damaged: bool) -> None:
         self.message.setText(text)
