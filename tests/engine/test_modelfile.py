@@ -1,4 +1,4 @@
-"""GGUF inspection: the real Gemma file, and every way a file can be bad."""
+"""GGUF inspection: the real Gemma file, every way a file can be bad, and one header walk per file version."""
 
 from __future__ import annotations
 
@@ -175,3 +175,69 @@ def test_a_reader_bug_on_one_odd_file_is_a_message_and_a_log_entry(monkeypatch, 
     with pytest.raises(ModelFileError, match=r"^Hearth could not read gemma-3-270m-q4_k_m\.gguf: it is damaged in a way"):
         inspect_model(gemma_path)
     assert "ZeroDivisionError" in caplog.text
+
+
+# --- one walk per file version -------------------------------------------------------------------
+
+
+@pytest.fixture
+def walks(monkeypatch) -> list[int]:
+    """The header walks made while the test runs: the size of the file each one read."""
+    from app.engine.gguf import header
+
+    walked: list[int] = []
+    real_walk = header.walk
+
+    def counting_walk(buf):
+        walked.append(len(buf))
+        return real_walk(buf)
+
+    monkeypatch.setattr(header, "walk", counting_walk)
+    return walked
+
+
+def test_one_load_walks_the_header_once(gemma_path, tmp_path, walks):
+    """The plan (model_shape), the engine's own inspection and the fingerprint its saved
+    states are keyed by all read the one walk of the file's header."""
+    from support.reply_events import collect
+
+    from app.engine.gguf.shape import model_shape
+    from app.engine.kv.cache import StateCache
+    from app.engine.llama.generator import Engine
+    from app.engine.sampling import SamplingParams
+    from app.engine.types import LoadOptions
+
+    model = tmp_path / "linked.gguf"  # a path no earlier test has read: nothing cached for it yet
+    os.link(gemma_path, model)
+    assert model_shape(model).n_layer == 18 and len(walks) == 1
+    engine = Engine(model, LoadOptions(n_ctx=256), states=StateCache(tmp_path / "states"))
+    try:
+        collect(engine.stream([{"role": "user", "content": "Hi"}], SamplingParams(temperature=0.0, max_tokens=2),
+                              conversation_id=1))
+    finally:
+        engine.close()  # saves conversation 1's state, keyed by the file's fingerprint
+    assert [p.name for p in (tmp_path / "states").iterdir()] == ["conversation-1.kvstate"]
+    assert len(walks) == 1
+
+
+def test_a_file_changed_on_disk_is_walked_again(tmp_path, walks):
+    from gguf_corpus import tiny_llama
+
+    from app.engine.gguf.fingerprint import model_fingerprint
+    from app.engine.gguf.shape import model_shape
+
+    path = tiny_llama(name="Before").write(tmp_path / "model.gguf")
+    first = model_fingerprint(path)
+    assert inspect_model(path).name == "Before" and model_shape(path).file_size == path.stat().st_size
+    assert len(walks) == 1
+
+    tiny_llama(name="After, a longer name").write(path)  # a new size
+    assert inspect_model(path).name == "After, a longer name" and model_shape(path).file_size == path.stat().st_size
+    assert model_fingerprint(path) != first
+    assert len(walks) == 2
+
+    status = path.stat()
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))  # the same size, touched
+    inspect_model(path)
+    model_shape(path)
+    assert len(walks) == 3
