@@ -14,6 +14,7 @@ os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cach
 
 import pytest  # noqa: E402
 from support.bundle_build import build as bundle_build  # noqa: E402
+from support.settings_file import settings_at
 
 
 def _xdist_controller(config) -> bool:
@@ -92,13 +93,11 @@ def script(gemma_info):
 def scripted_models(qapp, tmp_path, script):
     """A ModelSession over a real bridge and engine thread whose backends are scripted, with a
     settings file in tmp_path."""
-    from PySide6.QtCore import QSettings
 
     from app.owners.bridge import EngineBridge
     from app.owners.model_session import ModelSession
-    from app.owners.settings import Settings
 
     bridge = EngineBridge(script.open)
-    models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+    models = ModelSession(bridge, settings_at(tmp_path / "hearth.ini"))
     yield models
     bridge.shutdown()

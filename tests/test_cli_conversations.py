@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QLockFile, QSettings
+from PySide6.QtCore import QLockFile
 from support.remote_servers import stand_in  # noqa: F401 - a fixture
+from support.settings_file import settings_at
 
 from app.engine.sampling import PRESETS, SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, ReplyStatus, StopReason
-from app.owners.settings import Settings
 from app.store import ConversationStore
 from app.ui.app.single_instance import SingleInstance
 
@@ -284,7 +284,7 @@ def test_on_a_server_the_history_sent_is_the_branch_shown_with_the_windows_setti
         store.add_message(cid, "user", "Hi")
         add_reply(store, cid, "Old answer.")
         store.add_version(store.leaf_message(cid).id, "Shown answer.")
-    window_settings = Settings(QSettings(str(home / "config" / "hearth.ini"), QSettings.IniFormat))
+    window_settings = settings_at(home / "config" / "hearth.ini")
     window_settings.save_model_settings(f"remote:{url}#stand-in", ModelSettings(sampling=SamplingParams(temperature=0.3)))
     window_settings.sync()
     chat = ["chat", "--conversation", cid, "--server", url, "--model", "stand-in"]

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
+from support.settings_file import settings_at
 
 from app.__main__ import build_parser
 from app.cli.args import UsageError
 from app.cli.load_options import refuse_load_flags_for_server
 from app.engine.types import FlashAttention, KvCacheType, ModelSettings
-from app.owners.settings import Settings
 from app.store import ConversationStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +73,7 @@ def test_load_flags_do_not_apply_to_a_model_on_a_server(tmp_path):
 
 def window_settings(home: Path, model: str, settings: ModelSettings) -> None:
     (home / "config").mkdir(parents=True, exist_ok=True)
-    saved = Settings(QSettings(str(home / "config" / "hearth.ini"), QSettings.IniFormat))
+    saved = settings_at(home / "config" / "hearth.ini")
     saved.save_model_settings(model, settings)
     saved.sync()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from PySide6.QtCore import QSettings
+from support.settings_file import ini_file, settings_at
 
 from app.engine.opening import open_backend
 from app.engine.sampling import SamplingParams
@@ -176,7 +176,7 @@ class Window:
 
     def __init__(self, root: Path, qapp, gemma_path: Path):
         self.bridge = EngineBridge(open_backend)  # the probe is the GUI's opener's business, not tested here
-        settings = Settings(QSettings(str(root / "hearth.ini"), QSettings.IniFormat))
+        settings = settings_at(root / "hearth.ini")
         settings.save_model_settings(gemma_path.name, ModelSettings(n_ctx=1024, cpu_threads=1))  # one thread: fast enough, and fair to others
         self.models = ModelSession(self.bridge, settings)
         loaded = []
@@ -339,7 +339,7 @@ def test_stopping_answers_a_waiting_request_503_and_ends_the_running_reply(qtbot
 
 
 def test_the_address_served_at_is_kept_and_a_hand_edited_one_falls_back(tmp_path):
-    store = QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+    store = ini_file(tmp_path / "hearth.ini")
     settings = Settings(store)
     assert settings.serve_address == ServeAddress("127.0.0.1", 8080)
     settings.serve_address = ServeAddress("0.0.0.0", 0)

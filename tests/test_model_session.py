@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
 from support.remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
 from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.settings_file import settings_at
 
 from app.engine.sampling import SamplingParams
 from app.engine.types import LocalModel, ModelSettings, RemoteModel, ServerConfig
 from app.library import server_keys
 from app.owners.bridge import EngineBridge
 from app.owners.model_session import ModelSession
-from app.owners.settings import Settings
 
 WAIT_MS = 5_000
 
@@ -89,7 +88,7 @@ def test_settings_are_kept_per_model_and_only_load_settings_ask_for_a_reload(qtb
 
     load(qtbot, models, "b.gguf")
     assert models.settings == ModelSettings()  # another model, its own (default) settings
-    reopened = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    reopened = settings_at(tmp_path / "hearth.ini")
     assert reopened.model_settings("a.gguf") == ModelSettings(
         SamplingParams(top_k=3), "Be brief.", n_ctx=1024)
 
@@ -180,7 +179,7 @@ def test_unload_with_no_model_says_nothing(qtbot, scripted_models):
 def mixed_models(qapp, tmp_path, script):
     """A ModelSession whose files are scripted and whose servers' models are real."""
     bridge = EngineBridge(mixed_opener(script))
-    models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+    models = ModelSession(bridge, settings_at(tmp_path / "hearth.ini"))
     yield models
     bridge.shutdown()
 

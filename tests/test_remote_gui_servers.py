@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
 from support.remote_gui import memory_keyring, no_keyring  # noqa: F401 - fixtures
 from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.settings_file import settings_at
 
 from app.engine.remote.errors import RemoteFailure
 from app.engine.types import RemoteModel, ServerConfig
@@ -31,11 +31,11 @@ def ini(tmp_path):
 
 @pytest.fixture
 def settings(ini) -> Settings:
-    return Settings(QSettings(str(ini), QSettings.IniFormat))
+    return settings_at(ini)
 
 
 def reopened(ini) -> Settings:
-    return Settings(QSettings(str(ini), QSettings.IniFormat))
+    return settings_at(ini)
 
 
 def test_servers_are_kept_by_name_and_address_and_the_key_only_in_the_keyring(

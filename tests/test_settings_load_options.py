@@ -6,27 +6,22 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QSettings
+from support.settings_file import settings_at
 
 from app.engine.types import FlashAttention, KvCacheType, ModelSettings
-from app.owners.settings import Settings
 
 MODEL = "gemma-3-270m-q4_k_m.gguf"
-
-
-def settings_file(tmp_path) -> Settings:
-    return Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
 
 
 def test_load_options_are_kept_per_model_across_a_restart(tmp_path):
     chosen = ModelSettings(flash_attn=FlashAttention.OFF, kv_type_k=KvCacheType.Q8_0, kv_type_v=KvCacheType.Q4_0,
                            use_mmap=False, use_mlock=True, n_ctx=2048)
-    first = settings_file(tmp_path)
+    first = settings_at(tmp_path / "hearth.ini")
     first.save_model_settings(MODEL, chosen)
     first.save_model_settings("other.gguf", ModelSettings(flash_attn=FlashAttention.ON))
     first.sync()
 
-    again = settings_file(tmp_path)
+    again = settings_at(tmp_path / "hearth.ini")
     assert again.model_settings(MODEL) == chosen
     assert again.model_settings("other.gguf").flash_attn is FlashAttention.ON
     assert again.model_settings("other.gguf").kv_type_v is KvCacheType.F16
@@ -36,7 +31,7 @@ def test_load_options_are_kept_per_model_across_a_restart(tmp_path):
 
 def test_a_file_from_before_load_options_reads_as_the_defaults(tmp_path):
     (tmp_path / "hearth.ini").write_text(f"[model_settings]\n{MODEL}\\n_ctx=4096\n")
-    read = settings_file(tmp_path).model_settings(MODEL)
+    read = settings_at(tmp_path / "hearth.ini").model_settings(MODEL)
     assert read.n_ctx == 4096
     assert (read.flash_attn, read.kv_type_k, read.kv_type_v, read.use_mmap, read.use_mlock) == (
         FlashAttention.AUTO, KvCacheType.F16, KvCacheType.F16, True, False)
@@ -47,7 +42,7 @@ def test_unreadable_load_options_fall_back_to_the_defaults_and_are_logged(tmp_pa
         f"[model_settings]\n{MODEL}\\flash_attn=sometimes\n{MODEL}\\kv_type_k=q2_k\n{MODEL}\\kv_type_v=Q8_0\n"
         f"{MODEL}\\use_mmap=maybe\n{MODEL}\\use_mlock=1\n")
     with caplog.at_level(logging.WARNING, logger="app.owners.settings"):
-        read = settings_file(tmp_path).model_settings(MODEL)
+        read = settings_at(tmp_path / "hearth.ini").model_settings(MODEL)
     assert read == ModelSettings(kv_type_v=KvCacheType.Q8_0, use_mlock=True)  # hand-typed case and 1 read
     logged = " ".join(record.getMessage() for record in caplog.records)
     assert "flash_attn 'sometimes'" in logged and "kv_type_k 'q2_k'" in logged and "use_mmap 'maybe'" in logged

@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from support.settings_file import settings_at
 
 from app.engine.backend import LoadCancelled
 from app.engine.gguf.modelfile import ModelFileError
@@ -87,11 +88,9 @@ def test_cancel_stops_the_probe_at_once(gemma_path, tmp_path):
 def test_the_window_keeps_its_model_when_a_file_crashes_the_probe(qapp, script, gemma_path, tmp_path, qtbot):
     """Through the real bridge and engine thread: the crash ends as a load failure, and the
     model loaded before stays loaded. (The child aborts only for the file named bad.gguf.)"""
-    from PySide6.QtCore import QSettings
 
     from app.owners.bridge import EngineBridge
     from app.owners.model_session import ModelSession
-    from app.owners.settings import Settings
 
     picky_child = [sys.executable, "-c", "import json, os, sys\n"
                    "if json.load(sys.stdin)['path'].endswith('bad.gguf'): os.abort()"]
@@ -99,7 +98,7 @@ def test_the_window_keeps_its_model_when_a_file_crashes_the_probe(qapp, script, 
     bad.write_bytes(b"GGUF" + bytes(100))
     bridge = EngineBridge(ProbingOpener(tmp_path / "probed.json", script.open, command=picky_child))
     try:
-        models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+        models = ModelSession(bridge, settings_at(tmp_path / "hearth.ini"))
         with qtbot.waitSignal(models.modelLoaded, timeout=10_000):
             models.load(gemma_path)
         with qtbot.waitSignal(models.loadFailed, timeout=10_000) as failed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
+from support.settings_file import settings_at
 
 from app.library import scan as scan_module
 from app.library.scan import MAX_DEPTH, model_folders, scan
@@ -257,14 +257,13 @@ def test_an_unforeseen_failure_listing_one_file_is_that_files_row(monkeypatch, g
 
 
 def test_the_model_picker_lists_every_model_beside_a_link_loop(qtbot, gemma_path, tmp_path):
-    from PySide6.QtCore import QSettings, Qt
+    from PySide6.QtCore import Qt
 
-    from app.owners.settings import Settings
     from app.ui.models.picker import Column, ModelPicker
 
     folder = tmp_path / "models"
     model = _hostile_folder(gemma_path, folder)
-    settings = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    settings = settings_at(tmp_path / "hearth.ini")
     settings.extra_folders = [folder]
     picker = ModelPicker(settings)
     qtbot.addWidget(picker)

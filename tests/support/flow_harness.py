@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from app.owners.bridge import CHUNK_INTERVAL_S, EngineBridge
@@ -19,6 +19,7 @@ from app.owners.settings import Settings
 from app.store import ConversationStore
 from app.ui.window.main_window import MainWindow
 from support.scripted_backend import Script, ScriptedBackend
+from support.settings_file import ini_file
 
 WAIT_MS = 5_000
 MODEL = Path("/models/gemma-3-270m-it.gguf")  # scripted: no file is read
@@ -59,7 +60,7 @@ class FlowWindow:
     def __init__(self, qtbot, script: GatedScript, folder: Path):
         self.qtbot, self.script = qtbot, script
         self.bridge = EngineBridge(script.open)
-        settings = QSettings(str(folder / "hearth.ini"), QSettings.IniFormat)
+        settings = ini_file(folder / "hearth.ini")
         self.models = ModelSession(self.bridge, Settings(settings))
         with qtbot.waitSignal(self.models.modelLoaded, timeout=WAIT_MS):
             self.models.load(MODEL)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtTest import QTest
 
@@ -14,9 +14,9 @@ from app.engine.kv.cache import StateCache
 from app.owners.chat_session import ChatSession
 from app.owners.downloads import DownloadManager
 from app.owners.model_session import ModelSession
-from app.owners.settings import Settings
 from app.store import ConversationStore
 from app.ui.window.main_window import MainWindow
+from support.settings_file import settings_at
 
 LOAD_TIMEOUT_MS = 10_000
 
@@ -31,7 +31,7 @@ class ScriptedWindow:
             models.load(model_path)
         self.store = ConversationStore(folder / "conversations.sqlite3")
         self.downloads = DownloadManager()
-        settings = Settings(QSettings(str(folder / "hearth.ini"), QSettings.IniFormat))
+        settings = settings_at(folder / "hearth.ini")
         self.window = MainWindow(models, ChatSession(self.store, models._bridge, models), settings, self.downloads,
                                  states=states)
         qtbot.addWidget(self.window)

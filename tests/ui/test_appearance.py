@@ -8,11 +8,12 @@ by answering `appearance.system_scheme` and emitting the signal the platform wou
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QWidget
+from support.settings_file import ini_file, settings_at
 
-from app.owners.settings import APPEARANCE, Appearance, Settings
+from app.owners.settings import APPEARANCE, Appearance
 from app.ui.app import appearance
 from app.ui.app.application import create_application
 
@@ -43,10 +44,6 @@ def settings_file(tmp_path):
     return tmp_path / "hearth.ini"
 
 
-def settings_at(path) -> Settings:
-    return Settings(QSettings(str(path), QSettings.IniFormat))
-
-
 def menu_action(menu, choice: Appearance):
     return next(a for a in menu.actions() if a.data() == choice.value)
 
@@ -73,11 +70,11 @@ def test_the_menu_switches_the_open_window_and_keeps_the_choice(qapp, qtbot, res
     qtbot.waitUntil(lambda: is_dark(label.palette()), timeout=1000)  # the open window, at once
     assert menu_action(menu, Appearance.DARK).isChecked()
     assert not menu_action(menu, Appearance.SYSTEM).isChecked(), "one choice at a time"
-    assert QSettings(str(settings_file), QSettings.IniFormat).value(APPEARANCE) == "dark", "written out"
+    assert ini_file(settings_file).value(APPEARANCE) == "dark", "written out"
 
     menu_action(menu, Appearance.LIGHT).trigger()
     qtbot.waitUntil(lambda: is_light(label.palette()), timeout=1000)
-    assert QSettings(str(settings_file), QSettings.IniFormat).value(APPEARANCE) == "light"
+    assert ini_file(settings_file).value(APPEARANCE) == "light"
 
     # The next start: a menu over the same file shows the choice, and the application opens in it.
     again = appearance.appearance_menu(window, settings_at(settings_file))
@@ -106,11 +103,11 @@ def test_system_follows_the_system_and_a_choice_does_not(qapp, qtbot, restored_p
     assert is_light(qapp.palette())
     changed.emit(Qt.ColorScheme.Dark)
     assert is_light(qapp.palette()), "a chosen appearance stays, whatever the system does"
-    assert QSettings(str(settings_file), QSettings.IniFormat).value(APPEARANCE) == "light"
+    assert ini_file(settings_file).value(APPEARANCE) == "light"
 
 
 def test_an_unreadable_stored_appearance_is_system(settings_file):
-    store = QSettings(str(settings_file), QSettings.IniFormat)
+    store = ini_file(settings_file)
     store.setValue(APPEARANCE, "purple")
     store.sync()
     assert settings_at(settings_file).appearance is Appearance.SYSTEM

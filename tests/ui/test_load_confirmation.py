@@ -11,18 +11,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 from support.modal_answers import answering
 from support.scripted_backend import ScriptedBackend
 from support.scripted_window import ScriptedWindow
+from support.settings_file import settings_at
 
 from app.engine.llama import machine
 from app.engine.memory_plan import Fit
 from app.engine.types import LocalModel
 from app.owners.bridge import EngineBridge
 from app.owners.model_session import ModelSession
-from app.owners.settings import Settings
 
 MIB = 1024**2
 TOO_LITTLE = 100 * MIB  # Gemma 3 270M's weights alone are ~250 MB
@@ -86,7 +85,7 @@ def test_load_notes_are_said_in_the_status_bar(qtbot, qapp, tmp_path, script, ge
         return ScriptedBackend(script, replace(backend.describe(), load_notes=(MLOCK_NOTE,)))
 
     bridge = EngineBridge(opener)
-    models = ModelSession(bridge, Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+    models = ModelSession(bridge, settings_at(tmp_path / "hearth.ini"))
     opened = ScriptedWindow(qtbot, models, tmp_path, gemma_info.path)  # the window shows the loaded model
     try:
         message = opened.window.statusBar().currentMessage()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
+from support.settings_file import ini_file
 
 from app.engine.llama.devices import offload_support
 from app.engine.types import ModelSettings
@@ -33,7 +34,7 @@ class Harness:
     def __init__(self, root, qtbot, gemma_path):
         self.root, self.qtbot, self.gemma_path = root, qtbot, gemma_path
         self.bridge = EngineBridge()
-        self.settings = QSettings(str(root / "hearth.ini"), QSettings.IniFormat)
+        self.settings = ini_file(root / "hearth.ini")
         self.models = ModelSession(self.bridge, Settings(self.settings))
         Settings(self.settings).save_model_settings(gemma_path.name, ModelSettings(n_ctx=2048))
         self.open_window()

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
+from support.settings_file import settings_at
 from test_model_picker import SCAN_TIMEOUT_MS, write_tiny_gguf
 
 from app.engine.llama import machine
 from app.engine.types import LocalModel
-from app.owners.settings import Settings
 from app.ui.models.picker import ModelPicker
 from app.ui.models.table import SORT_ROLE, Column
 
@@ -27,7 +27,7 @@ def fit_cell(picker: ModelPicker, path, role=Qt.DisplayRole):
 
 def test_the_fit_column_plans_a_tiny_file_and_the_default_model(qtbot, tmp_path, scripted_models, gemma_path,
                                                                   monkeypatch):
-    settings = Settings(QSettings(str(tmp_path / "picker.ini"), QSettings.IniFormat))
+    settings = settings_at(tmp_path / "picker.ini")
     tiny = write_tiny_gguf(tmp_path / "models" / "tiny.gguf")
     settings.extra_files = [tiny, gemma_path]
     picker = ModelPicker(settings)

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QStyleOptionViewItem
+from support.settings_file import ini_file
 from support.widget_walk import accessible_name, unnamed_widgets
 
 from app.common.units import byte_size
@@ -28,7 +29,7 @@ SCAN_TIMEOUT_MS = 10_000
 
 @pytest.fixture
 def settings(tmp_path):
-    return QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+    return ini_file(tmp_path / "hearth.ini")
 
 
 def write_tiny_gguf(path: Path, name: str = "Tiny Test") -> Path:
@@ -161,7 +162,7 @@ def test_add_file_lists_that_file_only_remembers_it_and_selects_it(qtbot, settin
     assert picker.model.row_of(neighbour) is None
     assert picker.view.selectionModel().selectedRows()[0].row() == row_of(picker, tiny)
     settings.sync()
-    reopened = QSettings(settings.fileName(), QSettings.IniFormat)
+    reopened = ini_file(settings.fileName())
     assert reopened.value(EXTRA_FILES_KEY) == str(tiny) or reopened.value(EXTRA_FILES_KEY) == [str(tiny)]
 
     # A fresh picker on the same settings lists it again; adding it twice stores it once.
@@ -181,7 +182,7 @@ def test_add_folder_lists_its_models_and_remembers_it(qtbot, settings, tmp_path)
     assert picker.model.row_of(tiny) is not None and picker.model.row_of(broken) is not None
 
     settings.sync()
-    reopened = make_picker(qtbot, QSettings(settings.fileName(), QSettings.IniFormat))
+    reopened = make_picker(qtbot, ini_file(settings.fileName()))
     assert reopened.model.row_of(tiny) is not None
 
 
@@ -284,7 +285,7 @@ def test_an_added_file_or_folder_can_be_removed_from_the_list_and_stays_on_disk(
     assert picker.model.row_of(added_file) is None and added_file.exists()
 
     settings.sync()
-    reopened = make_picker(qtbot, QSettings(settings.fileName(), QSettings.IniFormat))
+    reopened = make_picker(qtbot, ini_file(settings.fileName()))
     assert reopened.model.row_of(added_file) is None and reopened.model.row_of(in_folder) is None
     assert reopened.model.row_of(gemma_path) is not None
 

@@ -4,13 +4,13 @@ or off per model (SamplingParams.draft), handed to the ModelSession, which keeps
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from support.panel_helpers import load, shown_panel
+from support.settings_file import settings_at
 
 from app.engine.sampling import Drafting
 from app.engine.types import DeviceInfo, ModelDescription, RemoteModel, ServerConfig
-from app.owners.settings import Settings
 from app.ui.parameters.panel import ParametersPanel
 
 
@@ -33,7 +33,7 @@ def test_clicking_the_box_turns_drafting_off_and_on_for_the_model(panel, qtbot, 
         click(panel.draft)
     assert models.settings.sampling.draft is Drafting.NONE
     assert panel.preset.currentText() == preset  # how it decodes is no part of a preset
-    stored = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    stored = settings_at(tmp_path / "hearth.ini")
     assert stored.model_settings(gemma_info.path.name).sampling.draft is Drafting.NONE
 
     panel.draft.setFocus()

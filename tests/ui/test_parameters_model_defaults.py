@@ -12,16 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QScrollArea, QStyleFactory
 from support.panel_helpers import load, shown_panel
+from support.settings_file import settings_at
 
 from app.engine.gguf.modelfile import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, model_params
 from app.engine.types import ModelSettings
-from app.owners.settings import Settings
 from app.ui.app.appearance import dark_palette
 from app.ui.parameters.panel import CUSTOM
 from app.ui.parameters.sampling_sources import MODEL_DEFAULTS
@@ -114,7 +114,7 @@ def test_changing_a_value_marks_it_as_the_users_and_keeps_it(panel, qtbot, scrip
 
     load(qtbot, scripted_models, "author.gguf")  # loaded again: the user's value, not the model's
     assert panel.temperature.value() == 1.05 and panel.preset.currentText() == CUSTOM
-    stored = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    stored = settings_at(tmp_path / "hearth.ini")
     assert stored.model_settings("author.gguf").sampling == model_params(AUTHORS).with_changes(temperature=1.05)
 
     panel.preset.setFocus()
@@ -139,7 +139,7 @@ def test_a_preset_chosen_says_so_beside_every_value(panel, qtbot, scripted_model
 
 
 def test_stored_settings_are_the_users_even_for_a_model_with_defaults(qtbot, scripted_models, tmp_path):
-    stored = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    stored = settings_at(tmp_path / "hearth.ini")
     stored.save_model_settings("author.gguf", ModelSettings(sampling=PRESETS["Precise"]))
     stored.sync()
     load(qtbot, scripted_models, "author.gguf")

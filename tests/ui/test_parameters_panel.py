@@ -12,6 +12,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QScrollArea, QStyleFactory
+from support.settings_file import ini_file, settings_at
 from support.widget_walk import accessible_name, interactive_widgets, unnamed_widgets
 
 from app.engine.sampling import PRESETS, Drafting, SamplingParams
@@ -42,12 +43,12 @@ def panel(qtbot, scripted_models):
 @pytest.fixture
 def settings(tmp_path):
     """The settings file the scripted_models fixture keeps its models' settings in."""
-    return QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+    return ini_file(tmp_path / "hearth.ini")
 
 
 def read_model_settings(settings: QSettings, key: str) -> ModelSettings:
     settings.sync()
-    return Settings(QSettings(settings.fileName(), QSettings.IniFormat)).model_settings(key)
+    return settings_at(settings.fileName()).model_settings(key)
 
 
 def load_model(qtbot, models: ModelSession, name: str) -> None:
@@ -203,7 +204,7 @@ def test_model_settings_are_remembered_per_model(qtbot, panel, script, tmp_path,
     load_model(qtbot, models, "other.gguf")  # other models keep their own
     first.top_k.setValue(3)
 
-    reopened = QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)
+    reopened = ini_file(tmp_path / "hearth.ini")
     bridge = EngineBridge(script.open)
     try:
         second = ParametersPanel(ModelSession(bridge, Settings(reopened)))

@@ -4,16 +4,16 @@ it, what an address that is not one says, and a key with no keyring to keep it."
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.modal_answers import answering
 from support.remote_gui import no_keyring  # noqa: F401 - a fixture
 from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
+from support.settings_file import settings_at
 from support.widget_walk import unnamed_widgets
 
 from app.owners.remote_servers import RemoteServers
-from app.owners.settings import Settings
 from app.ui.models.add_server_dialog import AddServerDialog
 from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
 
@@ -22,7 +22,7 @@ WAIT_MS = 5_000
 
 @pytest.fixture
 def servers(qapp, tmp_path) -> RemoteServers:
-    return RemoteServers(Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat)))
+    return RemoteServers(settings_at(tmp_path / "hearth.ini"))
 
 
 @pytest.fixture

@@ -14,13 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox, QTextBrowser
 from support.modal_answers import answering
 from support.remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
 from support.remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
 from support.scripted_window import find_action
+from support.settings_file import settings_at
 
 from app.engine.types import ServerConfig
 from app.owners.bridge import EngineBridge
@@ -28,7 +29,6 @@ from app.owners.chat_session import ChatSession
 from app.owners.downloads import DownloadManager
 from app.owners.model_session import ModelSession
 from app.owners.remote_servers import RemoteServers
-from app.owners.settings import Settings
 from app.store import ConversationStore
 from app.ui.models.add_server_dialog import AddServerDialog
 from app.ui.models.table import FILE_ROLE, REMOTE_ROLE, UNUSABLE_ROLE, Column
@@ -46,7 +46,7 @@ class RemoteWindow:
     def __init__(self, qtbot, script, folder: Path, servers: list[ServerConfig] = ()):
         self.qtbot = qtbot
         self.ini = folder / "hearth.ini"
-        self.settings = Settings(QSettings(str(self.ini), QSettings.IniFormat))
+        self.settings = settings_at(self.ini)
         self.settings.servers = list(servers)
         self.bridge = EngineBridge(mixed_opener(script))
         self.models = ModelSession(self.bridge, self.settings)

@@ -15,8 +15,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from support.settings_file import ini_file
 
 from app.engine.kv.cache import StateCache
 from app.engine.sampling import SamplingParams
@@ -48,7 +49,7 @@ class Hearth:
     def __init__(self, qtbot, gemma_path: Path, folder: Path):
         self.qtbot, self.folder = qtbot, folder
         self.bridge = EngineBridge(states=StateCache(folder / "kv-state"))
-        settings = QSettings(str(folder / "hearth.ini"), QSettings.IniFormat)
+        settings = ini_file(folder / "hearth.ini")
         Settings(settings).save_model_settings(gemma_path.name, ModelSettings(n_ctx=N_CTX))
         self.models = ModelSession(self.bridge, Settings(settings))
         self.store = ConversationStore(folder / "conversations.sqlite3")

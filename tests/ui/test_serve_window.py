@@ -5,13 +5,14 @@ server (`hearth serve` in a process of its own, chatted with through a remote mo
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.modal_answers import answering
 from support.scripted_window import ScriptedWindow, find_action
 from support.served import Served
+from support.settings_file import settings_at
 from support.widget_walk import unnamed_widgets
 
 from app.engine.sampling import SamplingParams
@@ -20,7 +21,7 @@ from app.owners.bridge import EngineBridge
 from app.owners.chat_session import SERVED_WAIT_MESSAGE, ChatSession
 from app.owners.downloads import DownloadManager
 from app.owners.model_session import ModelSession
-from app.owners.settings import ServeAddress, Settings
+from app.owners.settings import ServeAddress
 from app.serve.completions import Job
 from app.store import ConversationStore
 from app.ui.app import appearance
@@ -170,7 +171,7 @@ def test_a_send_while_a_served_request_runs_says_so_and_goes_when_it_ends(qtbot,
 def test_hearth_chats_with_hearth_serve_through_a_remote_model(qtbot, qapp, tmp_path, gemma_path):
     serving = Served(gemma_path, "--threads", "1", "--ctx", "1024")
     bridge = EngineBridge()
-    settings = Settings(QSettings(str(tmp_path / "hearth.ini"), QSettings.IniFormat))
+    settings = settings_at(tmp_path / "hearth.ini")
     models = ModelSession(bridge, settings)
     store = ConversationStore(tmp_path / "conversations.sqlite3")
     downloads = DownloadManager()

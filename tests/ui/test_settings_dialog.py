@@ -9,15 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel
 from support.modal_answers import shown_dialogs
 from support.scripted_window import ScriptedWindow, find_action
+from support.settings_file import settings_at
 from support.widget_walk import unnamed_widgets
 
 from app.engine.kv.cache import StateCache, StateKey
-from app.owners.settings import Settings
 from app.ui.dialogs.settings import SettingsDialog, size_text
 
 MB = 1024**2
@@ -59,7 +59,7 @@ def open_settings(qtbot, window) -> SettingsDialog:
 
 def settings_file_budget(folder: Path) -> int:
     """The budget as the next start reads it: from the file, through a new QSettings."""
-    return Settings(QSettings(str(folder / "hearth.ini"), QSettings.IniFormat)).saved_state_budget
+    return settings_at(folder / "hearth.ini").saved_state_budget
 
 
 def test_the_size_shown_is_the_folders(opened, qtbot, states):

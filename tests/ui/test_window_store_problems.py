@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, QThreadPool, QTimer
+from PySide6.QtCore import QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 from support.damaged_database import build_conversations, damage, damaged_database
+from support.settings_file import settings_at
 
 from app.owners.chat_session import ChatSession
 from app.owners.downloads import DownloadManager
-from app.owners.settings import Settings
 from app.store import ConversationStore
 from app.ui.app.application import MOVE_ASIDE_BUTTON, open_store
 from app.ui.chat.view import HISTORY_SHOWN_MESSAGES
@@ -45,7 +45,7 @@ class Windows:
     def open(self) -> MainWindow:
         store = ConversationStore(self.path)
         downloads = DownloadManager()
-        settings = Settings(QSettings(str(self.tmp_path / "hearth.ini"), QSettings.IniFormat))
+        settings = settings_at(self.tmp_path / "hearth.ini")
         window = MainWindow(self.models, ChatSession(store, self.models._bridge, self.models), settings, downloads)
         self.qtbot.addWidget(window)
         window.show()
