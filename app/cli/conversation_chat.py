@@ -21,7 +21,6 @@ streaming reply for a crashed one; and a window started meanwhile finds Hearth r
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
 import signal
@@ -34,20 +33,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.text import printable
-from ..conversation.exchange import PARTIAL_SAVE_MS
-from ..conversation.history import history
+from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
 from ..engine.backend import Backend
 from ..engine.gguf.modelfile import ModelInfo, inspect_model
 from ..engine.opening import open_backend
-from ..engine.sampling import SamplingParams, model_params
-from ..engine.types import LoadOptions, LocalModel, ModelSource, RemoteModel, ReplyStats, ReplyStatus, StopReason
+from ..engine.options import ModelSettings, StoredSettings, resolve
+from ..engine.sampling import ModelDefaults, SamplingParams
+from ..engine.types import LocalModel, ModelSource, RemoteModel, ReplyStats, StopReason
 from ..owners import paths
 from ..owners.saved_states import open_state_cache
 from ..owners.settings import Settings
 from ..store import ConversationStore
-from .args import UsageError, check_context, message_text, report_stats, sampling_from_args, server_from_args
+from .args import UsageError, check_context, message_text, report_stats, server_from_args
 from .conversations import conversation, holding_data_folder
-from .load_options import load_options_from_args, print_load_notes, refuse_load_flags_for_server
+from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
 
 PARTIAL_SAVE_S = PARTIAL_SAVE_MS / 1000
 STOP_WAIT_S = 5.0  # how long a reply is given to end before the model it runs on is freed
@@ -78,11 +77,9 @@ def run_chat_in_conversation(args) -> int:
             settings = Settings.for_profile()
             source = _model(args, stored.id, stored.model, settings)
             info = inspect_model(source.path) if isinstance(source, LocalModel) else None  # once: a header walk
-            starting = model_params(info.sampling_defaults) if info is not None else SamplingParams()
-            model_settings = settings.model_settings(source.settings_key, starting)
-            params = sampling_from_args(args, model_settings.sampling)
-            backend = open_backend(source, _load_options(args, info, model_settings.load_options()),
-                                   states=open_state_cache(settings))
+            model_settings = _settings(args, info, settings.stored_settings(source.settings_key))
+            params = model_settings.sampling
+            backend = open_backend(source, model_settings.load_options(), states=open_state_cache(settings))
             print_load_notes(backend.describe())
             try:  # loaded before anything is stored: a model that fails to load adds nothing
                 system_prompt = stored.system_prompt if args.system is None else args.system
@@ -130,32 +127,29 @@ def find_model_file(name: str, settings: Settings) -> Path | None:
                  if entry.usable and entry.path.name == name), None)
 
 
-def _load_options(args, info: ModelInfo | None, saved: LoadOptions) -> LoadOptions:
-    """The window's load options for the model (`info`: its file's header; None for a server's
-    model), with --ctx, --gpu-layers and the load flags (flash attention, cache types, mmap,
-    mlock) where given."""
+def _settings(args, info: ModelInfo | None, stored: StoredSettings) -> ModelSettings:
+    """The window's settings for the model (`info`: its file's header; None for a server's
+    model, which takes no load flags), its author's sampling defaults and the flags given,
+    merged as options.resolve merges them for every command."""
     if info is None:
         refuse_load_flags_for_server(args)
-        return saved
+        return resolve(stored, ModelDefaults(), chat_overrides(args))
     check_context(args.ctx, info.context_length)
-    given = {"n_ctx": args.ctx, "n_gpu_layers": args.gpu_layers}
-    return load_options_from_args(
-        args, dataclasses.replace(saved, **{name: value for name, value in given.items() if value is not None}))
+    settings = resolve(stored, info.sampling_defaults, chat_overrides(args))
+    check_loadable(settings.load_options())
+    return settings
 
 
 def _converse(store: ConversationStore, conversation_id: int, text: str, system_prompt: str,
               backend: Backend, params: SamplingParams) -> _Reply:
-    """Store the message and the reply as ChatSession.send does, in its order: the message, the
-    history read (which has it), the system prompt kept, the reply added as 'streaming'."""
+    """Store the message and the reply as ChatSession.send does (app/conversation/exchange.py):
+    the message, then the reply begun, saved while it grows and finished."""
     cancel = threading.Event()
     with _ctrl_c_stops(cancel):
         store.add_message(conversation_id, "user", text)
-        messages = history(store, conversation_id, system_prompt)
-        store.set_system_prompt(conversation_id, system_prompt)
-        reply_id = store.add_message(conversation_id, "assistant", "", model=backend.describe().record_name,
-                                     params=params.to_dict(), status=ReplyStatus.STREAMING)
-        reply = _stream(backend, messages, params, conversation_id, cancel, lambda so_far: store.update_partial(reply_id, so_far))
-        store.finish_message(reply_id, reply.text, reply.stats, ReplyStatus.after(reply.stats.stop_reason))
+        stored = begin_reply(store, conversation_id, system_prompt, backend.describe().record_name, params)
+        reply = _stream(backend, stored.messages, params, conversation_id, cancel, stored.save_partial)
+        stored.finish(reply.text, reply.stats)
     return reply
 
 
@@ -180,8 +174,8 @@ def _ctrl_c_stops(cancel: threading.Event) -> Iterator[None]:
 
 def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conversation_id: int,
             cancel: threading.Event, save_partial: Callable[[str], None]) -> _Reply:
-    """The reply, printed as it comes and saved (`save_partial(text so far)`) every
-    PARTIAL_SAVE_S while it grows. It is generated on a thread of its own, so that saving
+    """The reply, printed as it comes and saved (`save_partial(text so far)`, which writes only
+    what grew) every PARTIAL_SAVE_S. It is generated on a thread of its own, so that saving
     keeps time while the model is silent. A reply that could not start ends with
     ReplyStats.failed and no text, as the window keeps one."""
     events: queue.SimpleQueue[str | ReplyStats | Exception] = queue.SimpleQueue()
@@ -195,7 +189,6 @@ def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conv
 
     output = _Output()
     pieces: list[str] = []
-    length = saved = 0
     worker = threading.Thread(target=produce, name="reply", daemon=True)
     worker.start()
     try:
@@ -212,12 +205,9 @@ def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conv
                 return _Reply("".join(pieces), event, cancel.is_set(), output.reader_left)
             if event is not None:
                 pieces.append(event)
-                length += len(event)
                 output.write(event)
             if time.monotonic() >= next_save:
-                if length != saved:
-                    save_partial("".join(pieces))
-                    saved = length
+                save_partial("".join(pieces))
                 next_save = time.monotonic() + PARTIAL_SAVE_S
     except BaseException:
         cancel.set()  # a save failed: the reply stops before the caller frees the model it runs on

@@ -8,10 +8,10 @@ last viewed. Delete version hides a version and all after it, until Undo.
 `ChatSession` is the GUI thread's owner of the open conversation: it keeps it in the store
 (what is kept) and asks the bridge for replies (what is generated), with the settings the
 `ModelSession` holds for the current model. Widgets call its methods and listen to its
-signals; it never calls back into them. Saving follows the "nothing lost" rule: the user's
-message is stored before generation starts, the reply is stored as 'streaming' at once and
-rewritten every PARTIAL_SAVE_MS while it grows, so a killed process leaves the reply as far as
-it got.
+signals; it never calls back into them. Saving follows the "nothing lost" rule, as the command
+line follows it too (app/conversation/exchange.py): the user's message is stored before
+generation starts, the reply is stored as 'streaming' at once and rewritten every
+PARTIAL_SAVE_MS while it grows, so a killed process leaves the reply as far as it got.
 
 A reply belongs to the conversation it was asked in: opening another conversation does not
 stop it, it goes on being written and saved there, and `reply_so_far()` lets a window show it
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 
 from ..conversation.context_use import ContextUse, estimate_prompt, estimate_tokens, measured
-from ..conversation.exchange import PARTIAL_SAVE_MS
+from ..conversation.exchange import PARTIAL_SAVE_MS, StoredReply, begin_reply
 from ..conversation.history import ContextBoundary, context_boundary, history, last_counted_reply
 from ..engine.types import ReplyStats, ReplyStatus
 from ..store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
@@ -65,13 +65,12 @@ class ReplySoFar:
 
 @dataclass
 class _Reply:
-    message_id: int
+    stored: StoredReply
     conversation_id: int
     model: str | None
     prompt_estimate: int  # tokens, until the engine's count comes with the finished reply
     pieces: list[str]
     length: int = 0  # characters so far: the meter reads it at every chunk, without a join
-    saved_length: int = 0
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
@@ -172,7 +171,7 @@ class ChatSession(QObject):
         reply = self._reply
         if reply is None:
             return None
-        return ReplySoFar(reply.message_id, reply.conversation_id, reply.model, reply.text)
+        return ReplySoFar(reply.stored.message_id, reply.conversation_id, reply.model, reply.text)
 
     def context_use(self) -> ContextUse:
         """How much of the context window the open conversation fills: while its reply is
@@ -385,26 +384,22 @@ class ChatSession(QObject):
         (Regenerate): then the branch shown changes, and conversationChanged says so instead
         of replyStarted."""
         settings, current = self._models.settings, self._models.current
-        history = self.history(replacing.position if replacing is not None else None)
-        prompt_estimate = estimate_prompt(history, self._last_measured(self._conversation_id))
-        self.store.set_system_prompt(self._conversation_id, settings.system_prompt)  # kept for the record
+        last_measured = self._last_measured(self._conversation_id)  # before the reply is stored
         model = current.record_name if current else None
-        fields = dict(model=model, params=settings.sampling.to_dict(), status=ReplyStatus.STREAMING)
-        if replacing is not None:
-            reply_id = self.store.add_version(replacing.id, "", **fields)
-        else:
-            reply_id = self.store.add_message(self._conversation_id, "assistant", "", **fields)
-        if not self._bridge.generate(history, settings.sampling, self._conversation_id):
-            self.store.finish_message(reply_id, "", ReplyStats.failed("busy"), ReplyStatus.ERROR)
+        stored = begin_reply(self.store, self._conversation_id, settings.system_prompt, model, settings.sampling,
+                             replacing)
+        if not self._bridge.generate(stored.messages, settings.sampling, self._conversation_id):
+            stored.finish("", ReplyStats.failed("busy"))
             if replacing is not None:
                 self.conversationChanged.emit(self._conversation_id)
             return False
-        self._reply = _Reply(reply_id, self._conversation_id, model, prompt_estimate, [])
+        prompt_estimate = estimate_prompt(stored.messages, last_measured)
+        self._reply = _Reply(stored, self._conversation_id, model, prompt_estimate, [])
         self._save_timer.start()
         if replacing is not None:
             self.conversationChanged.emit(self._conversation_id)
         else:
-            self.replyStarted.emit(self._message(reply_id))
+            self.replyStarted.emit(self._message(stored.message_id))
         self.busyChanged.emit(True)
         self._emit_context()
         if self._bridge.served_pending:
@@ -431,14 +426,11 @@ class ChatSession(QObject):
         reply = self._reply
         if reply is None:
             return
-        if reply.length != reply.saved_length:
-            try:
-                self.store.update_partial(reply.message_id, reply.text)
-            except StoreError as exc:
-                self._save_timer.stop()  # said once; the reply still streams and is shown
-                self.storeFailed.emit(exc)
-                return
-            reply.saved_length = reply.length
+        try:
+            reply.stored.save_partial(reply.text)
+        except StoreError as exc:
+            self._save_timer.stop()  # said once; the reply still streams and is shown
+            self.storeFailed.emit(exc)
 
     def _on_finished(self, text: str, stats: ReplyStats) -> None:
         self._finish(text, stats, ReplyStatus.after(stats.stop_reason))
@@ -454,10 +446,10 @@ class ChatSession(QObject):
         self._set_waiting(False)
         self._save_timer.stop()
         try:
-            self.store.finish_message(reply.message_id, text, stats, status)
+            reply.stored.finish(text, stats, status)
         except StoreError as exc:  # the reply is still shown, and the chat is not left busy
             self.storeFailed.emit(exc)
-        self.replyFinished.emit(FinishedReply(reply.message_id, reply.conversation_id, text, stats, status))
+        self.replyFinished.emit(FinishedReply(reply.stored.message_id, reply.conversation_id, text, stats, status))
         self.busyChanged.emit(False)
         if reply.conversation_id == self._conversation_id:
             self._emit_context()
