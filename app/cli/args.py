@@ -14,13 +14,20 @@ from pathlib import Path
 
 from ..engine.context import ContextFullError
 from ..engine.gguf.modelfile import ModelFileError
+from ..engine.options import (
+    SAMPLING_FLAGS,
+    ModelSettings,
+    Overrides,
+    StoredSettings,
+    context_problem,
+    resolve,
+    sampling_kind,
+)
 from ..engine.remote.errors import RemoteError
-from ..engine.sampling import PRESETS, Drafting, SamplingError, SamplingParams
+from ..engine.sampling import PRESETS, Drafting, ModelDefaults, SamplingError, SamplingParams
 from ..engine.templates.chat_template import TemplateError
 from ..engine.types import ReplyStats, ServerConfig
 from ..store import StoreError
-
-MIN_CONTEXT = 64  # below this no chat template and reply fit; llama.cpp fails obscurely at 2
 
 
 class UsageError(ValueError):
@@ -31,15 +38,9 @@ USAGE_ERRORS = (UsageError, SamplingError)
 USER_ERRORS = (ModelFileError, TemplateError, ContextFullError, RemoteError, StoreError, OSError, ValueError)
 
 
-_SAMPLING_FLAGS = {
-    "temperature": float, "top_k": int, "top_p": float, "min_p": float, "repeat_penalty": float,
-    "repeat_last_n": int, "presence_penalty": float, "frequency_penalty": float, "max_tokens": int, "seed": int,
-}
-
-
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    for name, kind in _SAMPLING_FLAGS.items():
-        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    for name, flag in SAMPLING_FLAGS.items():
+        parser.add_argument(flag, dest=name, type=sampling_kind(name))
     parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     parser.add_argument("--draft", choices=[d.value for d in Drafting],
                         help="lookup: check guesses copied from the conversation several tokens at a time, "
@@ -67,14 +68,22 @@ def server_from_args(args) -> ServerConfig:
         raise UsageError(f"--server: {exc}") from None
 
 
-def sampling_from_args(args, base: SamplingParams = PRESETS["Balanced"]) -> SamplingParams:
-    """--preset, else `base`, changed by the sampling flags given."""
-    changes = {name: getattr(args, name) for name in _SAMPLING_FLAGS if getattr(args, name) is not None}
+def sampling_overrides(args) -> Overrides:
+    """What --preset and the sampling flags given ask for (options.resolve lays it over the
+    stored or the model's sampling)."""
+    changes: dict[str, object] = {name: getattr(args, name) for name in SAMPLING_FLAGS if getattr(args, name) is not None}
     if args.stop:
         changes["stop"] = tuple(args.stop)
     if args.draft:
         changes["draft"] = Drafting(args.draft)
-    return (PRESETS[args.preset] if args.preset else base).with_changes(**changes)
+    return Overrides(preset=PRESETS[args.preset] if args.preset else None, sampling=changes)
+
+
+def sampling_from_args(args, base: SamplingParams = PRESETS["Balanced"]) -> SamplingParams:
+    """--preset, else `base`, changed by the sampling flags given: `base` as stored sampling,
+    merged by options.resolve as every command merges it."""
+    return resolve(StoredSettings(ModelSettings(sampling=base), sampling_saved=True), ModelDefaults(),
+                   sampling_overrides(args)).sampling
 
 
 def message_text(args) -> str:
@@ -89,12 +98,8 @@ def message_text(args) -> str:
 
 def check_context(n_ctx: int | None, model_context: int) -> None:
     """Refuse a context the model was not made for, before llama.cpp tries to allocate it."""
-    if n_ctx is None:
-        return
-    limit = model_context or 1 << 20
-    if not MIN_CONTEXT <= n_ctx <= limit:
-        whose = "the model's context length" if model_context else "Hearth's limit for a model that does not say"
-        raise UsageError(f"--ctx must be between {MIN_CONTEXT:,} and {limit:,} ({whose}), not {n_ctx:,}")
+    if n_ctx is not None and (problem := context_problem(n_ctx, model_context)):
+        raise UsageError(f"--ctx {problem}")
 
 
 def report_stats(args, stats: ReplyStats, device: str) -> None:

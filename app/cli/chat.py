@@ -8,8 +8,9 @@ import threading
 from pathlib import Path
 
 from ..engine.gguf.modelfile import inspect_model
-from ..engine.sampling import PRESETS, model_params
-from .args import UsageError, check_context, message_text, report_stats, sampling_from_args, server_from_args
+from ..engine.options import NOTHING_STORED, resolve
+from ..engine.sampling import ModelDefaults
+from .args import UsageError, check_context, message_text, report_stats, server_from_args
 
 
 def run_chat(args) -> int:
@@ -19,23 +20,23 @@ def run_chat(args) -> int:
 
         return run_chat_in_conversation(args)
     from ..engine.opening import open_backend
-    from ..engine.types import LoadOptions, LocalModel, RemoteModel, StopReason
-    from .load_options import load_options_from_args, print_load_notes, refuse_load_flags_for_server
+    from ..engine.types import LocalModel, RemoteModel, StopReason
+    from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
 
-    base = PRESETS["Balanced"]  # a server's model: Hearth's defaults (no file to read its own from)
-    options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers)
     if args.server is not None:
         refuse_load_flags_for_server(args, ("--draft", args.draft))
         source = RemoteModel(server_from_args(args), args.model)
+        model_defaults = ModelDefaults()  # a server's model: Hearth's (no file to read its own from)
     else:
         if args.api_key_env is not None:
             raise UsageError("--api-key-env goes with --server")
         source = LocalModel(Path(args.model))
         info = inspect_model(source.path)
         check_context(args.ctx, info.context_length)
-        base = model_params(info.sampling_defaults)  # the model author's defaults, over Hearth's
-        options = load_options_from_args(args, options)
-    params = sampling_from_args(args, base)
+        model_defaults = info.sampling_defaults  # the model author's, over Hearth's
+    settings = resolve(NOTHING_STORED, model_defaults, chat_overrides(args))
+    options, params = settings.load_options(), settings.sampling
+    check_loadable(options)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": message_text(args)})
     backend = open_backend(source, options)

@@ -1,67 +1,91 @@
-"""The load flags of `hearth chat` and `hearth serve`: flash attention, the K and V cache types,
-mmap and mlock.
+"""The load flags of `hearth chat` and `hearth serve`, made from engine/options.py's table:
 
+    --ctx N                    the context length (checked against the model's: check_context)
+    --gpu-layers N             layers to offload
+    --threads N                CPU threads (`hearth serve` only)
     --flash-attn auto|on|off   llama.cpp's own choice per device (auto), or forced
     --kv-type f16|q8_0|q4_0    both caches; --kv-type-k / --kv-type-v set one (and win over it)
     --mmap / --no-mmap         map the file (the default) or read it into memory
     --mlock / --no-mlock       lock the weights in RAM (the OS may refuse: then a note on stderr)
 
 A flag not given leaves the option as it was: Hearth's default, or with `chat --conversation`
-the window's setting for the model. A quantized V cache with flash attention off is refused
-before anything loads (exit status 2), as llama.cpp cannot build it.
+the window's setting for the model (options.resolve merges them). A quantized V cache with
+flash attention off is refused before anything loads (exit status 2), as llama.cpp cannot
+build it.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
+from dataclasses import replace
 
 from ..engine.llama.load_checks import needs_flash_attention
-from ..engine.types import FlashAttention, KvCacheType, LoadOptions, ModelDescription
-from .args import UsageError
+from ..engine.options import LOAD_OPTIONS, KvCacheType, LoadOption, Overrides
+from ..engine.types import LoadOptions, ModelDescription
+from .args import UsageError, sampling_overrides
 
-_KV_TYPES = [kind.value for kind in KvCacheType]
-_FLAGS = ("--flash-attn", "--kv-type", "--kv-type-k", "--kv-type-v", "--mmap/--no-mmap", "--mlock/--no-mlock")
+# One flag for both caches, before the two that set one each (and win over it).
+BOTH_CACHES = "--kv-type"
+BOTH_CACHES_HELP = ("the K and V cache type: f16 (the default), q8_0 (about half the memory) or q4_0 "
+                    "(about a quarter); a quantized V cache needs flash attention auto or on")
+BOTH_CACHES_SET = ("kv_type_k", "kv_type_v")
 
 
-def add_load_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--flash-attn", choices=[choice.value for choice in FlashAttention],
-                        help="flash attention: auto (llama.cpp decides per device; the default), on or off")
-    parser.add_argument("--kv-type", choices=_KV_TYPES,
-                        help="the K and V cache type: f16 (the default), q8_0 (about half the memory) or q4_0 "
-                             "(about a quarter); a quantized V cache needs flash attention auto or on")
-    parser.add_argument("--kv-type-k", choices=_KV_TYPES, help="the K cache type alone (wins over --kv-type)")
-    parser.add_argument("--kv-type-v", choices=_KV_TYPES, help="the V cache type alone (wins over --kv-type)")
-    parser.add_argument("--mmap", action=argparse.BooleanOptionalAction,
-                        help="map the model file (the default) or, with --no-mmap, read it into memory")
-    parser.add_argument("--mlock", action=argparse.BooleanOptionalAction,
-                        help="lock the weights in RAM so the system cannot page them out (default: off)")
+def _flagged(args) -> list[LoadOption]:
+    """The table's options whose flag this command has."""
+    return [option for option in LOAD_OPTIONS if option.flag is not None and hasattr(args, option.flag_dest)]
+
+
+def add_load_arguments(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] = ()) -> None:
+    """Every load option's flag, but those of the `LoadOptions` fields in `leave_out`."""
+    for option in LOAD_OPTIONS:
+        if option.flag is None or option.name in leave_out:
+            continue
+        if option.name == BOTH_CACHES_SET[0]:
+            parser.add_argument(BOTH_CACHES, choices=[kind.value for kind in KvCacheType], help=BOTH_CACHES_HELP)
+        if option.kind is bool:
+            parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, help=option.help)
+        elif option.kind is int:
+            parser.add_argument(option.flag, type=int, help=option.help)
+        else:
+            parser.add_argument(option.flag, choices=[word.value for word in option.kind], help=option.help)
 
 
 def given_load_flags(args) -> list[str]:
-    """The load flags given on this command line, by name."""
-    values = (args.flash_attn, args.kv_type, args.kv_type_k, args.kv_type_v, args.mmap, args.mlock)
-    return [flag for flag, value in zip(_FLAGS, values) if value is not None]
+    """The load flags given on this command line, by name, in the order --help lists them."""
+    given: list[str] = []
+    for option in _flagged(args):
+        if option.name == BOTH_CACHES_SET[0] and args.kv_type is not None:
+            given.append(BOTH_CACHES)
+        if getattr(args, option.flag_dest) is not None:
+            given.append(option.flag_name)
+    return given
 
 
-def load_options_from_args(args, base: LoadOptions) -> LoadOptions:
-    """`base` with the load flags given; refuses a quantized V cache with flash attention off."""
-    changes: dict = {}
-    if args.flash_attn is not None:
-        changes["flash_attn"] = FlashAttention(args.flash_attn)
-    for field, value in (("kv_type_k", args.kv_type_k or args.kv_type), ("kv_type_v", args.kv_type_v or args.kv_type)):
+def load_changes(args) -> dict[str, object]:
+    """The load options the flags given ask for, by `LoadOptions` field."""
+    changes: dict[str, object] = {}
+    for option in _flagged(args):
+        value = getattr(args, option.flag_dest)
+        if value is None and option.name in BOTH_CACHES_SET:
+            value = args.kv_type
         if value is not None:
-            changes[field] = KvCacheType(value)
-    if args.mmap is not None:
-        changes["use_mmap"] = args.mmap
-    if args.mlock is not None:
-        changes["use_mlock"] = args.mlock
-    options = dataclasses.replace(base, **changes)
+            changes[option.name] = value if option.kind in (int, bool) else option.kind(value)
+    return changes
+
+
+def chat_overrides(args) -> Overrides:
+    """What `hearth chat`'s flags ask for over the stored settings: --preset, the sampling
+    flags and the load flags."""
+    return replace(sampling_overrides(args), load=load_changes(args))
+
+
+def check_loadable(options: LoadOptions) -> None:
+    """Refuse a quantized V cache with flash attention off, before anything loads."""
     if needs_flash_attention(options):
         raise UsageError(f"a quantized V cache ({options.kv_type_v}) needs flash attention: "
                          "give --flash-attn auto or on (or --kv-type-v f16)")
-    return options
 
 
 def print_load_notes(description: ModelDescription) -> None:
@@ -72,7 +96,6 @@ def print_load_notes(description: ModelDescription) -> None:
 
 def refuse_load_flags_for_server(args, *others: tuple[str, object]) -> None:
     """A model on a server takes no load options (and none of `others`, flag and value, given)."""
-    given = [flag for flag, value in (("--ctx", args.ctx), ("--gpu-layers", args.gpu_layers), *others)
-             if value is not None] + given_load_flags(args)
+    given = given_load_flags(args) + [flag for flag, value in others if value is not None]
     if given:
         raise UsageError(f"{given[0]} does not apply to a model on a server: the server chose it")

@@ -60,9 +60,7 @@ def add_subcommands(subparsers) -> None:
                       help="sampling preset (default: Balanced; with --conversation, "
                            "the window's settings for the model)")
     add_sampling_arguments(chat)
-    chat.add_argument("--ctx", type=int, help="context length in tokens")
-    chat.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
-    add_load_arguments(chat)
+    add_load_arguments(chat, leave_out=("n_threads",))  # the window's threads, or one per core
     chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
     add_server_arguments(chat, required=False)
     chat.set_defaults(run=run_chat)
@@ -75,9 +73,6 @@ def add_subcommands(subparsers) -> None:
     serve.add_argument("--api-key", metavar="KEY", help="require this key of every request (Authorization: Bearer KEY)")
     serve.add_argument("--api-key-env", metavar="VAR",
                        help="take the required key from this environment variable (out of the process list)")
-    serve.add_argument("--ctx", type=int, help="context length in tokens")
-    serve.add_argument("--gpu-layers", type=int, help="layers to offload (default: all when possible)")
-    serve.add_argument("--threads", type=int, help="CPU threads for the model (default: one per physical core)")
     add_load_arguments(serve)
     serve.add_argument("--max-waiting", type=int, default=8, metavar="N",
                        help="requests that may wait for the model; more are answered 429 (default 8)")

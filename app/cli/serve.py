@@ -8,17 +8,18 @@ import sys
 from pathlib import Path
 
 from ..engine.gguf.modelfile import inspect_model
+from ..engine.options import LOAD_OPTION, NOTHING_STORED, Overrides, resolve
 from ..engine.types import api_key_problem
 from .args import UsageError, check_context
 
 
 def run_serve(args) -> int:
     from ..engine.opening import open_backend
-    from ..engine.types import LoadOptions, LocalModel
+    from ..engine.types import LocalModel
     from ..serve import addresses, server
     from ..serve.app import create_app
     from ..serve.queue import EngineQueue
-    from .load_options import load_options_from_args, print_load_notes
+    from .load_options import check_loadable, load_changes, print_load_notes
 
     api_key = _serve_key(args)
     if not addresses.is_loopback(args.host) and api_key is None:
@@ -28,12 +29,15 @@ def run_serve(args) -> int:
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     if args.max_waiting < 0:
         raise UsageError(f"--max-waiting cannot be negative ({args.max_waiting})")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads must be at least 1, not {args.threads}")
+    least_threads = LOAD_OPTION["n_threads"].least
+    if args.threads is not None and args.threads < least_threads:
+        raise UsageError(f"--threads must be at least {least_threads}, not {args.threads}")
     path = args.model or _default_model()
-    check_context(args.ctx, inspect_model(path).context_length)
-    options = load_options_from_args(args, LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers,
-                                                       n_threads=args.threads))
+    info = inspect_model(path)
+    check_context(args.ctx, info.context_length)
+    # Sampling is each request's (over the model's defaults: serve/completions.py); the load is this.
+    options = resolve(NOTHING_STORED, info.sampling_defaults, Overrides(load=load_changes(args))).load_options()
+    check_loadable(options)
     sock = addresses.bind(args.host, args.port)  # before loading: a taken port fails at once
     try:
         backend = open_backend(LocalModel(path), options)

@@ -63,11 +63,10 @@ from .gguf.modelfile import ModelInfo
 from .gguf.shape import ModelShape, model_shape
 from .llama.load_checks import flash_attention_for
 from .lookup import BATCH_COST
-from .types import FlashAttention, KvCacheType, LoadOptions, _Word
+from .options import DEFAULT_CONTEXT, FlashAttention, KvCacheType, LoadOptions, Word, context_for
 
 CELL_PAD = 256  # llama_context pads n_ctx, and the SWA cache, to 256 cells
 MAX_UBATCH = 512  # llama-cpp-python's n_batch and n_ubatch: min(n_ctx, 512)
-DEFAULT_CONTEXT = 4096  # generator.DEFAULT_CONTEXT: a load without n_ctx gets min(trained, this)
 DRAFT_ROWS = max(BATCH_COST)  # the most rows a drafted batch asks logits for
 # The plan's measured accuracy (bench/memory_plan.py): within 15% of the resident growth. A
 # plan at most free / ACCURACY fits even if it is 15% short; up to free it is tight.
@@ -85,7 +84,7 @@ ACTIVATION_FLOATS = (2.0, 3.0, 2.0)
 COMPUTE_BASE = 1 * MIB
 
 
-class Fit(_Word):
+class Fit(Word):
     """Whether a plan fits what is free: with room for the plan's error, only just, or not."""
 
     FITS = "fits"
@@ -165,7 +164,7 @@ def plan(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions
     llama.cpp's default window-sized ones.
     """
     shape = _shape(model)
-    n_ctx = options.n_ctx or min(shape.context_length or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
+    n_ctx = context_for(options.n_ctx, shape.context_length)
     one = _sizes(shape, options, n_ctx, gpu_layers, swa_full)
     fit = _fit(one, free_ram, free_vram)
     largest = largest_context(shape, options, gpu_layers=gpu_layers, free_ram=free_ram, free_vram=free_vram,
@@ -198,7 +197,7 @@ def auto_gpu_layers(model: ModelShape | ModelInfo | str | os.PathLike, options: 
     if not free_vram:
         return 0
     shape = _shape(model)
-    n_ctx = options.n_ctx or min(shape.context_length or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
+    n_ctx = context_for(options.n_ctx, shape.context_length)
     budget = free_vram - VRAM_MARGIN
     for layers in range(shape.n_layer + 1, 0, -1):  # VRAM grows with every layer offloaded
         if _sizes(shape, options, n_ctx, layers, swa_full).total_vram <= budget:

@@ -9,26 +9,23 @@ serializing one is writing its value and nothing else changes on disk.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..common.text import printable
 from .gguf.modelfile import ModelInfo
+
+# Load options and a model's settings are declared in options.py; every room names them from here.
+from .options import FlashAttention as FlashAttention
+from .options import KvCacheType as KvCacheType
+from .options import LoadOptions as LoadOptions
+from .options import ModelSettings as ModelSettings
+from .options import Word
 from .sampling import ModelDefaults, SamplingParams, model_params
 
 
-class _Word(str, Enum):
-    """An enum whose str() and format() are its stored word, on every Python version."""
-
-    def __str__(self) -> str:
-        return self.value
-
-    __format__ = str.__format__
-
-
-class StopReason(_Word):
+class StopReason(Word):
     """Why a reply ended."""
 
     END_OF_TURN = "end_of_turn"
@@ -54,7 +51,7 @@ _STOP_WORDS = {
 }
 
 
-class ReplyStatus(_Word):
+class ReplyStatus(Word):
     """Where a stored message stands. A reply is saved as STREAMING while it grows."""
 
     COMPLETE = "complete"
@@ -68,75 +65,6 @@ class ReplyStatus(_Word):
         if reason in (StopReason.CANCELLED, StopReason.INTERRUPTED):
             return cls.CANCELLED
         return cls.ERROR if reason is StopReason.ERROR else cls.COMPLETE
-
-
-class FlashAttention(_Word):
-    """Flash attention for a load: llama.cpp's own choice per device (AUTO), or forced."""
-
-    AUTO = "auto"
-    ON = "on"
-    OFF = "off"
-
-
-class KvCacheType(_Word):
-    """The element type of the K or V cache. A quantized cache takes about half (Q8_0) or a
-    quarter (Q4_0) of F16's memory; a quantized V cache needs flash attention."""
-
-    F16 = "f16"
-    Q8_0 = "q8_0"
-    Q4_0 = "q4_0"
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    """How to load a model; None always means "let Hearth choose"."""
-
-    n_ctx: int | None = None  # None: the model's own window, capped at a default
-    n_gpu_layers: int | None = None  # None: Auto (memory_plan.auto_gpu_layers; 0 on a CPU build)
-    template_override: str | None = None  # None: the model's own template (or its fallback)
-    n_threads: int | None = None  # None: one per physical core
-    flash_attn: FlashAttention = FlashAttention.AUTO
-    kv_type_k: KvCacheType = KvCacheType.F16
-    kv_type_v: KvCacheType = KvCacheType.F16
-    use_mmap: bool = True  # map the file rather than read it into memory
-    use_mlock: bool = False  # lock the weights in RAM (the OS may refuse: a per-user limit)
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """Everything a user sets for one model, remembered per model (a temperature or a system
-    prompt that suits one model rarely suits another)."""
-
-    sampling: SamplingParams = SamplingParams()
-    system_prompt: str = ""
-    n_ctx: int | None = None  # None: automatic (the model's own window, capped)
-    gpu_layers: int | None = None  # None: Auto (as many as free VRAM holds)
-    cpu_threads: int | None = None  # None: one per physical core
-    template_override: str | None = None  # None: the model's own template
-    flash_attn: FlashAttention = FlashAttention.AUTO
-    kv_type_k: KvCacheType = KvCacheType.F16
-    kv_type_v: KvCacheType = KvCacheType.F16
-    use_mmap: bool = True
-    use_mlock: bool = False
-
-    def load_options(self) -> LoadOptions:
-        return LoadOptions(
-            n_ctx=self.n_ctx, n_gpu_layers=self.gpu_layers, n_threads=self.cpu_threads,
-            template_override=self.template_override, flash_attn=self.flash_attn,
-            kv_type_k=self.kv_type_k, kv_type_v=self.kv_type_v, use_mmap=self.use_mmap, use_mlock=self.use_mlock,
-        )
-
-    def needs_reload_from(self, loaded_with: "ModelSettings") -> bool:
-        """Whether a model loaded with `loaded_with` must be loaded again for these settings
-        to apply (the template and everything else apply to the next reply)."""
-        return self._load_fields() != loaded_with._load_fields()
-
-    def _load_fields(self) -> tuple:
-        return (self.n_ctx, self.gpu_layers, self.cpu_threads, self.flash_attn, self.kv_type_k, self.kv_type_v,
-                self.use_mmap, self.use_mlock)
-
-    def with_changes(self, **changes) -> "ModelSettings":
-        return replace(self, **changes)
 
 
 @dataclass(frozen=True)
@@ -299,11 +227,16 @@ class ModelDescription:
         return self.source.path if isinstance(self.source, LocalModel) else None
 
     @property
+    def model_defaults(self) -> ModelDefaults:
+        """The sampling values the model's author recommends (general.sampling.*); none for a
+        server's model (a server sends no file)."""
+        return self.info.sampling_defaults if self.info is not None else ModelDefaults()
+
+    @property
     def starting_sampling(self) -> SamplingParams:
         """What this model samples with until someone says otherwise: its author's defaults
-        (general.sampling.*) over Hearth's, or Hearth's alone where the file gives none or
-        there is no file (a server's model)."""
-        return model_params(self.info.sampling_defaults if self.info is not None else ModelDefaults())
+        over Hearth's, or Hearth's alone where the file gives none or there is no file."""
+        return model_params(self.model_defaults)
 
     @property
     def location(self) -> str:

@@ -11,7 +11,8 @@ Settings are per model (`app.owners.settings.Settings` keeps them). Context leng
 threads take effect when the model is loaded, so changing them offers a reload; a template
 override and everything else apply to the next reply. A model whose settings the user never
 changed samples as its author recommends (the GGUF's `general.sampling.*` keys, over Hearth's
-defaults: `ModelDescription.starting_sampling`); once changed, the user's settings are kept.
+defaults: engine/options.py's `resolve`, the rule the command line follows too); once changed,
+the user's settings are kept.
 
 A model is a file (`LocalModel`) or a server's (`RemoteModel`). A server chooses its context,
 device and threads and applies its own chat template, so for a remote model those settings
@@ -37,6 +38,7 @@ from PySide6.QtCore import QObject, Signal
 from ..engine.gguf.modelfile import ModelFileError
 from ..engine.llama import machine
 from ..engine.memory_plan import Fit, MemoryPlan, gpu_layers_for, plan
+from ..engine.options import resolve
 from ..engine.sampling import ModelDefaults
 from ..engine.types import (
     LoadOptions,
@@ -123,8 +125,7 @@ class ModelSession(QObject):
     def model_defaults(self) -> ModelDefaults:
         """The current model's own sampling defaults (its author's); none for a server's model
         or before any model."""
-        info = self._current.info if self._current is not None else None
-        return info.sampling_defaults if info is not None else ModelDefaults()
+        return self._current.model_defaults if self._current is not None else ModelDefaults()
 
     @property
     def loading(self) -> ModelSource | None:
@@ -156,7 +157,7 @@ class ModelSession(QObject):
         says so instead, and the current model (and a load under way) stay."""
         if not isinstance(source, (LocalModel, RemoteModel)):
             source = LocalModel(Path(source))
-        settings = self._store.model_settings(source.settings_key)
+        settings = self._settings_for(source)
         if not anyway:
             planned = self.memory_plan(source, settings)
             if planned is not None and planned.fit is Fit.DOES_NOT_FIT:
@@ -199,7 +200,7 @@ class ModelSession(QObject):
             return None
         if settings is None:
             current = self._current is not None and self._current.source == source
-            settings = self._settings if current else self._store.model_settings(source.settings_key)
+            settings = self._settings if current else self._settings_for(source)
         options = settings.load_options()
         try:
             layers = gpu_layers_for(source.path, options, offloads=self.offload_support.gpu,
@@ -232,11 +233,10 @@ class ModelSession(QObject):
     # --- the bridge's answers ------------------------------------------------------------------
 
     def _on_loaded(self, description: ModelDescription) -> None:
-        key = description.source.settings_key
-        loaded_with = self._loading[1] if self._loading is not None else self._store.model_settings(key)
+        loaded_with = self._loading[1] if self._loading is not None else self._settings_for(description.source)
         self._loading = None
         # Read again: the user may have edited this model's settings while it loaded.
-        settings = self._stored_or_starting(description)
+        settings = self._settings_for(description.source, description.model_defaults)
         self._current, self._settings, self._loaded_with = description, settings, loaded_with
         self._applied_template = loaded_with.template_override
         self._apply_template()
@@ -246,10 +246,11 @@ class ModelSession(QObject):
         self._set_reload_needed(self._needs_reload())
         self.loadFinished.emit("")
 
-    def _stored_or_starting(self, description: ModelDescription) -> ModelSettings:
-        """The model's stored settings; a model whose settings were never changed samples with
-        its author's defaults (Hearth's where the file gives none)."""
-        return self._store.model_settings(description.source.settings_key, description.starting_sampling)
+    def _settings_for(self, source: ModelSource, model_defaults: ModelDefaults = ModelDefaults()) -> ModelSettings:
+        """The model's stored settings, merged by the one rule (options.resolve): a model whose
+        sampling was never changed samples with its author's defaults, `model_defaults`, known
+        once it loaded (a load and a plan use its load options alone)."""
+        return resolve(self._store.stored_settings(source.settings_key), model_defaults)
 
     def _on_described(self, description: ModelDescription) -> None:
         if self._current is not None and description.source == self._current.source:

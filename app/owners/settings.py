@@ -5,10 +5,12 @@ Nothing else in Hearth names a key: widgets and owner objects ask this class for
 `ModelSettings`, a path or a list of paths. Values are checked on the way in, because the file
 is the user's to edit by hand: anything unreadable falls back to its default and is logged.
 
-The on-disk spellings predate the typed values and are kept so old files still read: the
-per-model context length and thread count store 0 for "automatic", GPU layers store -1 for
-"all" (None in `ModelSettings`). Flash attention and the K and V cache types are stored as
-their words ("auto", "q8_0"), mmap and mlock as true / false.
+The per-model load options are read and written as engine/options.py's table declares them,
+in the spellings that predate the typed values, so old files still read: the context length
+and thread count store 0 for "automatic", GPU layers store -1 for "all" (None in
+`ModelSettings`); flash attention and the K and V cache types their words ("auto", "q8_0"),
+mmap and mlock true / false. A number Hearth cannot load with (a context under 64 tokens) is
+ignored and logged like any unreadable value.
 
 Remote servers are kept by name and address only: an API key is a secret, kept in the system
 keyring (`library/server_keys.py`), never in this file. Likewise "Serve the loaded model" keeps
@@ -26,10 +28,9 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings
 
 from ..engine.kv.cache import DEFAULT_DISK_BUDGET
-from ..engine.sampling import SamplingParams
+from ..engine.options import LOAD_OPTIONS, LoadOption, StoredSettings, resolve
+from ..engine.sampling import ModelDefaults, SamplingParams
 from ..engine.types import (
-    FlashAttention,
-    KvCacheType,
     LocalModel,
     ModelSettings,
     ModelSource,
@@ -51,7 +52,6 @@ SERVE_HOST = "serve/host"
 SERVE_PORT = "serve/port"
 MODEL_SETTINGS = "model_settings"
 SAVED_STATE_BUDGET = "cache/saved_state_budget_mb"  # megabytes of disk for conversations' KV states
-ALL_GPU_LAYERS = -1  # the stored spelling of "all layers"
 MB = 1024**2
 
 
@@ -87,49 +87,30 @@ class Settings:
 
     # --- per-model settings ----------------------------------------------------------------------
 
-    def model_settings(self, key: str, sampling: SamplingParams = SamplingParams()) -> ModelSettings:
-        """What is stored for one model (key: its file name), with defaults for whatever is not.
-        `sampling`: what a model samples with until its settings are first saved (its author's
-        defaults, `sampling.model_params`)."""
+    def stored_settings(self, key: str) -> StoredSettings:
+        """What is stored for one model (key: its file name), with defaults for whatever is not,
+        and whether sampling was ever saved for it (options.resolve decides what it samples
+        with until then)."""
         store = self._store
         store.beginGroup(_model_group(key))
         try:
+            sampling, saved = SamplingParams(), False
             stored = store.value("sampling")
             if stored:
                 try:
-                    sampling = SamplingParams.from_dict(json.loads(stored))
+                    sampling, saved = SamplingParams.from_dict(json.loads(stored)), True
                 except (ValueError, TypeError, AttributeError) as exc:  # hand-edited or older: defaults
                     log.warning("ignoring stored sampling parameters for %s: %s", key, exc)
-            gpu_layers = _int(store.value("gpu_layers"), ALL_GPU_LAYERS)
-            defaults = ModelSettings()
-
-            def stored(name: str, read):
-                """The stored value of `name` as `read` makes it, or the default where it is
-                unset or unreadable (logged)."""
-                value = store.value(name)
-                if value is None:
-                    return getattr(defaults, name)
-                try:
-                    return read(value)
-                except ValueError:
-                    log.warning("ignoring stored %s %r for %s", name, value, key)
-                    return getattr(defaults, name)
-
-            return ModelSettings(
-                sampling=sampling,
-                system_prompt=str(store.value("system_prompt", "") or ""),
-                n_ctx=_int(store.value("n_ctx"), 0) or None,
-                gpu_layers=None if gpu_layers < 0 else gpu_layers,
-                cpu_threads=_int(store.value("cpu_threads"), 0) or None,
-                template_override=str(store.value("template_override") or "") or None,
-                flash_attn=stored("flash_attn", lambda value: FlashAttention(str(value).lower())),
-                kv_type_k=stored("kv_type_k", lambda value: KvCacheType(str(value).lower())),
-                kv_type_v=stored("kv_type_v", lambda value: KvCacheType(str(value).lower())),
-                use_mmap=stored("use_mmap", _bool),
-                use_mlock=stored("use_mlock", _bool),
-            )
+            load = {option.setting: _read_option(store, option, key) for option in LOAD_OPTIONS}
+            settings = ModelSettings(sampling=sampling, system_prompt=str(store.value("system_prompt", "") or ""), **load)
+            return StoredSettings(settings, saved)
         finally:
             store.endGroup()
+
+    def model_settings(self, key: str, model_defaults: ModelDefaults = ModelDefaults()) -> ModelSettings:
+        """The settings one model runs with, as options.resolve merges what is stored with
+        its author's sampling defaults (`model_defaults`; Hearth's where it gives none)."""
+        return resolve(self.stored_settings(key), model_defaults)
 
     def save_model_settings(self, key: str, settings: ModelSettings) -> None:
         store = self._store
@@ -137,18 +118,8 @@ class Settings:
         try:
             store.setValue("sampling", json.dumps(settings.sampling.to_dict()))
             store.setValue("system_prompt", settings.system_prompt)
-            store.setValue("n_ctx", settings.n_ctx or 0)
-            store.setValue("gpu_layers", ALL_GPU_LAYERS if settings.gpu_layers is None else settings.gpu_layers)
-            store.setValue("cpu_threads", settings.cpu_threads or 0)
-            store.setValue("flash_attn", settings.flash_attn.value)
-            store.setValue("kv_type_k", settings.kv_type_k.value)
-            store.setValue("kv_type_v", settings.kv_type_v.value)
-            store.setValue("use_mmap", settings.use_mmap)
-            store.setValue("use_mlock", settings.use_mlock)
-            if settings.template_override:
-                store.setValue("template_override", settings.template_override)
-            else:
-                store.remove("template_override")
+            for option in LOAD_OPTIONS:
+                _write_option(store, option, getattr(settings, option.setting))
         finally:
             store.endGroup()
 
@@ -288,6 +259,46 @@ _REMOTE = "remote:"  # how a RemoteModel's settings_key starts
 def _model_group(key: str) -> str:
     # QSettings treats "/" and "\" as group separators; a file name has neither on its own.
     return f"{MODEL_SETTINGS}/" + key.replace("/", "_").replace("\\", "_")
+
+
+def _read_option(store: QSettings, option: LoadOption, key: str):
+    """The stored value of one load option as its kind makes it, or its default where it is
+    unset or unreadable (logged). A whole number's `unset` spelling reads as None."""
+    value = store.value(option.setting)
+    if value is None or (option.kind is str and not value):
+        return option.default
+    try:
+        if option.kind is str:
+            return str(value)
+        if option.kind is bool:
+            return _bool(value)
+        if option.kind is int:
+            number = int(value)
+            if number == option.unset:
+                return None
+            if option.least is not None and number < option.least:
+                raise ValueError(f"below {option.least}")
+            return number
+        return option.kind(str(value).lower())
+    except (TypeError, ValueError):
+        log.warning("ignoring stored %s %r for %s", option.setting, value, key)
+        return option.default
+
+
+def _write_option(store: QSettings, option: LoadOption, value) -> None:
+    """One load option as the file has always spelled it: None as the `unset` number, a word
+    as its text, a switch as true / false; an unset text (a template override) not at all."""
+    if option.kind is str:
+        if value:
+            store.setValue(option.setting, value)
+        else:
+            store.remove(option.setting)
+    elif option.kind is int:
+        store.setValue(option.setting, option.unset if value is None else value)
+    elif option.kind is bool:
+        store.setValue(option.setting, value)
+    else:
+        store.setValue(option.setting, value.value)
 
 
 def _bool(value) -> bool:
