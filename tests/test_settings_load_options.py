@@ -46,3 +46,23 @@ def test_unreadable_load_options_fall_back_to_the_defaults_and_are_logged(tmp_pa
     assert read == ModelSettings(kv_type_v=KvCacheType.Q8_0, use_mlock=True)  # hand-typed case and 1 read
     logged = " ".join(record.getMessage() for record in caplog.records)
     assert "flash_attn 'sometimes'" in logged and "kv_type_k 'q2_k'" in logged and "use_mmap 'maybe'" in logged
+
+
+def test_a_stored_number_hearth_cannot_load_with_reads_as_its_default_and_is_logged(tmp_path, caplog):
+    (tmp_path / "hearth.ini").write_text(
+        f"[model_settings]\n{MODEL}\\n_ctx=10\n{MODEL}\\gpu_layers=-1\n{MODEL}\\cpu_threads=lots\n")
+    with caplog.at_level(logging.WARNING, logger="app.owners.settings"):
+        read = settings_at(tmp_path / "hearth.ini").model_settings(MODEL)
+    assert (read.n_ctx, read.gpu_layers, read.cpu_threads) == (None, None, None)
+    logged = " ".join(record.getMessage() for record in caplog.records)
+    assert "n_ctx '10'" in logged and "cpu_threads 'lots'" in logged and "gpu_layers" not in logged
+
+
+def test_the_file_keeps_its_spellings_for_let_hearth_choose(tmp_path):
+    first = settings_at(tmp_path / "hearth.ini")
+    first.save_model_settings(MODEL, ModelSettings(template_override="{{ x }}"))
+    first.save_model_settings(MODEL, ModelSettings())
+    first.sync()
+    text = (tmp_path / "hearth.ini").read_text()
+    assert "n_ctx=0" in text and "gpu_layers=-1" in text and "cpu_threads=0" in text
+    assert "use_mmap=true" in text and "kv_type_k=f16" in text and "template_override" not in text

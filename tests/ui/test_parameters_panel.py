@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QPalette
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QScrollArea, QStyleFactory
 from support.settings_file import ini_file, settings_at
 from support.widget_walk import accessible_name, interactive_widgets, unnamed_widgets
 
+from app.engine.options import MIN_CONTEXT
 from app.engine.sampling import PRESETS, Drafting, SamplingParams
 from app.engine.types import ModelSettings, OffloadSupport
 from app.owners.bridge import EngineBridge
@@ -190,6 +192,25 @@ def test_reload_notice_only_for_context_length_gpu_layers_and_threads(panel, qtb
     with qtbot.waitSignal(models.settingsChanged) as changed:
         panel.cpu_threads.setValue(1)
     assert changed.args[0].cpu_threads == 1 and not panel.reload_notice.isHidden()
+
+
+def test_the_context_length_refuses_under_64_tokens_as_the_command_line_does(panel, qtbot, gemma_info):
+    models = panel._models
+    load_model(qtbot, models, gemma_info.path.name)
+    panel.show()
+    panel.n_ctx.setValue(2048)
+    panel.n_ctx.setFocus()
+    for typed, kept in (("10", 2048), ("63", 2048), (str(MIN_CONTEXT), MIN_CONTEXT), ("0", 0)):
+        panel.n_ctx.lineEdit().selectAll()
+        QTest.keyClicks(panel.n_ctx, typed)
+        QTest.keyClick(panel.n_ctx, Qt.Key.Key_Return)
+        assert panel.n_ctx.value() == kept, typed
+        assert models.settings.n_ctx == (kept or None), typed
+    assert panel.n_ctx.text() == "Automatic"
+
+    panel.n_ctx.setValue(1050)  # a step down would land on 26 tokens: Automatic instead
+    panel.n_ctx.stepBy(-1)
+    assert panel.n_ctx.value() == 0 and models.settings.n_ctx is None
 
 
 def test_model_settings_are_remembered_per_model(qtbot, panel, script, tmp_path, gemma_info):
