@@ -40,6 +40,7 @@ import httpx2
 from huggingface_hub import hf_hub_url
 
 from app.common.units import byte_size
+from app.engine.gguf.header import GGUF_MAGIC  # the first bytes of every GGUF file, each part of a split model too
 from app.library.body_reader import END, TICK_S, BodyReader, Head, Pace
 from app.library.download_progress import ProgressCallback, Reporter
 from app.library.errors import (
@@ -56,7 +57,6 @@ from app.library.quants import QUARANTINE_DIR, RemoteFile, RemoteModel
 
 CHUNK_SIZE = 1024 * 1024  # blocks read when hashing a file already on disk
 PARTIAL_SUFFIX = ".part"
-GGUF_MAGIC = b"GGUF"  # the first bytes of every GGUF file, each part of a split model included
 _WEB_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Dropped connections in a row, without a byte received between them, before giving up.
 MAX_RECONNECTS = 3
