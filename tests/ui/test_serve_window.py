@@ -180,7 +180,7 @@ def test_hearth_chats_with_hearth_serve_through_a_remote_model(qtbot, qapp, tmp_
         window.show()
         source = RemoteModel(ServerConfig(serving.base_url, "hearth serve"), serving.model_id)
         with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS):
-            window.load_chosen(source)
+            window.model_display.load_chosen(source)
         models.update_settings(models.settings.with_changes(sampling=SamplingParams(temperature=0.0, max_tokens=12)))
         chunks = []
         window.session.replyChunk.connect(chunks.append)

@@ -3,19 +3,17 @@
 The window lays out widgets and wires them to the owner objects it is given: the open
 conversation (`ChatSession`), the model (`ModelSession`), the downloads (`DownloadManager`),
 the saved servers (`RemoteServers`) and the model served to other programs (`LocalServer`),
-which outlive it. It holds no chat or model logic of
-its own and never touches llama.cpp.
+which outlive it. It holds no chat or model logic of its own and never touches llama.cpp.
 
 A reply goes on being written when another conversation is opened; opening its conversation
 again shows it as far as it got, still streaming. A message sent while the model loads, or
-while a reply is being written in another conversation, waits in the message box (which says
-so) and is sent when it can be.
+while a reply is written elsewhere, waits in the message box (sending.py).
 
 Store errors (a damaged or full database, a bad import) are shown in one place, the banner
 above the chat (store_problems.py), whichever slot meets them. The window's jobs beyond laying
 out and the chat itself are controllers it owns, each given what it works with: what it shows
-of the model (models.py), serving the model (serving.py), conversation files and a damaged
-database (files.py), and the versions of messages, branches, the context boundary and opening
+of the model (models.py), serving it (serving.py), conversation files and a damaged database
+(files.py), sending (sending.py), and the versions of messages, branches, the context boundary and opening
 at a search's hit (versions.py).
 """
 
@@ -38,7 +36,6 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.kv.cache import StateCache
-from ...engine.types import RemoteModel
 from ...owners.chat_session import ChatSession, FinishedReply
 from ...owners.downloads import DownloadManager
 from ...owners.local_server import LocalServer
@@ -52,7 +49,6 @@ from ..chat.header import ChatHeader
 from ..chat.view import ChatView, MessageView
 from ..dialogs.settings import SettingsDialog
 from ..models.picker import ModelPicker
-from ..models.remote_rows import RemoteEntry
 from ..models.sort_menu import sort_menu
 from ..parameters.panel import ParametersPanel
 from ..widgets.focus_ring import FocusRing
@@ -156,7 +152,6 @@ class MainWindow(QMainWindow):
                                       self.menu_actions, self)
         self.serving_status = self.serving.serving_status
         self.serving_label, self.copy_address_button = self.serving.serving_label, self.serving.copy_address_button
-        self.serve_action, self.copy_address_action = self.serving.serve_action, self.serving.copy_address_action
         self.sending = MessageSending(self.composer, session, models, self.model_display.model_name,
                                       self.store_banner, self)
         self.files = ConversationFiles(session, self.store_banner, status, self)
@@ -210,7 +205,7 @@ class MainWindow(QMainWindow):
         add(file_menu, "Add model folder…", self.picker.add_folder)
         add(file_menu, "Add server…", self.picker.add_server,
                      tip="Use the models of an OpenAI-compatible server")
-        self.menu_actions.place(file_menu, self.serve_action, self.copy_address_action)
+        self.menu_actions.place(file_menu, self.serving.serve_action, self.serving.copy_address_action)
         add(file_menu, "Get models from Hugging Face…", self.model_display.show_get_models, SHORTCUTS["get_models"])
         file_menu.addSeparator()
         add(file_menu, "Import conversation…", self.files.import_conversation)
@@ -431,10 +426,6 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Restored “{shown_title(deleted.title)}”", 5000)
 
     # --- what tests and the application call by the window's name --------------------------------
-
-    def load_chosen(self, chosen: Path | RemoteEntry | RemoteModel) -> None:
-        """Load a file or a server's model, as the model list does (ModelDisplay)."""
-        self.model_display.load_chosen(chosen)
 
     def import_conversation(self, path: Path | None = None) -> None:
         """Import an export file and open it; None asks for one (ConversationFiles)."""
