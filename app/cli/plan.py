@@ -1,7 +1,7 @@
 """`hearth inspect MODEL --plan`: the memory plan for a load, as JSON, without loading anything.
 
     --plan                 print the plan (engine/memory_plan.py) instead of the metadata
-    --ctx N                the context length (default: the engine's, min(trained, 4096))
+    --ctx N                the context length (default: the engine's, options.context_for)
     --kv-type f16|q8_0|q4_0  the K and V cache type (default f16)
     --flash-attn auto|on|off (default auto, which llama.cpp turns on for the CPU and CUDA)
     --gpu-layers N|auto    layers to offload (default auto, as the engine loads: as many as free

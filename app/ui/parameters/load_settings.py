@@ -18,12 +18,14 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QPushButton, QVBoxLa
 
 from ...engine.llama.load_checks import load_options_problem
 from ...engine.memory_plan import Fit, MemoryPlan
-from ...engine.types import FlashAttention, KvCacheType, LoadOptions, ModelSettings
+from ...engine.options import LOAD_OPTIONS, Word
+from ...engine.types import FlashAttention, KvCacheType, ModelSettings
 from ..models import plan_text
 from ..widgets.colors import Tone, set_tone
 from ..widgets.tooltips import plain_tooltip
 
-FIELDS = ("flash_attn", "kv_type_k", "kv_type_v", "use_mmap", "use_mlock")
+# The load options picked from choices (a word or a switch), as ModelSettings fields: these controls'.
+FIELDS = tuple(option.setting for option in LOAD_OPTIONS if option.kind is bool or issubclass(option.kind, Word))
 FLASH_TIP = ("Attention computed in one fused step: less memory for long contexts, usually faster on a "
              "graphics card. Auto lets llama.cpp decide (off on the CPU with an f16 cache, where it is no "
              "faster); On and Off force it. A quantized cache needs it on (Auto or On).")
@@ -37,7 +39,7 @@ MLOCK_TIP = ("Keep the model's weights in RAM so the system never pages them out
              "runs short. The system may refuse past a per-user limit; the model then loads without the "
              "lock and the status bar says why.")
 FLASH_CHOICES = ((FlashAttention.AUTO, "Auto"), (FlashAttention.ON, "On"), (FlashAttention.OFF, "Off"))
-KV_CHOICES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0)
+KV_CHOICES = tuple(KvCacheType)
 
 
 def values_for(settings: ModelSettings) -> dict:
@@ -107,9 +109,7 @@ class LoadSettings(QObject):
 
     def problem_text(self) -> str | None:
         """Why the options shown cannot load (llama.cpp would refuse them); None when they can."""
-        values = self.values()
-        return load_options_problem(LoadOptions(flash_attn=values["flash_attn"], kv_type_k=values["kv_type_k"],
-                                                kv_type_v=values["kv_type_v"]))
+        return load_options_problem(ModelSettings(**self.values()).load_options())
 
     def show(self, settings: ModelSettings) -> None:
         """Fill the controls in from the session's settings, without counting it as an edit."""
