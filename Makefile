@@ -60,7 +60,7 @@ run: $(INSTALLED)
 	$(PY) -m app
 
 # The whole suite, the bundle build and its offline self-test included, in two worker processes
-# (each test file stays in one; the bundle is built once, beside them: tests/bundle_build.py).
+# (each test file stays in one; the bundle is built once, beside them: tests/support/bundle_build.py).
 test: $(INSTALLED)
 	QT_QPA_PLATFORM=offscreen HEARTH_SLOW_TESTS=$${HEARTH_SLOW_TESTS:-1} $(PY) -m pytest -q -n 2 --dist loadfile
 

@@ -1,7 +1,7 @@
 """Prefix reuse along a branch: what a reply evaluates after Regenerate, Edit and Show a version.
 
 A conversation of eight exchanges is stored in a real SQLite file and answered by the real
-Engine the way ChatSession answers (tests/branch_walk.py: history from the branch shown via
+Engine the way ChatSession answers (tests/support/branch_walk.py: history from the branch shown via
 app.conversation.history, each reply stored streaming then finished). Then (a) the last reply is
 regenerated, (b) the user message before the last is edited (a sibling version) and answered,
 (c) the original version is shown again and a message sent on that branch. For each reply:

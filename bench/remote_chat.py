@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/remote_chat.py [--model PATH] [--runs 15] [--tokens 96]
 
-One llama-cpp-python server (`python -m llama_cpp.server`, as tests/remote_servers.py starts
+One llama-cpp-python server (`python -m llama_cpp.server`, as tests/support/remote_servers.py starts
 it) serves the model on 127.0.0.1 with one thread fewer than the machine has CPUs, so the
 client has a core of its own as it would with the server on another machine. The same
 streamed, greedy request is then read in turns, Hearth and the reference alternating:

@@ -9,7 +9,7 @@ a core of their own, as bench/remote_chat.py does):
   the official `openai` client, streamed;
 - raw llama-cpp-python in this process: `Llama.create_completion(stream=True)` on the prompt
   Hearth's template renders (what a script that skips any server gets);
-- llama-cpp-python's own server, `python -m llama_cpp.server` (tests/remote_servers.py), read
+- llama-cpp-python's own server, `python -m llama_cpp.server` (tests/support/remote_servers.py), read
   by the same `openai` client;
 - Hearth's Engine in this process: tokens/s and time to first token without the server.
 
