@@ -14,7 +14,6 @@ os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cach
 
 import pytest  # noqa: E402
 from support.bundle_build import build as bundle_build  # noqa: E402
-from support.settings_file import settings_at
 
 
 def _xdist_controller(config) -> bool:
@@ -94,10 +93,8 @@ def scripted_models(qapp, tmp_path, script):
     """A ModelSession over a real bridge and engine thread whose backends are scripted, with a
     settings file in tmp_path."""
 
-    from app.owners.bridge import EngineBridge
-    from app.owners.model_session import ModelSession
+    from support.window_stack import ModelStack
 
-    bridge = EngineBridge(script.open)
-    models = ModelSession(bridge, settings_at(tmp_path / "hearth.ini"))
-    yield models
-    bridge.shutdown()
+    stack = ModelStack.start(tmp_path, opener=script.open)
+    yield stack.models
+    stack.shutdown()

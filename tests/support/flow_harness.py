@@ -11,15 +11,9 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.owners.bridge import CHUNK_INTERVAL_S, EngineBridge
-from app.owners.chat_session import ChatSession
-from app.owners.downloads import DownloadManager
-from app.owners.model_session import ModelSession
-from app.owners.settings import Settings
-from app.store import ConversationStore
-from app.ui.window.main_window import MainWindow
+from app.owners.bridge import CHUNK_INTERVAL_S
 from support.scripted_backend import Script, ScriptedBackend
-from support.settings_file import ini_file
+from support.window_stack import WINDOW_SIZE, ModelStack, Shown, WindowStack
 
 WAIT_MS = 5_000
 MODEL = Path("/models/gemma-3-270m-it.gguf")  # scripted: no file is read
@@ -27,7 +21,8 @@ MODEL = Path("/models/gemma-3-270m-it.gguf")  # scripted: no file is read
 
 class GatedScript(Script):
     """A Script whose replies, while `gated`, wait before each piece until the test lets one
-    through (`release()`): a reply that is still streaming when the test looks."""
+    through (`release()`): a reply that is still streaming when the test looks. The test then
+    waits for what the piece changes (qtbot.waitUntil, waitSignal), never for a time."""
 
     def __init__(self, info):
         super().__init__(info)
@@ -35,9 +30,7 @@ class GatedScript(Script):
         self._gate = threading.Semaphore(0)
 
     def release(self) -> None:
-        """Let the next piece through, once the bridge's coalescing interval has passed since
-        the last one (else it would wait, unsent, for the piece after it)."""
-        time.sleep(CHUNK_INTERVAL_S * 1.5)
+        """Let the next piece through."""
         self._gate.release()
 
     def open(self, source, options, progress=None, cancel=None):
@@ -46,11 +39,18 @@ class GatedScript(Script):
 
 
 class GatedBackend(ScriptedBackend):
+    """Each piece let through comes no sooner than the bridge's coalescing interval after the
+    one before it, as a model's tokens take their time: the bridge passes it on at once instead
+    of holding it, unsent, for the piece after it (app/owners/bridge.py's CHUNK_INTERVAL_S)."""
+
     def _reply(self, text: str, cancel: threading.Event):
+        previous = time.perf_counter()  # the bridge starts its interval as the reply starts
         for piece in super()._reply(text, cancel):
             if self._script.gated and isinstance(piece, str):
                 while not (self._script._gate.acquire(timeout=0.01) or cancel.is_set()):
                     pass
+                cancel.wait(max(0.0, previous + CHUNK_INTERVAL_S * 1.5 - time.perf_counter()))
+            previous = time.perf_counter()
             yield piece
 
 
@@ -59,19 +59,12 @@ class FlowWindow:
 
     def __init__(self, qtbot, script: GatedScript, folder: Path):
         self.qtbot, self.script = qtbot, script
-        self.bridge = EngineBridge(script.open)
-        settings = ini_file(folder / "hearth.ini")
-        self.models = ModelSession(self.bridge, Settings(settings))
-        with qtbot.waitSignal(self.models.modelLoaded, timeout=WAIT_MS):
-            self.models.load(MODEL)
-        self.store = ConversationStore(folder / "conversations.sqlite3")
-        self.session = ChatSession(self.store, self.bridge, self.models)
-        self.downloads = DownloadManager()
-        self.window = MainWindow(self.models, self.session, Settings(settings), self.downloads)
-        self.window.resize(1024, 640)
-        self.window.show()
-        qtbot.waitExposed(self.window)
-        self.window.activateWindow()
+        model_stack = ModelStack.start(folder, opener=script.open)
+        self.bridge, self.models = model_stack.bridge, model_stack.models
+        model_stack.load(qtbot, MODEL, WAIT_MS)
+        self.stack = WindowStack.open(qtbot, model_stack, folder, shown=Shown.ACTIVATED, size=WINDOW_SIZE)
+        self.store, self.session, self.downloads, self.window = (
+            self.stack.store, self.stack.session, self.stack.downloads, self.stack.window)
 
     def type_and_send(self, text: str) -> None:
         """Type into the message box and press Enter, as a user does."""
@@ -107,7 +100,4 @@ class FlowWindow:
 
     def close(self) -> None:
         self.script.gated = False
-        self.window.close()
-        self.downloads.shutdown()
-        self.bridge.shutdown()
-        self.store.close()
+        self.stack.close()

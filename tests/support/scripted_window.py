@@ -11,12 +11,9 @@ from PySide6.QtGui import QAction
 from PySide6.QtTest import QTest
 
 from app.engine.kv.cache import StateCache
-from app.owners.chat_session import ChatSession
-from app.owners.downloads import DownloadManager
 from app.owners.model_session import ModelSession
-from app.store import ConversationStore
 from app.ui.window.main_window import MainWindow
-from support.settings_file import settings_at
+from support.window_stack import WINDOW_SIZE, ModelStack, Shown, WindowStack
 
 LOAD_TIMEOUT_MS = 10_000
 
@@ -25,20 +22,15 @@ class ScriptedWindow:
     """Opens the window (a model loaded, one conversation with a reply) and closes it again."""
 
     def __init__(self, qtbot, models: ModelSession, folder: Path, model_path: Path, states: StateCache | None = None):
-        """`states`: the saved KV states File → Settings shows (None: the window has none)."""
+        """`models`: a session over a scripted bridge that outlives the window (the
+        `scripted_models` fixture's). `states`: the saved KV states File → Settings shows (None:
+        the window has none)."""
         self.qtbot, self.models, self.folder = qtbot, models, folder
-        with qtbot.waitSignal(models.modelLoaded, timeout=LOAD_TIMEOUT_MS):
-            models.load(model_path)
-        self.store = ConversationStore(folder / "conversations.sqlite3")
-        self.downloads = DownloadManager()
-        settings = settings_at(folder / "hearth.ini")
-        self.window = MainWindow(models, ChatSession(self.store, models._bridge, models), settings, self.downloads,
-                                 states=states)
-        qtbot.addWidget(self.window)
-        self.window.resize(1024, 640)
-        self.window.show()
-        self.window.activateWindow()
-        qtbot.waitUntil(self.window.isActiveWindow, timeout=LOAD_TIMEOUT_MS)  # keys need the focus
+        model_stack = ModelStack.of(models, folder)
+        model_stack.load(qtbot, model_path, LOAD_TIMEOUT_MS)
+        self.stack = WindowStack.open(qtbot, model_stack, folder, shown=Shown.ACTIVE, size=WINDOW_SIZE,
+                                      states=states, wait_ms=LOAD_TIMEOUT_MS)  # keys need the focus
+        self.store, self.downloads, self.window = self.stack.store, self.stack.downloads, self.stack.window
 
     def send(self, text: str) -> None:
         """Type a message and press Enter, as a user does; wait for the scripted reply."""
@@ -48,9 +40,7 @@ class ScriptedWindow:
             QTest.keyClick(window.composer.edit, Qt.Key.Key_Return)
 
     def close(self) -> None:
-        self.window.close()
-        self.downloads.shutdown()
-        self.window.session.store.close()
+        self.stack.close(engine=False)  # the bridge is the models' maker's to shut down
 
 
 def menu_actions(window: MainWindow) -> list[tuple[str, QAction]]:

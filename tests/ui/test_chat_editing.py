@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 from support.chat_helpers import WAIT_MS, browser, click_anchor, plain_text
 
 from app.engine.types import ReplyStatus
@@ -107,9 +107,8 @@ def test_shift_enter_makes_a_new_line_and_the_editor_grows_pushing_what_follows_
     for line in range(4):
         qtbot.keyClick(editor.box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
         qtbot.keyClicks(editor.box, f"line {line}")
-    QApplication.processEvents()
     assert editor.text() == "What is a delta?\nline 0\nline 1\nline 2\nline 3"
-    assert editor.height() > height
+    qtbot.waitUntil(lambda: editor.height() > height, timeout=WAIT_MS)  # the editor grows as it lays out
     qtbot.waitUntil(lambda: label_top(view, "A landform at a river's mouth.") > reply_top + editor.height() - height - 2,
                     timeout=WAIT_MS)
     assert editor.geometry().bottom() < label_top(view, "A landform at a river's mouth.")
@@ -175,7 +174,8 @@ def test_a_reply_streaming_below_an_open_editor_leaves_it_in_place(window, qtbot
     view.append_text("More words")
     view.flush_now()
     view.finish_reply("More words", None, ReplyStatus.COMPLETE)
-    QApplication.processEvents()
+    qtbot.waitUntil(lambda: "More words" in plain_text(view)  # the finished reply laid out below the editor
+                    and label_top(view, "More words") > editor.geometry().bottom(), timeout=WAIT_MS)
     assert editor.isVisible() and editor.geometry().top() == top
     assert editor.text() == "What is a delta?"
 
