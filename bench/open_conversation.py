@@ -44,7 +44,7 @@ from view_update import _REPLY  # noqa: E402  (the same model-shaped reply)
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason  # noqa: E402
 from app.store import ConversationStore, StoredMessage  # noqa: E402
-from app.ui.chat import view as chat_view  # noqa: E402
+from app.ui.chat import paging  # noqa: E402
 from app.ui.chat.view import ChatView, MessageView  # noqa: E402
 from app.ui.window.main_window import MESSAGES_LOADED, MainWindow  # noqa: E402
 
@@ -163,10 +163,10 @@ def main() -> None:
             for conversation_id in (short, long):
                 times[conversation_id].append(open_time(app, view, store, conversation_id))
         rendered_at_open = LONG - view.hidden_count()
-        page = chat_view.HISTORY_SHOWN_CHARS
-        chat_view.HISTORY_SHOWN_CHARS = 10**9  # everything at once
+        page = paging.HISTORY_SHOWN_CHARS
+        paging.HISTORY_SHOWN_CHARS = 10**9  # everything at once
         whole = statistics.median(open_time(app, view, store, long) for _ in range(3))
-        chat_view.HISTORY_SHOWN_CHARS = page
+        paging.HISTORY_SHOWN_CHARS = page
 
         read_long = median_time(lambda: list(map(message_view, store.recent_messages(long, MESSAGES_LOADED).messages)))
         first_shown = shown[0]

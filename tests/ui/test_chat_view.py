@@ -14,15 +14,10 @@ from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, href
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.ui.chat.inline_editor import InlineEditor
 from app.ui.chat.markdown_render import LONG_RUN, BlockSplitter
+from app.ui.chat.paging import HISTORY_SHOWN_CHARS, HISTORY_SHOWN_MESSAGES
 from app.ui.chat.streaming_reply import FLUSH_INTERVAL_MS
-from app.ui.chat.view import (
-    HISTORY_SHOWN_CHARS,
-    HISTORY_SHOWN_MESSAGES,
-    MESSAGE_SHOWN_CHARS,
-    ChatView,
-    MessageView,
-    stats_text,
-)
+from app.ui.chat.transcript import MESSAGE_SHOWN_CHARS
+from app.ui.chat.view import ChatView, MessageView, stats_text
 
 REPLY_STATS = ReplyStats(completion_tokens=128, tokens_per_s=34.5, stop_reason=StopReason.END_OF_TURN, ttft_s=0.21)
 

@@ -10,8 +10,11 @@ part of the pane: the scroll bar stays at its edge, and a wheel or a selection w
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QObject, QTimer, QUrl
-from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QFontMetricsF, QResizeEvent
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from PySide6.QtCore import QMimeData, QObject, QPoint, QTimer, QUrl
+from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QFontMetricsF, QResizeEvent, QTextBlock, QTextCursor
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QWidget
 
 from .markdown_render import ZERO_WIDTH_SPACE
@@ -24,6 +27,8 @@ CODE_COLUMNS = 80
 _CODE_PADDING_PX = 16
 # The document's margin, and the least margin at the sides of a small window.
 DOCUMENT_MARGIN = 14
+# Room kept above a message scrolled to the top of the pane (a search hit, a version step).
+MESSAGE_TOP_MARGIN_PX = 12
 
 
 class ChatBrowser(QTextBrowser):
@@ -66,6 +71,15 @@ class ChatBrowser(QTextBrowser):
 
     def bottom_room(self) -> int:
         return self._bottom_room
+
+    def message_top(self, label: QTextBlock) -> float:
+        """Where the message whose label this is starts in the document: the top of the
+        user's bubble it is in, else its label's."""
+        layout = self.document().documentLayout()
+        frame = QTextCursor(label).currentFrame()
+        if frame is not None and frame != self.document().rootFrame():
+            return layout.frameBoundingRect(frame).top()
+        return layout.blockBoundingRect(label).top()
 
     def fit_column(self, viewport_width: int | None = None) -> None:
         """Set the column's side margins for the viewport's width, and the room below it; the
@@ -133,3 +147,32 @@ class BottomFollower(QObject):
 
     def _value_changed(self, value: int) -> None:
         self.following = value >= self._bar.maximum() - self.SLACK_PX
+
+
+@contextmanager
+def reading_place_kept(browser: QTextBrowser, follower: BottomFollower) -> Iterator[None]:
+    """Keep what the user is reading where it is on screen while the document changes above
+    it (or at the bottom, when the pane follows the end). A cursor at the block at the top of
+    the pane moves with the edits, as cursors do."""
+    bar = browser.verticalScrollBar()
+    layout = browser.document().documentLayout()
+    top = QTextCursor(browser.cursorForPosition(QPoint(0, 0)).block())
+    offset = layout.blockBoundingRect(top.block()).top() - bar.value()
+    yield
+    if follower.following:
+        follower.follow()
+    else:
+        bar.setValue(int(layout.blockBoundingRect(top.block()).top() - offset))
+
+
+@contextmanager
+def scroll_kept(browser: QTextBrowser, follower: BottomFollower) -> Iterator[None]:
+    """Keep the pane scrolled where it was (or following the end, if it was) while the
+    document is written afresh."""
+    bar = browser.verticalScrollBar()
+    value, following = bar.value(), follower.following
+    yield
+    if following:
+        follower.follow()
+    else:
+        bar.setValue(value)

@@ -30,7 +30,7 @@ from PySide6.QtGui import (
     QTextLength,
 )
 
-from .markdown_render import CODE_HANG_PX, MarkdownRenderer
+from .markdown_render import CODE_HANG_PX, ZERO_WIDTH_SPACE, MarkdownRenderer
 from .theme import ChatTheme
 
 # Block properties marking what a block is: the label (start) or footer (end) of the message
@@ -287,6 +287,18 @@ def remove_divider(document: QTextDocument) -> tuple[int, int] | None:
     start, removed = cursor.selectionStart(), cursor.selectionEnd() - cursor.selectionStart()
     cursor.removeSelectedText()
     return start, removed
+
+
+def text_between(document: QTextDocument, start: int, end: int) -> str:
+    """The text of the blocks from position `start` to `end` as it reads: a line break within a
+    block as a new line, non-breaking spaces as plain ones, without the zero-width spaces
+    added to break long runs."""
+    lines = []
+    block = document.findBlock(start)
+    while block.isValid() and block.position() <= end:
+        lines.append(block.text())
+        block = block.next()
+    return "\n".join(lines).replace("\u2028", "\n").replace("\xa0", " ").replace(ZERO_WIDTH_SPACE, "")
 
 
 def end_of(document: QTextDocument) -> QTextCursor:
