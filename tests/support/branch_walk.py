@@ -2,9 +2,9 @@
 what each reply evaluates when the branch changes (tests/engine/test_branch_prefix_reuse.py and
 bench/branch_prefix.py).
 
-Each reply reads its history from the store with app.conversation.history.history (the branch shown;
-above the replaced reply for Regenerate), is stored as 'streaming' and finished with the
-engine's ReplyStats, as ChatSession does; Edit adds a version of the user message, Show a
+Each reply is stored by ChatSession's own recipe (app/conversation/exchange.py): its history
+read from the branch shown (above the replaced reply for Regenerate), stored as 'streaming'
+and finished with the engine's ReplyStats; Edit adds a version of the user message, Show a
 version moves the branch shown. No Qt: the engine is driven on this thread.
 
 What a reply should evaluate is worked out apart from the engine's own bookkeeping: what the
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.conversation.history import history
+from app.conversation.exchange import begin_reply
 from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
-from app.engine.types import ReplyStatus
 from app.store import ConversationStore
 from support.reply_events import collect
 
@@ -73,17 +72,13 @@ class BranchWalk:
         self.store.show_version(message_id)
 
     def _reply(self, step: str, replacing: int | None = None) -> Measured:
-        before = self.store.message(replacing).position if replacing is not None else None
-        messages = history(self.store, self.conversation_id, SYSTEM_PROMPT, before)
-        streaming = dict(model=self.engine.info.path.name, params=self.params.to_dict(), status=ReplyStatus.STREAMING)
-        if replacing is None:
-            reply_id = self.store.add_message(self.conversation_id, "assistant", "", **streaming)
-        else:
-            reply_id = self.store.add_version(replacing, "", **streaming)
+        stored = begin_reply(self.store, self.conversation_id, SYSTEM_PROMPT, self.engine.info.path.name, self.params,
+                             self.store.message(replacing) if replacing is not None else None)
+        messages = stored.messages
         after = self.after_divergence(messages)
         pieces, stats = collect(self.engine.stream(messages, self.params))
         text = "".join(pieces)
-        self.store.finish_message(reply_id, text, stats, ReplyStatus.after(stats.stop_reason))
+        stored.finish(text, stats)
         if stats.dropped_messages:
             raise AssertionError(f"{step}: the context window is too small for this walk")
         self._in_cache = self.engine.render(messages) + text
