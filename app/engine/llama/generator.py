@@ -274,6 +274,8 @@ class Engine(Backend):
         self._keeper.prepare(conversation_id)
 
     def keep_state(self) -> None:
+        """Save the KV state of the conversation the cache holds, as its next prompt will begin
+        (StateKeeper.keep_state): closing the engine does, and a reply elsewhere."""
         self._keeper.keep_state()
 
     def forget_state(self, conversation_id: int) -> None:
