@@ -179,7 +179,7 @@ def batch_vs_single(engine, messages) -> dict:
         llm._ctx.decode(llm._batch)
         llm.n_tokens += len(chunk)
         distances += [0.5 * float(np.abs(probabilities(i) - single[start + i]).sum()) for i in range(len(chunk))]
-    engine._segments = []  # the cache no longer holds what the engine remembers
+    engine._prefix.segments = []  # the cache no longer holds what the engine remembers
     llm.reset()
     return {"mean": statistics.mean(distances), "median": statistics.median(distances), "max": max(distances)}
 
