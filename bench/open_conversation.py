@@ -56,7 +56,7 @@ MODEL = "bench.gguf"
 STATS = ReplyStats(completion_tokens=170, stop_reason=StopReason.END_OF_TURN)
 # The window's own MessageView builder, with a stand-in for the one thing it asks the window
 # (the model's display name), so the views are built exactly as opening a conversation builds them.
-_WINDOW = SimpleNamespace(model_name=lambda record: record)
+_WINDOW = SimpleNamespace(model_display=SimpleNamespace(model_name=lambda record: record))
 
 
 def message_view(message: StoredMessage) -> MessageView:
