@@ -6,6 +6,11 @@ of the next, so on a large window the text keeps to a centred column of READING_
 to fit an 80-column line of code), and on a small one it takes the whole width. The column is
 the document's root frame with side margins, set again at every resize, so the margins are
 part of the pane: the scroll bar stays at its edge, and a wheel or a selection works there.
+
+The pane keeps its place while its document changes: BottomFollower keeps it at the end as a
+reply grows (unless the user scrolls up), reading_place_kept keeps what is being read where it
+is on screen while something above it changes, and scroll_kept keeps the scroll bar where it
+was while the document is written afresh.
 """
 
 from __future__ import annotations

@@ -13,7 +13,14 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, QRect, QRectF, QSizeF, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QTextBlockFormat, QTextCursor
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
 )
 
 # Lines of text the box shows before it scrolls, at least and at most.

@@ -56,7 +56,7 @@ class Transcript:
     context boundary (`boundary`) is drawn whenever its message's footer is written.
     """
 
-    def __init__(self, browser: ChatBrowser, pages: Pages, editing: MessageEditing) -> None:
+    def __init__(self, browser: ChatBrowser, pages: Pages, editing: MessageEditing, theme: ChatTheme) -> None:
         self._browser = browser
         self._document = browser.document()
         self._pages = pages
@@ -67,14 +67,11 @@ class Transcript:
         self._last_body: tuple[int, int] | None = None  # the last finished reply's body span
         self._welcome: Welcome | None = None
         self._welcome_shown = False
-        self.writer: DocumentWriter | None = None  # set_theme makes it
+        self.writer = self._writer_for(theme)
 
     def set_theme(self, theme: ChatTheme) -> None:
         """Write in these colours from now on (the pane's palette changed): render() again."""
-        code_font = QFont(self._browser.font())
-        code_font.setFamilies([theme.render.mono_family, "monospace"])
-        space_px = QFontMetricsF(code_font).horizontalAdvance(" ")
-        self.writer = DocumentWriter(theme, MarkdownRenderer(theme.render, self._snippet_href), space_px)
+        self.writer = self._writer_for(theme)
 
     def render(self, streaming: bool) -> dict[int, int]:
         """Write the rendered messages afresh (a new conversation, a new palette, or all of
@@ -216,6 +213,12 @@ class Transcript:
         if self.boundary is not None and message.id == self.boundary.message_id:
             self.writer.divider(cursor, divider_text(self.boundary.unseen))
         return position
+
+    def _writer_for(self, theme: ChatTheme) -> DocumentWriter:
+        code_font = QFont(self._browser.font())
+        code_font.setFamilies([theme.render.mono_family, "monospace"])
+        space_px = QFontMetricsF(code_font).horizontalAdvance(" ")
+        return DocumentWriter(theme, MarkdownRenderer(theme.render, self._snippet_href), space_px)
 
     def _snippet_href(self, code: str) -> str:
         href = f"{ACTION_SCHEME}:copy-code/{len(self._snippets)}"

@@ -112,8 +112,9 @@ class ChatView(QWidget):
         self._pages = Pages()
         self._editing = MessageEditing(self._browser, self._pages)
         self._steps = VersionSteps(self._browser, self._pages, self._link_focus)
-        self._transcript = Transcript(self._browser, self._pages, self._editing)
-        self._restyle()
+        theme = ChatTheme.from_palette(self.palette())
+        self._transcript = Transcript(self._browser, self._pages, self._editing, theme)
+        self._reply.set_colours(theme.muted, self.palette().color(QPalette.ColorRole.Base))
         links.webLinkClicked.connect(self.linkActivated)
         links.codeCopyClicked.connect(self._copy_code)
         links.messageCopyClicked.connect(self._copy_message)
@@ -302,7 +303,7 @@ class ChatView(QWidget):
     # -- rendering -----------------------------------------------------------------------------
 
     def _restyle(self) -> None:
-        """Take the colours of the pane's palette (the transcript's, the "Generating" line's)."""
+        """Take the colours of the pane's new palette (the transcript's, the "Generating" line's)."""
         theme = ChatTheme.from_palette(self.palette())
         self._reply.set_colours(theme.muted, self.palette().color(QPalette.ColorRole.Base))
         self._transcript.set_theme(theme)
