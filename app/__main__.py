@@ -39,7 +39,7 @@ def _fill_closed_std_fds() -> None:
 def main(argv: list[str] | None = None) -> int:
     _fill_closed_std_fds()
     args = build_parser().parse_args(argv)
-    if args.probe_model:  # Hearth as its own throwaway model loader: see engine/probe.py
+    if args.probe_model:  # Hearth as its own throwaway model loader: see engine/llama/probe.py
         from .engine.llama.probe import run_child
 
         return run_child()

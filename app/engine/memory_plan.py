@@ -4,7 +4,7 @@
 (as llama-cpp-python 0.3.36 vendors it) allocates for Hearth's engine, and weighs it against
 what is free. No weights are read and llama_cpp is not imported: the picker plans every
 listed model and the parameters panel re-plans at every change, so a plan is arithmetic over
-a `ModelShape` (model_shape.py, one header walk per file version).
+a `ModelShape` (gguf/shape.py, one header walk per file version).
 
 What is modelled, and how (llama.cpp source files named as in its src/):
 

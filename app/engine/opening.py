@@ -24,7 +24,7 @@ def open_backend(
 ) -> Backend:
     """Load `source` with the backend that serves it. Blocks until loaded; raises
     ModelFileError, TemplateError or LoadCancelled with a message for the user, and for a
-    remote model remote_errors.RemoteError (the server is unreachable, refuses the key, or
+    remote model remote.errors.RemoteError (the server is unreachable, refuses the key, or
     does not have the model).
 
     A remote model takes none of `options`: the server chose its context, device and threads,

@@ -134,7 +134,7 @@ class ModelDefaults:
     """The sampling values a model's author recommends, where the model says (None: it does not).
 
     llama.cpp's converter writes them into a GGUF's `general.sampling.*` keys from the model's
-    generation_config.json (engine/gguf_sampling.py reads them). Only the values Hearth's
+    generation_config.json (engine/gguf/sampling_defaults.py reads them). Only the values Hearth's
     `SamplingParams` can represent are here, each within its `BOUNDS`.
     """
 

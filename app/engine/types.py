@@ -211,7 +211,7 @@ class ModelDescription:
     n_ctx: int | None  # None: not known (a remote server that does not say)
     template_name: str  # "model", "custom", "fallback:<name>", or SERVER_TEMPLATE
     # SamplingParams fields this model does not apply: never sent to a remote server, or sent
-    # once and refused by it (remote_request says which and why); () for a local model.
+    # once and refused by it (remote/request.py says which and why); () for a local model.
     unsent_fields: tuple[str, ...] = ()
     # What the load could not do as the options asked, for the user (the status bar): the OS
     # refused to lock the weights in RAM (mlock), say. The model loaded all the same.

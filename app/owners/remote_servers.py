@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..engine.remote.models import RemoteModelInfo
 
 # Listing is a small request: a server that has not answered by then is shown as unreachable
-# (a reply's own timeouts, remote_http's defaults, are longer: a long prompt takes time).
+# (a reply's own timeouts, remote/http.py's defaults, are longer: a long prompt takes time).
 LISTING_CONNECT_S, LISTING_READ_S = 5.0, 15.0
 
 

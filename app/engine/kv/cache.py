@@ -10,7 +10,7 @@ used out first. Qt-free: the caller passes the folder (the app's is paths.cache_
 A saved state is used only where it provably matches: the same `StateKey` (model file,
 context length, cache type, offload, llama.cpp build) and tokens that begin the new prompt
 exactly, so the caller need evaluate only the rest. A state for another key, or a damaged,
-truncated or foreign file, is deleted the moment it is met, never trusted (kv_file.py).
+truncated or foreign file, is deleted the moment it is met, never trusted (kv/file.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class StateKey:
     """Everything besides the tokens that a KV state depends on; a state saved under one key
     is never used under another.
 
-    `model_size` and `model_digest`: kv_fingerprint.model_fingerprint of the GGUF file (not its
+    `model_size` and `model_digest`: gguf/fingerprint.model_fingerprint of the GGUF file (not its
     path). `kv_type`: the cache's element types and layout as the engine set them (the K and V
     types, flash attention: it changes how V is laid out), e.g. "k=f16 v=f16 fa=off swa_full=1".
     `offloaded_layers`: layers computed on a GPU compute slightly different numbers than on

@@ -2,7 +2,7 @@
 
 llama.cpp checks much of a GGUF file with `GGML_ASSERT`, which calls `abort()`: the whole
 process ends, and in the GUI that is the window, the open conversation and the text being
-typed. `gguf_checks.py` refuses every value we know llama.cpp asserts on, but that list can
+typed. `gguf/checks.py` refuses every value we know llama.cpp asserts on, but that list can
 never be complete (each llama.cpp release asserts on something new, and a hostile file looks
 for what we missed). So the first time the GUI loads a file, a child process loads it the same
 way (`Engine`, the same template) and evaluates a reply's first token, where the remaining

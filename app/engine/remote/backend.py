@@ -15,7 +15,7 @@ connection's socket down when it is set, so Stop also works while the server is 
 long prompt being read, before or after it sent its headers, or a stall) and not only
 between tokens. The sockets are learnt from httpcore's trace of each new connection.
 
-Failures (remote_errors.RemoteError): a request that cannot start raises before the first
+Failures (errors.RemoteError): a request that cannot start raises before the first
 piece (refused, 401, 404, 429, 5xx, no answer); one that breaks mid-reply ends with
 StopReason.ERROR and the message in ReplyStats.error, its text so far kept.
 """

@@ -4,7 +4,7 @@ A GGUF's template is Jinja written by strangers, so it is untrusted code. It is 
 Jinja's `ImmutableSandboxedEnvironment` with Hugging Face `apply_chat_template` semantics
 (the same environment options, globals and filters), so the prompt is byte-for-byte what the
 model authors' tooling produces. Compiling and rendering are also bounded in time, size and
-nesting (template_sandbox.py), because a sandbox stops attribute escapes but not loops that
+nesting (sandbox.py), because a sandbox stops attribute escapes but not loops that
 never end; every way either can fail becomes a one-line TemplateError.
 
 When a file carries no template we choose one by architecture and vocabulary instead of

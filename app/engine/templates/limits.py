@@ -1,7 +1,7 @@
 """The limits shared by the chat-template sandbox's modules, and the error they all raise.
 
-A module of its own so that the sandbox (template_sandbox), the size measuring and growth
-estimates (template_sizes) and the source checks (template_source) can each raise the same
+A module of its own so that the sandbox (sandbox.py), the size measuring and growth
+estimates (sizes.py) and the source checks (source.py) can each raise the same
 TemplateError against the same limits without importing one another in a circle.
 """
 

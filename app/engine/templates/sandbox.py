@@ -22,8 +22,8 @@ TemplateError instead of a frozen, killed or crashed app:
   template cannot keep many large values alive at once.
 
 This module is the environment and its render-time checks; the source checks and compile-error
-translation are in template_source, the measuring and growth estimates in template_sizes, and
-the error and shared limits in template_limits.
+translation are in source.py, the measuring and growth estimates in sizes.py, and
+the error, the shared limits and the render budget in limits.py.
 """
 
 from __future__ import annotations

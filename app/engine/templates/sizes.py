@@ -1,6 +1,6 @@
 """How large a chat template's values are, and how large an operation's result would be.
 
-Kept apart from the sandbox (template_sandbox), which decides *when* to measure, because this
+Kept apart from the sandbox (sandbox.py), which decides *when* to measure, because this
 is the arithmetic of *how much*: value_size walks a value without building anything, and the
 estimates say, before an operation runs, what repetition, powers, printf and format widths,
 join separators, replacements, indents, wrapping and JSON padding would grow to, so the

@@ -1,6 +1,6 @@
 """Checks on a chat template's source before and while Jinja compiles it.
 
-Kept apart from the sandbox's render-time checks (template_sandbox) because they concern only
+Kept apart from the sandbox's render-time checks (sandbox.py) because they concern only
 the text of the template: its length and nesting depth are refused before the parser meets
 them, and every way compiling can fail (Jinja's syntax errors, Python's compiler giving up on
 deep code, anything unforeseen) is translated into a one-line TemplateError.

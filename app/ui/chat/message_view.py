@@ -1,7 +1,7 @@
 """What the chat pane shows of one message, and its reply stats in words.
 
 The window builds a MessageView from each stored message; the pane and the parts that write
-its footer read them. Kept apart from chat_view so that those parts need not import the pane.
+its footer read them. Kept apart from view.py so that those parts need not import the pane.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ on the thread pool and the list fills in when it is done. Servers are listed by
 
 The fit column plans each usable file at its saved settings (`set_planner`: the window gives
 ModelSession's memory plan). The scan's thread also reads each file's memory shape (one header
-walk, cached per file version: model_shape.py), so planning a listed file on the GUI thread is
+walk, cached per file version: engine/gguf/shape.py), so planning a listed file on the GUI thread is
 arithmetic, a few milliseconds.
 """
 

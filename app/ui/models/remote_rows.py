@@ -1,7 +1,7 @@
 """The model list's rows for remote servers: one per model a server lists, or one for a server
 that could not be listed (it is off, refuses the key, is not a server…), saying why.
 
-Kept beside `model_table.py`, which shows both kinds of row: this file says what a remote row
+Kept beside `table.py`, which shows both kinds of row: this file says what a remote row
 shows in each column, how it sorts and what it tells a screen reader. A server's words (model
 ids, its name, its errors) are foreign text, shown through `printable`/`plain_tooltip`.
 """

@@ -1,7 +1,7 @@
 """The model list's data: one row per GGUF file the scan found, then one per model each saved
 server lists (or one for a server that could not be listed); what each cell says, how it sorts.
 
-Kept apart from the view (`model_table_view.py`) and the picker widget so it can be tested and
+Kept apart from the view (`table_view.py`) and the picker widget so it can be tested and
 re-filled without touching widgets. Several files often carry the same internal name (one
 model in three quantizations), so every row also knows its file name (`FILE_ROLE`), which the
 name column shows under the name; a remote row shows "remote · <server>" there, and is marked

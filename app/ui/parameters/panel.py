@@ -19,7 +19,7 @@ For a model on a remote server the system prompt and sampling apply as for a fil
 server chooses the context length, GPU layers and threads and applies its own chat template:
 those controls are off, and say so. Which sampling fields a server obeys cannot be asked, so a
 note names llama.cpp's extensions (other servers may ignore them) and the fields this server
-is not sent (remote_request.py), whose controls are off, as is "Draft from the conversation"
+is not sent (engine/remote/request.py), whose controls are off, as is "Draft from the conversation"
 (prompt-lookup decoding, engine/lookup.py: a local model's way of decoding).
 
 The Model box's load options (flash attention, KV cache type, mmap, mlock) and the live memory

@@ -1,6 +1,6 @@
 """Where each sampling value in the parameters panel comes from: the model's author, a preset,
 Hearth's default, or the user; and the preset box's choices, "Model's defaults" first where the
-loaded model has any (its GGUF's `general.sampling.*` keys, engine/gguf_sampling.py).
+loaded model has any (its GGUF's `general.sampling.*` keys, engine/gguf/sampling_defaults.py).
 
 A value's source is worked out from the values alone, so it reads the same after a restart:
 the values are compared with each choice the preset box offers, the one that agrees on the most

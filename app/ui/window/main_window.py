@@ -181,7 +181,7 @@ class MainWindow(QMainWindow):
         status.addPermanentWidget(self.speed_label)
 
     def _in_the_reading_column(self, widget: QWidget) -> QHBoxLayout:
-        """On a wide window the messages keep to a centred column (chat_browser.py): the model
+        """On a wide window the messages keep to a centred column (ui/chat/browser.py): the model
         selector above them and the message box below keep to it too, not to the window's
         edges. The widget, centred in a row, as wide as the column at most."""
         widget.setMaximumWidth(self.chat.column_width())
@@ -301,7 +301,7 @@ class MainWindow(QMainWindow):
     @reports_store_errors
     def show_conversation(self, conversation_id: int | None) -> None:
         """Show the branch shown's newest MESSAGES_LOADED messages (older ones are read when
-        asked for; more when a message further up must be in view: window_versions), and the
+        asked for; more when a message further up must be in view: versions.py), and the
         line above which the model saw nothing in its last reply; a reply still being written in
         it is shown as far as it got, and goes on streaming."""
         if conversation_id != self._shown_id:
