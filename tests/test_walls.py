@@ -104,6 +104,20 @@ def test_every_module_lives_in_a_room():
     assert not loose, "modules outside every room: " + ", ".join(loose)
 
 
+MAX_MODULE_LINES = 500  # a module longer than this is doing several jobs
+MAX_MODULES_IN_A_FOLDER = 25  # more side by side and the folder no longer shows its rooms
+MAX_LOOSE_MODULES = 4  # directly in app/, besides __init__ and __main__
+
+
+def test_the_tree_stays_readable():
+    long = [f"{module} ({lines} lines)" for module, path in MODULES.items()
+            if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
+    crowded = [f"{folder.relative_to(APP.parent)} ({count} modules)" for folder in {p.parent for p in MODULES.values()}
+               if (count := len(list(folder.glob("*.py")))) > MAX_MODULES_IN_A_FOLDER]
+    loose = [path.name for path in APP.glob("*.py") if path.name not in ("__init__.py", "__main__.py")]
+    assert not long and not crowded and len(loose) <= MAX_LOOSE_MODULES, (long, crowded, loose)
+
+
 def test_only_engine_llama_imports_llama_cpp():
     offenders = sorted(module for module, targets in GRAPH.items()
                        if "llama_cpp" in targets and not module.startswith(LLAMA_ONLY_IN))
