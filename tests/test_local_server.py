@@ -18,12 +18,12 @@ from pathlib import Path
 
 import openai
 import pytest
-from support.settings_file import ini_file, settings_at
+from support.settings_file import ini_file
+from support.window_stack import ModelStack
 
 from app.engine.opening import open_backend
 from app.engine.sampling import SamplingParams
 from app.engine.types import ModelSettings, ReplyStats, StopReason
-from app.owners.bridge import EngineBridge
 from app.owners.bridge_completions import NO_MODEL, STOPPED, BridgeCompletions
 from app.owners.chat_session import ChatSession
 from app.owners.local_server import KEY_NEEDED, LocalServer
@@ -175,10 +175,10 @@ class Window:
     LocalServer serving it; a ChatSession per test."""
 
     def __init__(self, root: Path, qapp, gemma_path: Path):
-        self.bridge = EngineBridge(open_backend)  # the probe is the GUI's opener's business, not tested here
-        settings = settings_at(root / "hearth.ini")
-        settings.save_model_settings(gemma_path.name, ModelSettings(n_ctx=1024, cpu_threads=1))  # one thread: fast enough, and fair to others
-        self.models = ModelSession(self.bridge, settings)
+        self.stack = ModelStack.start(  # the probe is the GUI's opener's business, not tested here
+            root, opener=open_backend,
+            model_settings={gemma_path.name: ModelSettings(n_ctx=1024, cpu_threads=1)})  # one thread: fast enough, and fair to others
+        self.bridge, self.models = self.stack.bridge, self.stack.models
         loaded = []
         self.models.modelLoaded.connect(loaded.append)
         self.models.load(gemma_path)
@@ -196,7 +196,7 @@ class Window:
         return self.models.settings.sampling
 
     def close(self) -> None:
-        self.bridge.shutdown()
+        self.stack.shutdown()
 
 
 @pytest.fixture(scope="module")

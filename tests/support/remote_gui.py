@@ -15,7 +15,7 @@ import pytest
 
 from app.engine.opening import open_backend
 from app.engine.types import RemoteModel
-from app.library import secrets, server_keys
+from app.library import secrets
 from support.memory_keyring import MemoryKeyring
 from support.scripted_backend import Script
 

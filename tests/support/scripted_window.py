@@ -29,7 +29,7 @@ class ScriptedWindow:
         model_stack = ModelStack.of(models, folder)
         model_stack.load(qtbot, model_path, LOAD_TIMEOUT_MS)
         self.stack = WindowStack.open(qtbot, model_stack, folder, shown=Shown.ACTIVE, size=WINDOW_SIZE,
-                                      states=states, wait_ms=LOAD_TIMEOUT_MS)  # keys need the focus
+                                      states=states, qtbot_closes=True, wait_ms=LOAD_TIMEOUT_MS)  # keys need the focus
         self.store, self.downloads, self.window = self.stack.store, self.stack.downloads, self.stack.window
 
     def send(self, text: str) -> None:

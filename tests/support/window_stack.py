@@ -95,16 +95,20 @@ class WindowStack:
     @classmethod
     def open(cls, qtbot, model_stack: ModelStack, folder: Path, *, shown: Shown = Shown.SHOWN,
              size: tuple[int, int] | None = None, servers: bool = False,
-             states: StateCache | None = None, wait_ms: int = 10_000) -> WindowStack:
+             states: StateCache | None = None, qtbot_closes: bool = False, wait_ms: int = 10_000) -> WindowStack:
         """The window over the database in `folder` and the ModelStack's settings. `servers`:
         the window is given RemoteServers of its own (False: it makes its own, as it does
-        without them). `states`: what File → Settings shows of saved KV states."""
+        without them). `states`: what File → Settings shows of saved KV states.
+        `qtbot_closes`: qtbot closes the window after the test, before the fixtures' teardown
+        runs (a window left open by a failing test is closed all the same; a teardown that asks
+        whether the window is still open finds it closed)."""
         store = ConversationStore(folder / DATABASE_FILE)
         session = ChatSession(store, model_stack.bridge, model_stack.models)
         downloads = DownloadManager()
         remote = RemoteServers(model_stack.settings) if servers else None
         window = MainWindow(model_stack.models, session, model_stack.settings, downloads, remote, states=states)
-        qtbot.addWidget(window)
+        if qtbot_closes:
+            qtbot.addWidget(window)
         if size is not None:
             window.resize(*size)
         window.show()

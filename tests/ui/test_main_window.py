@@ -8,18 +8,12 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from support.settings_file import ini_file
+from support.window_stack import SETTINGS_FILE, ModelStack, WindowStack
 
 from app.engine.llama.devices import offload_support
 from app.engine.types import ModelSettings
-from app.owners.bridge import EngineBridge
-from app.owners.chat_session import ChatSession
-from app.owners.downloads import DownloadManager
-from app.owners.model_session import ModelSession
-from app.owners.settings import Settings
-from app.store import ConversationStore
 from app.ui.models.table import Column
 from app.ui.parameters.panel import NO_GPU_REASON
-from app.ui.window.main_window import MainWindow
 
 SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
 
@@ -33,25 +27,19 @@ class Harness:
 
     def __init__(self, root, qtbot, gemma_path):
         self.root, self.qtbot, self.gemma_path = root, qtbot, gemma_path
-        self.bridge = EngineBridge()
-        self.settings = ini_file(root / "hearth.ini")
-        self.models = ModelSession(self.bridge, Settings(self.settings))
-        Settings(self.settings).save_model_settings(gemma_path.name, ModelSettings(n_ctx=2048))
+        self.model_stack = ModelStack.start(root, model_settings={gemma_path.name: ModelSettings(n_ctx=2048)})
+        self.bridge, self.models = self.model_stack.bridge, self.model_stack.models
+        self.settings = ini_file(root / SETTINGS_FILE)
         self.open_window()
-        with qtbot.waitSignal(self.models.modelLoaded, timeout=60_000):
-            self.models.load(gemma_path)
+        self.model_stack.load(qtbot, gemma_path, 60_000)
         self.short_replies()
 
     def open_window(self):
-        self.store = ConversationStore(self.root / "conversations.sqlite3")
-        session = ChatSession(self.store, self.bridge, self.models)
-        self.downloads = DownloadManager()
-        self.window = MainWindow(self.models, session, Settings(self.settings), self.downloads)
-        self.window.show()
+        self.stack = WindowStack.open(self.qtbot, self.model_stack, self.root)
+        self.store, self.downloads, self.window = self.stack.store, self.stack.downloads, self.stack.window
 
     def reopen_window(self):
-        self.window.close()
-        self.store.close()
+        self.stack.close(engine=False)  # the bridge and the model outlive the window
         self.open_window()
         self.short_replies()
 
@@ -70,10 +58,7 @@ class Harness:
         return [m for m in self.window.session.messages() if m.role == "assistant"]
 
     def close(self):
-        self.window.close()
-        self.downloads.shutdown()
-        self.bridge.shutdown()
-        self.store.close()
+        self.stack.close()
 
 
 @pytest.fixture

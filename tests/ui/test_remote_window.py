@@ -21,19 +21,12 @@ from support.modal_answers import answering
 from support.remote_gui import memory_keyring, mixed_opener  # noqa: F401 - a fixture
 from support.remote_servers import free_port, llama_server, stand_in  # noqa: F401 - fixtures
 from support.scripted_window import find_action
-from support.settings_file import settings_at
+from support.window_stack import SETTINGS_FILE, WINDOW_SIZE, ModelStack, Shown, WindowStack
 
 from app.engine.types import ServerConfig
-from app.owners.bridge import EngineBridge
-from app.owners.chat_session import ChatSession
-from app.owners.downloads import DownloadManager
-from app.owners.model_session import ModelSession
-from app.owners.remote_servers import RemoteServers
-from app.store import ConversationStore
 from app.ui.models.add_server_dialog import AddServerDialog
 from app.ui.models.table import FILE_ROLE, REMOTE_ROLE, UNUSABLE_ROLE, Column
 from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
-from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 10_000
 REPLY_MS = 30_000  # the real Gemma on llama_cpp.server: well under a second for a short reply
@@ -45,21 +38,13 @@ class RemoteWindow:
 
     def __init__(self, qtbot, script, folder: Path, servers: list[ServerConfig] = ()):
         self.qtbot = qtbot
-        self.ini = folder / "hearth.ini"
-        self.settings = settings_at(self.ini)
-        self.settings.servers = list(servers)
-        self.bridge = EngineBridge(mixed_opener(script))
-        self.models = ModelSession(self.bridge, self.settings)
-        self.servers = RemoteServers(self.settings)
-        self.store = ConversationStore(folder / "conversations.sqlite3")
-        self.downloads = DownloadManager()
-        self.window = MainWindow(self.models, ChatSession(self.store, self.bridge, self.models), self.settings,
-                                 self.downloads, self.servers)
-        self.window.resize(1024, 640)
-        self.window.show()
-        qtbot.waitExposed(self.window)
-        self.window.activateWindow()
-        qtbot.waitUntil(self.window.isActiveWindow, timeout=WAIT_MS)
+        self.ini = folder / SETTINGS_FILE
+        model_stack = ModelStack.start(folder, opener=mixed_opener(script), servers=servers)
+        self.settings, self.bridge, self.models = model_stack.settings, model_stack.bridge, model_stack.models
+        self.stack = WindowStack.open(qtbot, model_stack, folder, shown=Shown.ACTIVE, size=WINDOW_SIZE, servers=True,
+                                      wait_ms=WAIT_MS)
+        self.servers, self.store, self.downloads, self.window = (
+            self.stack.servers, self.stack.store, self.stack.downloads, self.stack.window)
         self.picker = self.window.picker
 
     def remote_row(self, predicate=lambda entry: True) -> int:
@@ -98,10 +83,7 @@ class RemoteWindow:
         assert spin.value() == value
 
     def close(self) -> None:
-        self.window.close()
-        self.downloads.shutdown()
-        self.bridge.shutdown()
-        self.store.close()
+        self.stack.close()
 
 
 @pytest.fixture

@@ -17,19 +17,14 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from support.settings_file import ini_file
+from support.window_stack import WINDOW_SIZE, ModelStack, Shown, WindowStack
 
 from app.engine.kv.cache import StateCache
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats
-from app.owners.bridge import EngineBridge
-from app.owners.chat_session import ChatSession
-from app.owners.downloads import DownloadManager
-from app.owners.model_session import ModelSession
-from app.owners.settings import ModelSettings, Settings
+from app.owners.settings import ModelSettings
 from app.serve.completions import Job
 from app.store import ConversationStore
-from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 60_000
 N_CTX = 1024
@@ -48,19 +43,13 @@ class Hearth:
 
     def __init__(self, qtbot, gemma_path: Path, folder: Path):
         self.qtbot, self.folder = qtbot, folder
-        self.bridge = EngineBridge(states=StateCache(folder / "kv-state"))
-        settings = ini_file(folder / "hearth.ini")
-        Settings(settings).save_model_settings(gemma_path.name, ModelSettings(n_ctx=N_CTX))
-        self.models = ModelSession(self.bridge, Settings(settings))
-        self.store = ConversationStore(folder / "conversations.sqlite3")
-        self.session = ChatSession(self.store, self.bridge, self.models)
-        self.downloads = DownloadManager()
-        self.window = MainWindow(self.models, self.session, Settings(settings), self.downloads)
-        self.window.resize(1024, 640)
-        self.window.show()
-        qtbot.waitExposed(self.window)
-        with qtbot.waitSignal(self.models.modelLoaded, timeout=WAIT_MS):
-            self.models.load(gemma_path)
+        model_stack = ModelStack.start(folder, states=StateCache(folder / "kv-state"),
+                                       model_settings={gemma_path.name: ModelSettings(n_ctx=N_CTX)})
+        self.bridge, self.models = model_stack.bridge, model_stack.models
+        self.stack = WindowStack.open(qtbot, model_stack, folder, shown=Shown.EXPOSED, size=WINDOW_SIZE)
+        self.store, self.session, self.downloads, self.window = (
+            self.stack.store, self.stack.session, self.stack.downloads, self.stack.window)
+        model_stack.load(qtbot, gemma_path, WAIT_MS)
         sampling = self.models.settings.sampling.with_changes(**SHORT)
         self.models.update_settings(self.models.settings.with_changes(sampling=sampling))
 
@@ -112,10 +101,7 @@ class Hearth:
         return heard
 
     def quit(self) -> None:
-        self.window.close()
-        self.downloads.shutdown()
-        self.bridge.shutdown()  # the model closes: the conversation it holds is saved
-        self.store.close()
+        self.stack.close()  # the model closes with the engine: the conversation it holds is saved
 
 
 def long_conversation(store: ConversationStore) -> int:

@@ -12,22 +12,17 @@ from PySide6.QtWidgets import QApplication
 from support.modal_answers import answering
 from support.scripted_window import ScriptedWindow, find_action
 from support.served import Served
-from support.settings_file import settings_at
 from support.widget_walk import unnamed_widgets
+from support.window_stack import ModelStack, WindowStack
 
 from app.engine.sampling import SamplingParams
 from app.engine.types import RemoteModel, ReplyStatus, ServerConfig
-from app.owners.bridge import EngineBridge
-from app.owners.chat_session import SERVED_WAIT_MESSAGE, ChatSession
-from app.owners.downloads import DownloadManager
-from app.owners.model_session import ModelSession
+from app.owners.chat_session import SERVED_WAIT_MESSAGE
 from app.owners.settings import ServeAddress
 from app.serve.completions import Job
-from app.store import ConversationStore
 from app.ui.app import appearance
 from app.ui.dialogs.serve import LOCAL_NOTE, NETWORK_NOTE, ServeDialog
 from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
-from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 10_000
 REPLY_MS = 60_000
@@ -170,14 +165,9 @@ def test_a_send_while_a_served_request_runs_says_so_and_goes_when_it_ends(qtbot,
 
 def test_hearth_chats_with_hearth_serve_through_a_remote_model(qtbot, qapp, tmp_path, gemma_path):
     serving = Served(gemma_path, "--threads", "1", "--ctx", "1024")
-    bridge = EngineBridge()
-    settings = settings_at(tmp_path / "hearth.ini")
-    models = ModelSession(bridge, settings)
-    store = ConversationStore(tmp_path / "conversations.sqlite3")
-    downloads = DownloadManager()
-    window = MainWindow(models, ChatSession(store, bridge, models), settings, downloads)
+    stack = WindowStack.open(qtbot, ModelStack.start(tmp_path), tmp_path)
+    models, store, window = stack.model_stack.models, stack.store, stack.window
     try:
-        window.show()
         source = RemoteModel(ServerConfig(serving.base_url, "hearth serve"), serving.model_id)
         with qtbot.waitSignal(models.modelLoaded, timeout=WAIT_MS):
             window.model_display.load_chosen(source)
@@ -196,9 +186,6 @@ def test_hearth_chats_with_hearth_serve_through_a_remote_model(qtbot, qapp, tmp_
         assert (user.content, stored.content, stored.status) == ("Name three rivers.", reply.text, ReplyStatus.COMPLETE)
         assert stored.model == f"{serving.model_id} @ hearth serve"
     finally:
-        window.close()
-        downloads.shutdown()
-        bridge.shutdown()
-        store.close()
+        stack.close()
         QApplication.processEvents()
         assert serving.stop() == 0, serving.stderr

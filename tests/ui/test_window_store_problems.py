@@ -12,13 +12,10 @@ import pytest
 from PySide6.QtCore import QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 from support.damaged_database import build_conversations, damage, damaged_database
-from support.settings_file import settings_at
+from support.window_stack import DATABASE_FILE, ModelStack, WindowStack
 
-from app.owners.chat_session import ChatSession
-from app.owners.downloads import DownloadManager
-from app.store import ConversationStore
 from app.ui.app.application import MOVE_ASIDE_BUTTON, open_store
-from app.ui.chat.view import HISTORY_SHOWN_MESSAGES
+from app.ui.chat.paging import HISTORY_SHOWN_MESSAGES
 from app.ui.window.conversation_list import TITLE_SHOWN_CHARS
 from app.ui.window.main_window import MESSAGES_LOADED, MainWindow
 
@@ -38,25 +35,18 @@ class Windows:
     """Opens MainWindow over a database file in tmp_path; closes what it opened."""
 
     def __init__(self, qtbot, models, tmp_path):
-        self.qtbot, self.models, self.tmp_path = qtbot, models, tmp_path
-        self.path = tmp_path / "conversations.sqlite3"
-        self.opened = []
+        self.qtbot, self.tmp_path = qtbot, tmp_path
+        self.model_stack = ModelStack.of(models, tmp_path)
+        self.path = tmp_path / DATABASE_FILE
+        self.opened: list[WindowStack] = []
 
     def open(self) -> MainWindow:
-        store = ConversationStore(self.path)
-        downloads = DownloadManager()
-        settings = settings_at(self.tmp_path / "hearth.ini")
-        window = MainWindow(self.models, ChatSession(store, self.models._bridge, self.models), settings, downloads)
-        self.qtbot.addWidget(window)
-        window.show()
-        self.opened.append((window, downloads))
-        return window
+        self.opened.append(WindowStack.open(self.qtbot, self.model_stack, self.tmp_path, qtbot_closes=True))
+        return self.opened[-1].window
 
     def close(self):
-        for window, downloads in self.opened:
-            window.close()
-            downloads.shutdown()
-            window.session.store.close()
+        for stack in self.opened:
+            stack.close(engine=False)  # the scripted_models fixture shuts its bridge down
 
 
 @pytest.fixture
