@@ -139,8 +139,8 @@ def run_case(model: Path, n_ctx: int, kv: KvCacheType, flash: FlashAttention, wo
 
 
 def tiny_model() -> Path:
-    sys.path.insert(0, str(ROOT / "tests" / "families"))
-    from make_tiny_models import ensure_tiny_models
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.tiny_models import ensure_tiny_models
 
     return ensure_tiny_models()["tinyllama"][0]
 

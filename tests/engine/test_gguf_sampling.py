@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import logging
 
-import gguf_corpus as g
 import pytest
 from gguf import GGUFReader
+from support import gguf_corpus as g
+from support.tiny_gguf import write_gguf
 
 from app.__main__ import build_parser
 from app.engine.gguf.modelfile import inspect_model
@@ -47,19 +48,15 @@ def test_the_authors_values_are_read_as_written(tmp_path):
 def test_the_gguf_packages_own_writer_is_read_the_same(tmp_path):
     """The keys as llama.cpp's converter writes them, through gguf-py itself (not this suite's
     byte writer): the names and types Hearth reads are the converter's."""
-    from gguf import GGUFWriter
+    def converter_keys(writer) -> None:
+        writer.add_sampling_temp(0.6)
+        writer.add_sampling_top_k(20)
+        writer.add_sampling_top_p(0.8)
+        writer.add_sampling_penalty_last_n(128)
+        writer.add_sampling_mirostat_tau(5.0)
 
-    path = tmp_path / "written.gguf"
+    path = write_gguf(tmp_path / "written.gguf", "llama", converter_keys)
     model = g.tiny_llama()
-    writer = GGUFWriter(path, "llama")
-    writer.add_sampling_temp(0.6)
-    writer.add_sampling_top_k(20)
-    writer.add_sampling_top_p(0.8)
-    writer.add_sampling_penalty_last_n(128)
-    writer.add_sampling_mirostat_tau(5.0)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.close()
     fields = GGUFReader(path).fields
     for key in ("general.sampling.temp", "general.sampling.top_k", "general.sampling.top_p",
                 "general.sampling.penalty_last_n", "general.sampling.mirostat_tau"):

@@ -5,9 +5,9 @@ a temperature above 0 wanders, and greedy does not)."""
 
 from __future__ import annotations
 
-import gguf_corpus as g
 import pytest
 from starlette.testclient import TestClient
+from support import gguf_corpus as g
 
 from app.engine.opening import open_backend
 from app.engine.sampling import PRESETS

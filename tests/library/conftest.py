@@ -9,11 +9,10 @@ so no test can read the user's login or write into the user's cache.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from gguf import GGUFWriter
 from huggingface_hub import constants
 from support.fake_hub import QWEN_REPO, FakeHub
+from support.tiny_gguf import write_download_gguf
 
 from app.library.hub import HubClient, Timeouts
 
@@ -36,17 +35,7 @@ def isolated_hf_home(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def tiny_gguf(tmp_path_factory) -> bytes:
     """A small valid llama-architecture GGUF (64 KiB of weights), as bytes."""
-    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
-    writer = GGUFWriter(str(path), "llama")
-    writer.add_name("Tiny Test")
-    writer.add_context_length(128)
-    writer.add_block_count(1)
-    writer.add_file_type(15)  # MOSTLY_Q4_K_M, as the file name will say
-    writer.add_tensor("token_embd.weight", np.arange(16384, dtype=np.float32).reshape(64, 256))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    path = write_download_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
     return path.read_bytes()
 
 

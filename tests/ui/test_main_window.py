@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from support.settings_file import ini_file
+from support.tiny_gguf import write_tiny_gguf
 from support.window_stack import SETTINGS_FILE, ModelStack, WindowStack
 
 from app.engine.llama.devices import offload_support
@@ -317,8 +318,6 @@ def test_every_file_menu_action_that_opens_a_dialog_opens_it(harness, qtbot):
 
 def test_the_model_list_sorts_from_the_view_menu_as_from_its_header(harness, qtbot, tmp_path):
     """Qt's header never takes the keyboard focus: View → Sort models by is the keyboard's way."""
-    from test_model_picker import write_tiny_gguf
-
     folder = tmp_path / "more-models"
     write_tiny_gguf(folder / "1.gguf", name="Zebra finch")
     write_tiny_gguf(folder / "2.gguf", name="Aardvark")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt
+from support.picker_scan import SCAN_TIMEOUT_MS
 from support.settings_file import settings_at
-from test_model_picker import SCAN_TIMEOUT_MS, write_tiny_gguf
+from support.tiny_gguf import write_tiny_gguf
 
 from app.engine.llama import machine
 from app.engine.types import LocalModel

@@ -5,26 +5,23 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import gguf
-import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QStyleOptionViewItem
+from support.picker_scan import make_picker, rescanned
 from support.settings_file import ini_file
+from support.tiny_gguf import write_tiny_gguf
 from support.widget_walk import accessible_name, unnamed_widgets
 
 from app.common.units import byte_size
 from app.library.scan import ModelEntry
 from app.owners.settings import EXTRA_FILES as EXTRA_FILES_KEY
 from app.owners.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
-from app.owners.settings import Settings
 from app.ui.app.appearance import dark_palette
 from app.ui.models.picker import Column, ModelPicker
 from app.ui.models.table import FILE_ROLE, format_parameters
 from app.ui.widgets.colors import contrast
-
-SCAN_TIMEOUT_MS = 10_000
 
 
 @pytest.fixture
@@ -32,39 +29,10 @@ def settings(tmp_path):
     return ini_file(tmp_path / "hearth.ini")
 
 
-def write_tiny_gguf(path: Path, name: str = "Tiny Test") -> Path:
-    """A valid, very small GGUF with its own chat template: another model beside Gemma."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name(name)
-    writer.add_context_length(2048)
-    writer.add_chat_template("{% for m in messages %}{{ m.content }}{% endfor %}")
-    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 def write_garbage(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"<html>Not found</html>" * 20)
     return path
-
-
-def make_picker(qtbot, settings: QSettings) -> ModelPicker:
-    picker = ModelPicker(Settings(settings))
-    qtbot.addWidget(picker)
-    # The first scan's result is queued to this thread, so waiting after creating it misses nothing.
-    with qtbot.waitSignal(picker.scanFinished, timeout=SCAN_TIMEOUT_MS):
-        pass
-    return picker
-
-
-def rescanned(qtbot, picker, action):
-    with qtbot.waitSignal(picker.scanFinished, timeout=SCAN_TIMEOUT_MS):
-        action()
 
 
 def row_of(picker, path) -> int:

@@ -7,15 +7,12 @@ written here with the keys, read by the real inspect_model."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QScrollArea, QStyleFactory
+from support import gguf_corpus as g
 from support.panel_helpers import load, shown_panel
 from support.settings_file import settings_at
 
@@ -26,19 +23,6 @@ from app.ui.app.appearance import dark_palette
 from app.ui.parameters.panel import CUSTOM
 from app.ui.parameters.sampling_sources import MODEL_DEFAULTS
 from app.ui.widgets.colors import contrast
-
-
-def _gguf_corpus():
-    """The suite's GGUF writer. It lives with the engine's tests, a folder pytest puts on
-    sys.path only once it has collected a test there."""
-    if "gguf_corpus" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("gguf_corpus", Path(__file__).parents[1] / "engine" / "gguf_corpus.py")
-        sys.modules["gguf_corpus"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["gguf_corpus"])
-    return sys.modules["gguf_corpus"]
-
-
-g = _gguf_corpus()
 
 AUTHORS = ModelDefaults(temperature=1.0, top_k=64, top_p=0.95)
 

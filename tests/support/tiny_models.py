@@ -51,9 +51,10 @@ Every model also gets a template-less twin (the same bytes minus `tokenizer.chat
 written by `copy_without_chat_template`, which also serves the real Gemma file) for the
 fallback checks.
 
-Usage: `python tests/families/make_tiny_models.py [OUT_DIR]`. The test suite calls
+Usage: `PYTHONPATH=tests python -m support.tiny_models [OUT_DIR]`. The test suite calls
 `ensure_tiny_models()`, which builds into `tests/.cache/tiny-models/<key>/`, where the key is a
-hash of this file, the vocab files and families.json, so reruns reuse the files.
+hash of this file, the GGUF writer (support/tiny_gguf.py), the vocab files and families.json,
+so reruns reuse the files.
 """
 
 from __future__ import annotations
@@ -73,9 +74,11 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter, LlamaFileType, TokenType
 
-HERE = Path(__file__).resolve().parent
-TESTS = HERE.parent
-VOCAB_DIR = HERE / "vocab"
+from support import tiny_gguf
+from support.tiny_gguf import write_gguf
+
+TESTS = Path(__file__).resolve().parent.parent
+VOCAB_DIR = TESTS / "families" / "vocab"
 FAMILIES_JSON = TESTS / "data" / "families.json"
 CACHE_ROOT = TESTS / ".cache" / "tiny-models"
 
@@ -267,47 +270,42 @@ def write_model(family: Family, entry: dict, vocab: dict[str, object], path: Pat
         if types[index[text]] != CONTROL:
             raise ValueError(f"{family.name}: {text} must be a control token")
 
-    writer = GGUFWriter(str(path), family.arch)
-    writer.add_name(f"hearth-tiny-{family.name}")
-    writer.add_file_type(LlamaFileType.MOSTLY_F16)
-    writer.add_context_length(CONTEXT_LENGTH)
-    writer.add_embedding_length(N_EMBD)
-    writer.add_block_count(N_LAYER)
-    writer.add_feed_forward_length(N_FF)
-    writer.add_head_count(N_HEAD)
-    writer.add_head_count_kv(N_HEAD if family.arch == "phi3" else N_HEAD_KV)
-    writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_dimension_count(HEAD_DIM)
-    writer.add_rope_freq_base(10000.0)
-    writer.add_vocab_size(len(tokens))
+    def keys(writer: GGUFWriter) -> None:
+        writer.add_name(f"hearth-tiny-{family.name}")
+        writer.add_file_type(LlamaFileType.MOSTLY_F16)
+        writer.add_context_length(CONTEXT_LENGTH)
+        writer.add_embedding_length(N_EMBD)
+        writer.add_block_count(N_LAYER)
+        writer.add_feed_forward_length(N_FF)
+        writer.add_head_count(N_HEAD)
+        writer.add_head_count_kv(N_HEAD if family.arch == "phi3" else N_HEAD_KV)
+        writer.add_layer_norm_rms_eps(1e-5)
+        writer.add_rope_dimension_count(HEAD_DIM)
+        writer.add_rope_freq_base(10000.0)
+        writer.add_vocab_size(len(tokens))
 
-    writer.add_tokenizer_model(vocab["tokenizer.ggml.model"])
-    if "tokenizer.ggml.pre" in vocab:
-        writer.add_tokenizer_pre(vocab["tokenizer.ggml.pre"])
-    writer.add_token_list(tokens)
-    writer.add_token_types(types.tolist())
-    if "tokenizer.ggml.scores" in vocab:
-        writer.add_token_scores(np.asarray(vocab["tokenizer.ggml.scores"], dtype=np.float32).tolist())
-    if "tokenizer.ggml.merges" in vocab:
-        writer.add_token_merges(vocab["tokenizer.ggml.merges"])
-    writer.add_bos_token_id(index[family.bos])
-    writer.add_eos_token_id(index[family.eos])
-    for key, add in (("tokenizer.ggml.unknown_token_id", writer.add_unk_token_id),
-                     ("tokenizer.ggml.padding_token_id", writer.add_pad_token_id)):
-        if key in vocab:
-            add(int(vocab[key]))
-    writer.add_add_bos_token(family.add_bos)
-    writer.add_add_eos_token(False)
-    if "tokenizer.ggml.add_space_prefix" in vocab:
-        writer.add_add_space_prefix(bool(vocab["tokenizer.ggml.add_space_prefix"]))
-    writer.add_chat_template(entry["chat_template"])
+        writer.add_tokenizer_model(vocab["tokenizer.ggml.model"])
+        if "tokenizer.ggml.pre" in vocab:
+            writer.add_tokenizer_pre(vocab["tokenizer.ggml.pre"])
+        writer.add_token_list(tokens)
+        writer.add_token_types(types.tolist())
+        if "tokenizer.ggml.scores" in vocab:
+            writer.add_token_scores(np.asarray(vocab["tokenizer.ggml.scores"], dtype=np.float32).tolist())
+        if "tokenizer.ggml.merges" in vocab:
+            writer.add_token_merges(vocab["tokenizer.ggml.merges"])
+        writer.add_bos_token_id(index[family.bos])
+        writer.add_eos_token_id(index[family.eos])
+        for key, add in (("tokenizer.ggml.unknown_token_id", writer.add_unk_token_id),
+                         ("tokenizer.ggml.padding_token_id", writer.add_pad_token_id)):
+            if key in vocab:
+                add(int(vocab[key]))
+        writer.add_add_bos_token(family.add_bos)
+        writer.add_add_eos_token(False)
+        if "tokenizer.ggml.add_space_prefix" in vocab:
+            writer.add_add_space_prefix(bool(vocab["tokenizer.ggml.add_space_prefix"]))
+        writer.add_chat_template(entry["chat_template"])
 
-    for name, array in _tensors(family, len(tokens)):
-        writer.add_tensor(name, array)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write_gguf(path, family.arch, keys, _tensors(family, len(tokens)))
 
 
 def _tensors(family: Family, n_vocab: int):
@@ -390,7 +388,8 @@ def copy_without_chat_template(src: Path, dst: Path) -> None:
 def source_key() -> str:
     """A hash of everything the generated files depend on."""
     digest = hashlib.sha256()
-    for path in [Path(__file__).resolve(), FAMILIES_JSON, *sorted(VOCAB_DIR.glob("*.gguf"))]:
+    for path in [Path(__file__).resolve(), Path(tiny_gguf.__file__).resolve(), FAMILIES_JSON,
+                 *sorted(VOCAB_DIR.glob("*.gguf"))]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from support.tiny_gguf import ECHO_TEMPLATE
+
 # GGUF value types.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 _FORMATS = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?",
@@ -187,7 +189,7 @@ def tiny_llama(shape: Shape = Shape(), name: str = "Tiny Llama") -> GGUF:
         ("tokenizer.ggml.eos_token_id", u32(2)),
         ("tokenizer.ggml.unknown_token_id", u32(0)),
         ("tokenizer.ggml.add_bos_token", boolean(True)),
-        ("tokenizer.chat_template", string("{% for m in messages %}{{ m.content }}{% endfor %}")),
+        ("tokenizer.chat_template", string(ECHO_TEMPLATE)),
     ]
     return GGUF(metadata, list(_llama_tensors(shape, len(tokens))))
 
