@@ -9,8 +9,7 @@ import psutil
 import pytest
 from PySide6.QtCore import Qt
 from support.fake_hub import QWEN_REPO
-from support.widget_walk import unnamed_widgets
-from test_get_models_view import (  # noqa: F401  (fixtures, found by pytest by name)
+from support.get_models_view import (  # noqa: F401  (fixtures, found by pytest by name)
     Q4,
     WAIT_MS,
     make_manager,
@@ -19,6 +18,7 @@ from test_get_models_view import (  # noqa: F401  (fixtures, found by pytest by 
     model_items,
     start_download,
 )
+from support.widget_walk import unnamed_widgets
 
 from app.library import curated
 from app.library.curated import load_curated

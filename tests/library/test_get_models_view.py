@@ -9,72 +9,32 @@ from collections import namedtuple
 import keyring
 import keyring.backends.fail
 import psutil
-import pytest
 import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QInputDialog
 from support.fake_hub import GOOD_TOKEN, QWEN_REPO
-from support.memory_keyring import MemoryKeyring
+from support.get_models_view import (  # noqa: F401  (fixtures, found by pytest by name)
+    Q4,
+    WAIT_MS,
+    client_factory,
+    make_manager,
+    make_view,
+    memory_keyring,
+    model_items,
+    start_download,
+)
 
 from app.engine.gguf.modelfile import inspect_model
 from app.library import credentials, secrets
 from app.library.downloads import PARTIAL_SUFFIX
-from app.library.hub import HubClient, Timeouts
-from app.owners.downloads import DownloadManager
 from app.ui.models import get_models
 from app.ui.models.download_row import DownloadRow
 from app.ui.models.get_models import OFFLINE_HEADLINE, GetModelsView
-from app.ui.models.hub_lists import MODEL_ROLE, ModelColumn, ResultColumn
+from app.ui.models.hub_lists import ModelColumn, ResultColumn
 
-Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
 GATED_REPO = "meta-llama/Llama-3.2-1B-Instruct-GGUF"
 GATED_FILE = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
-WAIT_MS = 8_000
-
-
-@pytest.fixture(autouse=True)
-def memory_keyring():
-    """No test reads or writes the machine's keyring."""
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    credentials.forget_token()
-    keyring.set_keyring(previous)
-
-
-def client_factory(url: str, read: float = 2.0):
-    return lambda token=None: HubClient(endpoint=url, token=token, timeouts=Timeouts(connect=2.0, read=read))
-
-
-@pytest.fixture
-def make_manager(hub, tmp_path):
-    managers = []
-
-    def make(factory=None) -> DownloadManager:
-        manager = DownloadManager(factory or client_factory(hub.url), dest=tmp_path / "models")
-        managers.append(manager)
-        return manager
-
-    yield make
-    for manager in managers:
-        manager.shutdown()
-
-
-@pytest.fixture
-def make_view(qtbot, make_manager):
-    views = []  # held until teardown, as the window that opens a view holds it
-
-    def make(manager=None) -> GetModelsView:
-        """A view shown over `manager` (by default a new one aimed at the fake Hub)."""
-        view = GetModelsView(manager or make_manager())
-        qtbot.addWidget(view)
-        view.show()
-        views.append(view)
-        return view
-
-    return make
 
 
 def search(qtbot, view, text):
@@ -87,24 +47,6 @@ def open_repo(qtbot, view, repo_id):
                if view.results.item(r, ResultColumn.REPO).text() == repo_id)
     with qtbot.waitSignal(view.listingFinished, timeout=WAIT_MS):
         view.results.selectRow(row)
-
-
-def model_items(view):
-    """Every downloadable row of the models tree, groups opened, by file name."""
-    items = {}
-    for top in range(view.models.topLevelItemCount()):
-        item = view.models.topLevelItem(top)
-        for child in [item] + [item.child(i) for i in range(item.childCount())]:
-            if child.data(0, MODEL_ROLE) is not None:
-                items[child.text(ModelColumn.FILE)] = child
-    return items
-
-
-def start_download(qtbot, view, file_name) -> DownloadRow:
-    view.models.setCurrentItem(model_items(view)[file_name])
-    view.download_button.click()
-    rows = [row for row in view.findChildren(DownloadRow) if row.job.model.name == file_name]
-    return rows[-1]
 
 
 def test_search_shows_repositories_and_creating_the_view_touches_no_network(qtbot, make_view, hub, qwen, tiny_gguf):

@@ -12,6 +12,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from app.owners.bridge import CHUNK_INTERVAL_S
+from app.ui.chat.inline_editor import InlineEditor
+from support.chat_helpers import click_anchor
 from support.scripted_backend import Script, ScriptedBackend
 from support.window_stack import WINDOW_SIZE, ModelStack, Shown, WindowStack
 
@@ -101,3 +103,24 @@ class FlowWindow:
     def close(self) -> None:
         self.script.gated = False
         self.stack.close()
+
+
+def regenerate(flow: FlowWindow) -> None:
+    """Regenerate the last reply (the window's action); wait until the new version is written."""
+    with flow.qtbot.waitSignal(flow.session.replyFinished, timeout=WAIT_MS):
+        flow.window.regenerate_action.trigger()
+
+
+def edit(flow: FlowWindow, message_id: int, text: str) -> None:
+    """Edit under the message, type the new text, Enter: as a user edits in the transcript."""
+    click_anchor(flow.qtbot, flow.window.chat, f"hearth:edit/{message_id}")
+    editor = flow.window.chat.findChild(InlineEditor)
+    editor.box.selectAll()
+    QTest.keyClicks(editor.box, text)
+    with flow.qtbot.waitSignal(flow.session.replyFinished, timeout=WAIT_MS):
+        QTest.keyClick(editor.box, Qt.Key.Key_Return)
+
+
+def shown(flow: FlowWindow) -> list[str]:
+    """The branch shown, as the messages' texts."""
+    return [message.content for message in flow.session.messages()]

@@ -11,8 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QTextBrowser
 from support.chat_helpers import click_anchor, plain_text
-from support.flow_harness import WAIT_MS, FlowWindow, GatedScript
-from test_window_versions import edit, regenerate, shown
+from support.flow_harness import WAIT_MS, FlowWindow, GatedScript, edit, regenerate, shown
 
 from app.ui.window import main_window
 

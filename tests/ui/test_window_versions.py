@@ -10,9 +10,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from support.chat_helpers import click_anchor, plain_text
-from support.flow_harness import WAIT_MS, FlowWindow, GatedScript
+from support.flow_harness import WAIT_MS, FlowWindow, GatedScript, edit, regenerate, shown
 
-from app.ui.chat.inline_editor import InlineEditor
 from app.ui.window.shortcuts import shortcut_rows
 
 
@@ -41,25 +40,6 @@ def windows(qtbot, gemma_info, tmp_path):
 @pytest.fixture
 def flow(windows):
     return windows.open([f"Reply {n}." for n in range(1, 20)])
-
-
-def regenerate(flow) -> None:
-    with flow.qtbot.waitSignal(flow.session.replyFinished, timeout=WAIT_MS):
-        flow.window.regenerate_action.trigger()
-
-
-def edit(flow, message_id: int, text: str) -> None:
-    """Edit under the message, type the new text, Enter: as a user edits in the transcript."""
-    click_anchor(flow.qtbot, flow.window.chat, f"hearth:edit/{message_id}")
-    editor = flow.window.chat.findChild(InlineEditor)
-    editor.box.selectAll()
-    QTest.keyClicks(editor.box, text)
-    with flow.qtbot.waitSignal(flow.session.replyFinished, timeout=WAIT_MS):
-        QTest.keyClick(editor.box, Qt.Key.Key_Return)
-
-
-def shown(flow) -> list[str]:
-    return [message.content for message in flow.session.messages()]
 
 
 def versions_of(flow, message_id: int) -> list[str]:
