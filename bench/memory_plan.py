@@ -140,7 +140,7 @@ def run_case(model: Path, n_ctx: int, kv: KvCacheType, flash: FlashAttention, wo
 
 def tiny_model() -> Path:
     sys.path.insert(0, str(ROOT / "tests"))
-    from support.tiny_models import ensure_tiny_models
+    from support.model_files.tiny_models import ensure_tiny_models
 
     return ensure_tiny_models()["tinyllama"][0]
 

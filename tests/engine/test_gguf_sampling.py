@@ -9,8 +9,8 @@ import logging
 
 import pytest
 from gguf import GGUFReader
-from support import gguf_corpus as g
-from support.tiny_gguf import write_gguf
+from support.model_files import gguf_corpus as g
+from support.model_files.tiny_gguf import write_gguf
 
 from app.__main__ import build_parser
 from app.engine.gguf.modelfile import inspect_model

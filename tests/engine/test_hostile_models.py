@@ -1,7 +1,7 @@
 """An adversarial corpus of GGUF files: each must end in one short line naming the file.
 
-Three sources, all generated here (support/gguf_corpus.py): the tiny real llama model with one value
-made hostile, files packed byte by byte with a broken structure, and sparse copies of the
+Three sources, all generated here (support/model_files/gguf_corpus.py): the tiny real llama
+model with one value made hostile, files packed byte by byte with a broken structure, and sparse copies of the
 real Gemma model whose header was damaged (the weights are a hole, so each costs only its
 header). For each: inspect_model raises ModelFileError with a one- or two-line message that
 names the file, quickly, without allocating more than a few MB; a sample also goes through
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from support import gguf_corpus as g
+from support.model_files import gguf_corpus as g
 
 from app.engine.gguf.checks import LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS
 from app.engine.gguf.header import MAX_HEADER_STRINGS

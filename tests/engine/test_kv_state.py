@@ -349,7 +349,7 @@ def test_an_engine_thread_and_a_gui_thread_can_share_a_cache(tmp_path):
 
 
 def test_a_model_copied_elsewhere_keeps_its_identity_and_any_change_is_another(tmp_path):
-    from support.gguf_corpus import tiny_llama
+    from support.model_files.gguf_corpus import tiny_llama
 
     original = tiny_llama().write(tmp_path / "a.gguf")
     moved = shutil.copy(original, tmp_path / "renamed.gguf")

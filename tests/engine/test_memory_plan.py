@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.gguf_corpus import BOOL, U32, Shape, array, damaged_copy, read_real_header, tiny_llama, u32
+from support.model_files.gguf_corpus import BOOL, U32, Shape, array, damaged_copy, read_real_header, tiny_llama, u32
 
 from app.engine.gguf.modelfile import ModelFileError
 from app.engine.gguf.shape import model_shape

@@ -221,7 +221,7 @@ def test_one_load_walks_the_header_once(gemma_path, tmp_path, walks):
 
 
 def test_a_file_changed_on_disk_is_walked_again(tmp_path, walks):
-    from support.gguf_corpus import tiny_llama
+    from support.model_files.gguf_corpus import tiny_llama
 
     from app.engine.gguf.fingerprint import model_fingerprint
     from app.engine.gguf.shape import model_shape

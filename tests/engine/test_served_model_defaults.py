@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from starlette.testclient import TestClient
-from support import gguf_corpus as g
+from support.model_files import gguf_corpus as g
 
 from app.engine.opening import open_backend
 from app.engine.sampling import PRESETS

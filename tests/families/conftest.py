@@ -1,7 +1,7 @@
 """Fixtures for the family conformance suite: the model files, and one engine per model.
 
 The tiny models are generated on first use into tests/.cache/tiny-models/<key>/ (see
-support/tiny_models.py); Gemma 3 is the real 270M model, shared with the rest of the suite.
+support/model_files/tiny_models.py); Gemma 3 is the real 270M model, shared with the rest of the suite.
 Engines are loaded once per session and kept, so every test of a family reuses one load.
 """
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import tiny_models as tiny
+from support.model_files import tiny_models as tiny
 
 from app.engine.llama.generator import Engine
 from app.engine.types import LoadOptions

@@ -1,6 +1,6 @@
 """Every supported model family, run through the real engine and llama.cpp.
 
-One tiny real GGUF per family (support/tiny_models.py: the family's architecture, real
+One tiny real GGUF per family (support/model_files/tiny_models.py: the family's architecture, real
 tokenizer, published template and special tokens, random weights) and the real Gemma 3 270M
 go through the same checks: what inspection reports, byte-exact prompts against Hugging Face's
 own rendering, BOS handling, end-of-turn and stop-string handling, prefix reuse across turns,
@@ -18,7 +18,7 @@ import functools
 import itertools
 
 import pytest
-from support import tiny_models as tiny
+from support.model_files import tiny_models as tiny
 from support.reply_events import collect
 
 from app.engine.gguf.modelfile import END_OF_TURN_TEXTS, inspect_model

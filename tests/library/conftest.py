@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from huggingface_hub import constants
 from support.fake_hub import QWEN_REPO, FakeHub
-from support.tiny_gguf import write_download_gguf
+from support.model_files.tiny_gguf import write_download_gguf
 
 from app.library.hub import HubClient, Timeouts
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
+from support.model_files.tiny_gguf import write_tiny_gguf
 from support.settings_file import ini_file
-from support.tiny_gguf import write_tiny_gguf
 from support.window_stack import SETTINGS_FILE, ModelStack, WindowStack
 
 from app.engine.llama.devices import offload_support

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt
+from support.model_files.tiny_gguf import write_tiny_gguf
 from support.picker_scan import SCAN_TIMEOUT_MS
 from support.settings_file import settings_at
-from support.tiny_gguf import write_tiny_gguf
 
 from app.engine.llama import machine
 from app.engine.types import LocalModel

@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QStyleOptionViewItem
+from support.model_files.tiny_gguf import write_tiny_gguf
 from support.picker_scan import make_picker, rescanned
 from support.settings_file import ini_file
-from support.tiny_gguf import write_tiny_gguf
 from support.widget_walk import accessible_name, unnamed_widgets
 
 from app.common.units import byte_size

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QScrollArea, QStyleFactory
-from support import gguf_corpus as g
+from support.model_files import gguf_corpus as g
 from support.panel_helpers import load, shown_panel
 from support.settings_file import settings_at
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from support.tiny_gguf import ECHO_TEMPLATE
+from support.model_files.tiny_gguf import ECHO_TEMPLATE
 
 # GGUF value types.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12

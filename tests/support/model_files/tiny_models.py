@@ -51,9 +51,9 @@ Every model also gets a template-less twin (the same bytes minus `tokenizer.chat
 written by `copy_without_chat_template`, which also serves the real Gemma file) for the
 fallback checks.
 
-Usage: `PYTHONPATH=tests python -m support.tiny_models [OUT_DIR]`. The test suite calls
-`ensure_tiny_models()`, which builds into `tests/.cache/tiny-models/<key>/`, where the key is a
-hash of this file, the GGUF writer (support/tiny_gguf.py), the vocab files and families.json,
+Usage: `PYTHONPATH=tests python -m support.model_files.tiny_models [OUT_DIR]`. The test suite
+calls `ensure_tiny_models()`, which builds into `tests/.cache/tiny-models/<key>/`, where the key is a
+hash of this file, the GGUF writer (tiny_gguf.py beside it), the vocab files and families.json,
 so reruns reuse the files.
 """
 
@@ -74,10 +74,10 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter, LlamaFileType, TokenType
 
-from support import tiny_gguf
-from support.tiny_gguf import write_gguf
+from support.model_files import tiny_gguf
+from support.model_files.tiny_gguf import write_gguf
 
-TESTS = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parents[2]
 VOCAB_DIR = TESTS / "families" / "vocab"
 FAMILIES_JSON = TESTS / "data" / "families.json"
 CACHE_ROOT = TESTS / ".cache" / "tiny-models"

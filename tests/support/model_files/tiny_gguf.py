@@ -3,7 +3,7 @@ them: the one way this suite writes one (the families' tiny models, the picker's
 downloads' small files, the converter's sampling keys).
 
 A file a test needs malformed on purpose, or with values GGUFWriter refuses, is packed byte
-by byte in support/gguf_corpus.py instead.
+by byte in support/model_files/gguf_corpus.py instead.
 """
 
 from __future__ import annotations
