@@ -35,13 +35,13 @@ N_CTX = 4096
 
 
 def banned_tokens(model: Path) -> dict[int, float]:
-    from app.engine.gguf.modelfile import inspect_model
+    from app.engine.gguf.reading import inspect_model
 
     return {token.id: -1000.0 for token in inspect_model(model).end_of_turn}
 
 
 def rendered_prompt(model: Path) -> str:
-    from app.engine.gguf.modelfile import inspect_model
+    from app.engine.gguf.reading import inspect_model
     from app.engine.templates.chat_template import template_for
 
     return template_for(inspect_model(model)).render([{"role": "user", "content": PROMPT_TEXT}])

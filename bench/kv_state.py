@@ -46,7 +46,7 @@ from llama_cpp import llama_cpp as llama_c  # noqa: E402
 from llama_cpp._internals import LlamaSampler  # noqa: E402
 
 from app.engine.gguf.fingerprint import model_fingerprint  # noqa: E402
-from app.engine.gguf.modelfile import inspect_model  # noqa: E402
+from app.engine.gguf.reading import inspect_model  # noqa: E402
 from app.engine.kv.cache import StateCache, StateKey  # noqa: E402
 from app.engine.llama import kv_seq  # noqa: E402
 from app.engine.llama.devices import cpu_threads  # noqa: E402

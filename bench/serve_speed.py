@@ -142,7 +142,7 @@ def main() -> int:
     from support.remote_servers import LlamaServer
     from support.served import Served
 
-    from app.engine.gguf.modelfile import inspect_model
+    from app.engine.gguf.reading import inspect_model
     from app.engine.llama.generator import Engine
     from app.engine.sampling import PRESETS
     from app.engine.templates.chat_template import template_for

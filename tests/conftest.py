@@ -75,7 +75,7 @@ def gemma_path():
 @pytest.fixture(scope="session")
 def gemma_info(gemma_path):
     """The default model's metadata, read without loading it."""
-    from app.engine.gguf.modelfile import inspect_model
+    from app.engine.gguf.reading import inspect_model
 
     return inspect_model(gemma_path)
 

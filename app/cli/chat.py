@@ -7,7 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..engine.gguf.modelfile import inspect_model
+from ..engine.gguf.reading import inspect_model
 from ..engine.options import NOTHING_STORED, resolve
 from ..engine.sampling import ModelDefaults
 from .args import UsageError, check_context, message_text, report_stats, server_from_args

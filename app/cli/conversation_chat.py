@@ -35,7 +35,8 @@ from pathlib import Path
 from ..common.text import printable
 from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
 from ..engine.backend import Backend
-from ..engine.gguf.modelfile import ModelInfo, inspect_model
+from ..engine.gguf.modelfile import ModelInfo
+from ..engine.gguf.reading import inspect_model
 from ..engine.opening import open_backend
 from ..engine.options import ModelSettings, StoredSettings, resolve
 from ..engine.sampling import ModelDefaults, SamplingParams

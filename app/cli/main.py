@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..engine.gguf.modelfile import inspect_model
+from ..engine.gguf.reading import inspect_model
 from ..engine.sampling import PRESETS
 from ..engine.templates.chat_template import ChatTemplate, template_for
 from .args import UsageError, add_sampling_arguments, add_server_arguments, read_messages, server_from_args

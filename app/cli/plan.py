@@ -18,8 +18,7 @@ import json
 from dataclasses import replace
 
 from ..common.text import printable
-from ..engine.gguf.modelfile import inspect_model
-from ..engine.gguf.shape import model_shape
+from ..engine.gguf.reading import inspect_model, model_shape
 from ..engine.memory_plan import gpu_layers_for, plan
 from ..engine.types import FlashAttention, KvCacheType, LoadOptions
 

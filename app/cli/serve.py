@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..engine.gguf.modelfile import inspect_model
+from ..engine.gguf.reading import inspect_model
 from ..engine.options import LOAD_OPTION, NOTHING_STORED, Overrides, resolve
 from ..engine.types import api_key_problem
 from .args import UsageError, check_context

@@ -60,7 +60,8 @@ from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from ..common.units import GIB, MIB, byte_size
 from .gguf.modelfile import ModelInfo
-from .gguf.shape import ModelShape, model_shape
+from .gguf.reading import model_shape
+from .gguf.shape import ModelShape
 from .llama.load_checks import flash_attention_for
 from .lookup import BATCH_COST
 from .options import DEFAULT_CONTEXT, FlashAttention, KvCacheType, LoadOptions, Word, context_for

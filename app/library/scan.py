@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.text import printable
-from ..engine.gguf.modelfile import ModelFileError, ModelInfo, inspect_model
+from ..engine.gguf.modelfile import ModelFileError, ModelInfo
+from ..engine.gguf.reading import inspect_model
 from .homes import ModelHomes
 from .quants import QUARANTINE_DIR, SPLIT_NAME
 

@@ -13,7 +13,7 @@ from support.model_files import gguf_corpus as g
 from support.model_files.tiny_gguf import write_gguf
 
 from app.__main__ import build_parser
-from app.engine.gguf.modelfile import inspect_model
+from app.engine.gguf.reading import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, SamplingError, model_params
 
 # As the converter writes them (gguf-py's GGUFWriter.add_sampling_*: int32 counts, float32 the rest).

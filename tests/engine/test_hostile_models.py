@@ -30,7 +30,8 @@ from support.model_files import gguf_corpus as g
 
 from app.engine.gguf.checks import LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS
 from app.engine.gguf.header import MAX_HEADER_STRINGS
-from app.engine.gguf.modelfile import ModelFileError, inspect_model
+from app.engine.gguf.modelfile import ModelFileError
+from app.engine.gguf.reading import inspect_model
 
 NAN, INF = float("nan"), float("inf")
 MAX_SECONDS = 1.0

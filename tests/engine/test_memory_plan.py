@@ -23,7 +23,7 @@ import pytest
 from support.model_files.gguf_corpus import BOOL, U32, Shape, array, damaged_copy, read_real_header, tiny_llama, u32
 
 from app.engine.gguf.modelfile import ModelFileError
-from app.engine.gguf.shape import model_shape
+from app.engine.gguf.reading import model_shape
 from app.engine.llama import machine
 from app.engine.memory_plan import (
     ACCURACY,

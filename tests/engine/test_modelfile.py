@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.common.text import printable
-from app.engine.gguf.modelfile import ModelFileError, inspect_model
+from app.engine.gguf.modelfile import ModelFileError
+from app.engine.gguf.reading import inspect_model
 
 
 def test_inspects_gemma_without_loading(gemma_path):
@@ -165,13 +166,15 @@ def test_printable_keeps_file_text_to_one_short_line():
     assert printable("x" * 1000, limit=None) == "x" * 1000
 
 
-def test_a_reader_bug_on_one_odd_file_is_a_message_and_a_log_entry(monkeypatch, caplog, gemma_path):
-    from app.engine.gguf import modelfile
+def test_a_reader_bug_on_one_odd_file_is_a_message_and_a_log_entry(monkeypatch, caplog, gemma_path, request):
+    from app.engine.gguf import reading
 
     def broken(*args):
         raise ZeroDivisionError("a bug nobody has found yet")
 
-    monkeypatch.setattr(modelfile, "_model_info", broken)
+    monkeypatch.setattr(reading, "model_info", broken)
+    reading._reading.cache_clear()  # an earlier test's reading of the file is not this one's
+    request.addfinalizer(reading._reading.cache_clear)
     with pytest.raises(ModelFileError, match=r"^Hearth could not read gemma-3-270m-q4_k_m\.gguf: it is damaged in a way"):
         inspect_model(gemma_path)
     assert "ZeroDivisionError" in caplog.text
@@ -201,7 +204,7 @@ def test_one_load_walks_the_header_once(gemma_path, tmp_path, walks):
     states are keyed by all read the one walk of the file's header."""
     from support.reply_events import collect
 
-    from app.engine.gguf.shape import model_shape
+    from app.engine.gguf.reading import model_shape
     from app.engine.kv.cache import StateCache
     from app.engine.llama.generator import Engine
     from app.engine.sampling import SamplingParams
@@ -224,7 +227,7 @@ def test_a_file_changed_on_disk_is_walked_again(tmp_path, walks):
     from support.model_files.gguf_corpus import tiny_llama
 
     from app.engine.gguf.fingerprint import model_fingerprint
-    from app.engine.gguf.shape import model_shape
+    from app.engine.gguf.reading import model_shape
 
     path = tiny_llama(name="Before").write(tmp_path / "model.gguf")
     first = model_fingerprint(path)

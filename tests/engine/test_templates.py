@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.gguf.modelfile import inspect_model
+from app.engine.gguf.reading import inspect_model
 from app.engine.templates.chat_template import (
     FALLBACK_NAMES,
     ChatTemplate,

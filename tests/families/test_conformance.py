@@ -21,7 +21,8 @@ import pytest
 from support.model_files import tiny_models as tiny
 from support.reply_events import collect
 
-from app.engine.gguf.modelfile import END_OF_TURN_TEXTS, inspect_model
+from app.engine.gguf.modelfile import END_OF_TURN_TEXTS
+from app.engine.gguf.reading import inspect_model
 from app.engine.llama.generator import Engine
 from app.engine.sampling import SamplingParams
 from app.engine.templates.chat_template import ChatTemplate, fallback_name, template_for

@@ -25,7 +25,7 @@ from support.get_models_view import (  # noqa: F401  (fixtures, found by pytest 
     start_download,
 )
 
-from app.engine.gguf.modelfile import inspect_model
+from app.engine.gguf.reading import inspect_model
 from app.library import credentials, secrets
 from app.library.downloads import PARTIAL_SUFFIX
 from app.ui.models import get_models

@@ -9,7 +9,7 @@ import pytest
 from huggingface_hub import hf_hub_download
 from support.fake_hub import QWEN_REPO, FakeFile, wait_until
 
-from app.engine.gguf.modelfile import inspect_model
+from app.engine.gguf.reading import inspect_model
 from app.library.download_queue import DownloadQueue
 from app.library.downloads import PARTIAL_SUFFIX, DownloadControl, download_model
 from app.library.errors import DownloadCancelled, HubError, IntegrityError, NotEnoughSpace

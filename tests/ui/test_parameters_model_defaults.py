@@ -16,7 +16,7 @@ from support.model_files import gguf_corpus as g
 from support.panel_helpers import load, shown_panel
 from support.settings_file import settings_at
 
-from app.engine.gguf.modelfile import inspect_model
+from app.engine.gguf.reading import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, model_params
 from app.engine.types import ModelSettings
 from app.ui.app.appearance import dark_palette

@@ -15,8 +15,9 @@ import mmap
 import os
 from dataclasses import dataclass
 
-from .header import BadHeader, file_version, read_header
+from .header import BadHeader, file_version
 from .metadata import Invalid
+from .reading import header_end
 
 WEIGHT_SAMPLES = 16  # pages of the data section hashed with the header
 SAMPLE_BYTES = 4096
@@ -34,18 +35,18 @@ class ModelFingerprint:
 
 def model_fingerprint(path: str | os.PathLike) -> ModelFingerprint:
     """The identity of the GGUF file at `path`. Costs the header walk, once per file version
-    (header.py keeps it: the load that asks for this has just walked it), and hashing the
+    (reading.py keeps where it ends: the load that asks for this has walked it already), and hashing the
     header's bytes and WEIGHT_SAMPLES pages, read from the file as it is now."""
     try:
         version = file_version(path)
-        header_end = read_header(version).end
+        end = header_end(version)
         with version.path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             digest = hashlib.sha256()
             digest.update(len(buf).to_bytes(8, "little"))
-            digest.update(buf[:header_end])
-            span = max(0, len(buf) - header_end - SAMPLE_BYTES)
+            digest.update(buf[:end])
+            span = max(0, len(buf) - end - SAMPLE_BYTES)
             for index in range(WEIGHT_SAMPLES):  # the first page of the weights, the last, and between
-                start = header_end + span * index // (WEIGHT_SAMPLES - 1)
+                start = end + span * index // (WEIGHT_SAMPLES - 1)
                 digest.update(buf[start:start + SAMPLE_BYTES])
             return ModelFingerprint(len(buf), digest.hexdigest())
     except (BadHeader, Invalid) as exc:

@@ -2,9 +2,8 @@
 
 Everything Hearth reads from a model file without loading it — its info (modelfile.py), its
 memory shape (shape.py), the fingerprint saved states are keyed by (fingerprint.py) — is an
-interpretation of the `Header` this walk returns, and one load asks for all three: so the
-walk is made once per file version (its path, size and modification time) and its Header
-kept (`read_header`).
+interpretation of the `Header` this walk returns, and one load asks for all three: reading.py
+walks a file version (its path, size and modification time) once and keeps the answers.
 
 Why our own reader: `gguf.GGUFReader` builds Python objects for every element of every
 array, so a model with a 262k-token vocabulary takes tens of seconds to open. This walk reads
@@ -16,7 +15,6 @@ allocated for it, and the limits below bound what a hostile header can cost.
 
 from __future__ import annotations
 
-import functools
 import math
 import mmap
 import os
@@ -61,12 +59,6 @@ _MIN_TENSOR_BYTES, _MIN_ENTRY_BYTES = 32, 13
 # checks.py; revisit when llama-cpp-python is upgraded).
 GGML_MAX_DIMS = 4
 GGML_MAX_NAME_BYTES = 63  # GGML_MAX_NAME is 64 with the terminating NUL
-
-# Headers kept, newest first. One load asks for one; each holds its header's bytes (a few MB
-# for a large vocabulary), so a handful, not one per listed file (shape.py keeps its small
-# ModelShapes for those).
-HEADERS_KEPT = 8
-
 
 class BadHeader(Exception):
     """The file's header cannot be read as GGUF; the subclass says how."""
@@ -138,13 +130,8 @@ def file_version(path: str | os.PathLike) -> FileVersion:
 
 
 def read_header(version: FileVersion) -> Header:
-    """The header of the file at `version`, walked once per version; raises BadHeader,
-    metadata.Invalid (its alignment) or OSError."""
-    return _read(version)
-
-
-@functools.lru_cache(maxsize=HEADERS_KEPT)
-def _read(version: FileVersion) -> Header:
+    """The header of the file at `version`, walked; raises BadHeader, metadata.Invalid (its
+    alignment) or OSError. Not kept: reading.py keeps what Hearth reads from it instead."""
     if version.size < MIN_FILE_BYTES:  # an empty file cannot even be mapped
         raise Refused(f"is not a GGUF model file (only {version.size} bytes).")
     with version.path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:

@@ -1,17 +1,16 @@
 """Read and validate a GGUF file's metadata without loading its weights: what Hearth sees of a model.
 
-`inspect_model` is the one way in. It takes the file's walked header (header.py), refuses
-the values llama.cpp aborts on (checks.py), and reads what Hearth itself uses — the chat
-templates, the special tokens, the author's sampling defaults (sampling_defaults.py) — into
-a `ModelInfo`. Any file that fails becomes a `ModelFileError` whose message is written for
-the user and names the file (`model_file_errors`, which model_shape shares).
+`reading.inspect_model` is the way in. `model_info` takes the file's walked header
+(header.py), refuses the values llama.cpp aborts on (checks.py), and reads what Hearth itself
+uses — the chat templates, the special tokens, the author's sampling defaults
+(sampling_defaults.py) — into a `ModelInfo`. Any file that fails becomes a `ModelFileError`
+whose message is written for the user and names the file (`model_file_errors`).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from gguf.constants import MODEL_ARCH_NAMES, LlamaFileType
 from ...common.text import printable
 from ..sampling import ModelDefaults
 from .checks import LLAMA_MAX_LAYERS, MAX_CONTEXT, check_hyperparameters
-from .header import Corrupt, Header, Refused, Truncated, file_version, read_header
+from .header import Corrupt, FileVersion, Header, Refused, Truncated
 from .metadata import Invalid, Metadata, shown_key
 from .sampling_defaults import read_sampling_defaults
 from .values import F32, I32, U32_MAX, U64_MAX, VOCABULARY, quote
@@ -122,14 +121,6 @@ def _token_json(token: Token | None) -> dict | None:
 
 
 
-def inspect_model(path: str | os.PathLike) -> ModelInfo:
-    """Read a GGUF's metadata, or raise ModelFileError saying what is wrong with it."""
-    path = Path(path)
-    file_size = _regular_file_size(path, printable(path.name))
-    with model_file_errors(path):
-        return _model_info(path, file_size, read_header(file_version(path)))
-
-
 @contextmanager
 def model_file_errors(path: Path) -> Iterator[None]:
     """Turn every way reading the file at `path` fails into a ModelFileError that names it."""
@@ -161,7 +152,7 @@ def model_file_errors(path: Path) -> Iterator[None]:
                              "(the log has the details).") from None
 
 
-def _regular_file_size(path: Path, name: str) -> int:
+def regular_file_size(path: Path, name: str) -> int:
     """The file's size, or a ModelFileError saying why there is no file to read."""
     try:
         status = path.stat()
@@ -180,7 +171,10 @@ def _regular_file_size(path: Path, name: str) -> int:
     return status.st_size
 
 
-def _model_info(path: Path, file_size: int, header: Header) -> ModelInfo:
+def model_info(version: FileVersion, header: Header) -> ModelInfo:
+    """What the file at `version`, whose header is `header`, says about itself; raises
+    ModelFileError or metadata.Invalid (model_file_errors words the latter)."""
+    path, file_size = version.path, version.size
     name = printable(path.name)
     if header.data_size and header.data_start + header.data_size > file_size:
         raise ModelFileError(

@@ -1,13 +1,12 @@
 """What a model's memory depends on, read from its GGUF header alone: the memory plan's input.
 
-`model_shape(path)` interprets the file's walked header (header.py: no weights read) and keeps
-what llama.cpp sizes its buffers from: every tensor's bytes grouped by the
+`shape_of` interprets the file's walked header (header.py: no weights read) into what
+llama.cpp sizes its buffers from: every tensor's bytes grouped by the
 layer llama.cpp assigns it to (the input layer, each repeating block, the output layer), the
 attention geometry per layer (KV heads, key and value widths, which layers use a sliding
-window), the vocabulary and merge counts. The picker asks for every listed model, and the
-parameters panel again at each change of context length, so shapes are kept per file version
-(its path, size and modification time), for more files than header.py keeps headers: a
-shape is a few numbers per layer, a header megabytes.
+window), the vocabulary and merge counts. `reading.model_shape(path)` is the way in: the
+picker asks for every listed model, and the parameters panel again at each change of context
+length, so reading.py keeps shapes per file version (a shape is a few numbers per layer).
 
 Which layers slide: `{arch}.attention.sliding_window_pattern` when the file has it (a list of
 booleans, or a period), else the period llama.cpp hard-codes for the architecture
@@ -17,17 +16,14 @@ booleans, or a period), else the period llama.cpp hard-codes for the architectur
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .checks import LLAMA_MAX_LAYERS, MAX_CONTEXT, MAX_WIDTH
-from .header import FileVersion, Header, Tensor, file_version, read_header
+from .header import FileVersion, Header, Tensor
 from .metadata import Metadata
-from .modelfile import model_file_errors
 from .values import BOOL, U32_MAX, Array, Value
 
 # Per architecture: (the period of its sliding-window layers, whether the dense layer comes
@@ -89,19 +85,8 @@ class ModelShape:
         return self.input.nbytes + sum(b.nbytes for b in self.blocks) + self.output.nbytes + self.other.nbytes
 
 
-def model_shape(path: str | os.PathLike) -> ModelShape:
-    """The shape of the model at `path`, or ModelFileError saying why it cannot be read."""
-    path = Path(path)
-    with model_file_errors(path):
-        return _cached_shape(file_version(path))
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_shape(version: FileVersion) -> ModelShape:
-    return _shape(version, read_header(version))
-
-
-def _shape(version: FileVersion, header: Header) -> ModelShape:
+def shape_of(version: FileVersion, header: Header) -> ModelShape:
+    """The memory shape of the file at `version`, whose header is `header`."""
     meta = header.metadata
     arch = meta.text("general.architecture") or ""
     def key(suffix: str) -> str:

@@ -38,7 +38,8 @@ from llama_cpp._internals import LlamaSampler
 
 from ..backend import Backend, LoadCancelled, PromptProgress
 from ..context import Fitted, fit_conversation
-from ..gguf.modelfile import ModelFileError, ModelInfo, inspect_model
+from ..gguf.modelfile import ModelFileError, ModelInfo
+from ..gguf.reading import inspect_model
 from ..kv.cache import StateCache
 from ..kv.prefix_reuse import PrefixReuse, common_prefix
 from ..kv.segments import Segment

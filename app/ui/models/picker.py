@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from ...common.newest import NewestWins
 from ...common.text import printable
 from ...engine.gguf.modelfile import ModelFileError
-from ...engine.gguf.shape import model_shape
+from ...engine.gguf.reading import model_shape
 from ...engine.memory_plan import MemoryPlan
 from ...engine.types import ModelSource
 from ...library import scan
