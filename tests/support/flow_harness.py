@@ -69,11 +69,7 @@ class FlowWindow:
             self.stack.store, self.stack.session, self.stack.downloads, self.stack.window)
 
     def type_and_send(self, text: str) -> None:
-        """Type into the message box and press Enter, as a user does."""
-        edit = self.window.composer.edit
-        edit.setFocus()
-        edit.setPlainText(text)
-        QTest.keyClick(edit, Qt.Key.Key_Return)
+        self.stack.type_and_send(text)
 
     def send_and_wait(self, text: str):
         with self.qtbot.waitSignal(self.session.replyFinished, timeout=WAIT_MS) as finished:
@@ -81,12 +77,7 @@ class FlowWindow:
         return finished.args[0]
 
     def click_conversation(self, conversation_id: int) -> None:
-        """Click its row in the list, as a user opens it."""
-        listing = self.window.conversations.list
-        item = self.window.conversations.item_of(conversation_id)
-        assert item is not None, f"conversation {conversation_id} is not listed"
-        QTest.mouseClick(listing.viewport(), Qt.MouseButton.LeftButton, pos=listing.visualItemRect(item).center())
-        assert self.session.conversation_id == conversation_id
+        self.stack.click_conversation(conversation_id)
 
     def streaming_elsewhere(self) -> tuple[int, int]:
         """Conversation B answered; A's reply held streaming while B is open again, as a user

@@ -15,6 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
 from app.engine.kv.cache import StateCache
 from app.engine.types import ModelSettings, ModelSource, ServerConfig
 from app.owners.bridge import BackendOpener, EngineBridge
@@ -119,6 +122,21 @@ class WindowStack:
         if shown is Shown.ACTIVE:
             qtbot.waitUntil(window.isActiveWindow, timeout=wait_ms)
         return cls(model_stack, store, session, downloads, remote, window)
+
+    def type_and_send(self, text: str) -> None:
+        """Type into the message box and press Enter, as a user does."""
+        edit = self.window.composer.edit
+        edit.setFocus()
+        edit.setPlainText(text)
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+
+    def click_conversation(self, conversation_id: int) -> None:
+        """Click its row in the list, as a user opens it."""
+        listing = self.window.conversations.list
+        item = self.window.conversations.item_of(conversation_id)
+        assert item is not None, f"conversation {conversation_id} is not listed"
+        QTest.mouseClick(listing.viewport(), Qt.MouseButton.LeftButton, pos=listing.visualItemRect(item).center())
+        assert self.session.conversation_id == conversation_id
 
     def close(self, engine: bool = True) -> None:
         """Close as Hearth quits: the window, the downloads, the engine (unless `engine` is

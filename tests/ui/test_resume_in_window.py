@@ -59,20 +59,20 @@ class Hearth:
 
     def send(self, text: str) -> ReplyStats:
         """Type into the message box and press Enter; the finished reply's statistics."""
-        edit = self.window.composer.edit
         with self.qtbot.waitSignal(self.session.replyFinished, timeout=WAIT_MS) as finished:
-            edit.setFocus()
-            edit.setPlainText(text)
-            QTest.keyClick(edit, Qt.Key.Key_Return)
+            self.stack.type_and_send(text)
         return finished.args[0].stats
 
     def click_conversation(self, conversation_id: int) -> None:
-        """Click its row in the list, as a user opens it."""
-        listing = self.window.conversations.list
-        item = self.window.conversations.item_of(conversation_id)
-        assert item is not None, f"conversation {conversation_id} is not listed"
-        QTest.mouseClick(listing.viewport(), Qt.MouseButton.LeftButton, pos=listing.visualItemRect(item).center())
-        assert self.session.conversation_id == conversation_id
+        self.stack.click_conversation(conversation_id)
+
+    def answer_a_long_conversation(self) -> tuple[int, ReplyStats]:
+        """A long conversation stored (as an import stores it), opened from the list and asked
+        one more question, which is read cold: its id and that reply's statistics."""
+        conversation_id = long_conversation(self.store)
+        self.session.conversationsChanged.emit()  # the list shows it, as after an import
+        self.click_conversation(conversation_id)
+        return conversation_id, self.send("Which river has the most towns?")
 
     def new_chat(self) -> int:
         QTest.keyClick(self.window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
@@ -131,10 +131,7 @@ def hearth(qtbot, gemma_path, tmp_path):
 
 def test_a_long_conversation_reopened_after_a_restart_evaluates_only_the_new_turn(hearth):
     first = hearth()
-    rivers = long_conversation(first.store)
-    first.session.conversationsChanged.emit()
-    first.click_conversation(rivers)
-    cold = first.send("Which river has the most towns?")
+    rivers, cold = first.answer_a_long_conversation()
     assert cold.evaluated_prompt_tokens == cold.prompt_tokens > 5 * NEW_TURN_MOST
     first.quit()
     assert state_file(first.states, rivers).exists(), "quitting saves the open conversation's state"
@@ -148,10 +145,7 @@ def test_a_long_conversation_reopened_after_a_restart_evaluates_only_the_new_tur
 
 def test_switching_a_to_b_and_back_to_a_evaluates_only_a_new_turn(hearth):
     run = hearth()
-    a = long_conversation(run.store)
-    run.session.conversationsChanged.emit()
-    run.click_conversation(a)
-    cold = run.send("Which river has the most towns?")
+    a, cold = run.answer_a_long_conversation()
     b = run.new_chat()
     run.wait_for_state(a)  # leaving A saved it
     run.send("Hello there")
@@ -164,10 +158,7 @@ def test_switching_a_to_b_and_back_to_a_evaluates_only_a_new_turn(hearth):
 
 def test_a_request_served_between_two_window_replies_costs_the_conversation_nothing(hearth):
     run = hearth()
-    a = long_conversation(run.store)
-    run.session.conversationsChanged.emit()
-    run.click_conversation(a)
-    cold = run.send("Which river has the most towns?")
+    a, cold = run.answer_a_long_conversation()
     heard = run.serve("Say something about the sea.")
     assert isinstance(heard[-1], ReplyStats) and heard[-1].completion_tokens > 0
     assert state_file(run.states, a).exists(), "the served job saved the window's conversation first"
