@@ -21,6 +21,7 @@ from ..common.text import printable
 from ..engine.gguf.reading import inspect_model, model_shape
 from ..engine.memory_plan import gpu_layers_for, plan
 from ..engine.types import FlashAttention, KvCacheType, LoadOptions
+from .args import check_context
 
 AUTO = "auto"
 
@@ -44,6 +45,7 @@ def run_plan(args) -> int:
     from ..engine.llama import machine  # may import llama_cpp, to ask the build about its GPUs
 
     info = inspect_model(args.model)  # refuses a file llama.cpp could not load, as `inspect` does
+    check_context(args.ctx, info.context_length)  # the range `chat` and `serve` accept
     shape = model_shape(info.path)
     kv = KvCacheType(args.kv_type) if args.kv_type else KvCacheType.F16
     options = LoadOptions(n_ctx=args.ctx, kv_type_k=kv, kv_type_v=kv,

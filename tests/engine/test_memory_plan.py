@@ -286,6 +286,7 @@ def test_planning_does_not_import_llama_cpp():
 
 
 def test_inspect_plan_prints_the_plan_as_json(gemma_path, capsys):
+    from app.cli.args import UsageError
     from app.cli.plan import add_plan_arguments, run_plan
 
     parser = argparse.ArgumentParser()
@@ -300,3 +301,5 @@ def test_inspect_plan_prints_the_plan_as_json(gemma_path, capsys):
     assert shown["fit"] in {"fits", "tight", "does_not_fit"} and shown["summary"]
     with pytest.raises(SystemExit):
         parser.parse_args([str(gemma_path), "--plan", "--ctx", "0"])
+    with pytest.raises(UsageError, match=r"^--ctx must be between 64"):  # as `chat` and `serve` refuse it
+        run_plan(parser.parse_args([str(gemma_path), "--plan", "--ctx", "10"]))
