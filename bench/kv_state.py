@@ -11,7 +11,7 @@ ones (and the first logits too, bit for bit where the primitive keeps every need
   (c) llama_state_seq_save_file / load_file (the same, written by llama.cpp itself)
   (d) llama_state_get_data / set_data   (the whole context state, without llama-cpp-python's copy)
 
-Then the path Hearth takes: (b) through kv_state.StateCache on disk, read back by a new
+Then the path Hearth takes: (b) through kv.cache.StateCache on disk, read back by a new
 process with the model loaded (a restart: "reopened"), and from the cache's memory tier (a
 switch A -> B -> A). Time to first token = reading the state + restoring it + evaluating T +
 sampling one token, divided by turn 1's (a fresh conversation's first prompt, cold).

@@ -5,7 +5,7 @@
 Four things hold the same model at once, each with the same llama.cpp thread count (--threads,
 by default one fewer than the machine has CPUs, so the client and the servers' event loops have
 a core of their own, as bench/remote_chat.py does):
-- Hearth's server, `hearth serve` (tests/serve/served.py starts it as a user would), read by
+- Hearth's server, `hearth serve` (tests/support/served.py starts it as a user would), read by
   the official `openai` client, streamed;
 - raw llama-cpp-python in this process: `Llama.create_completion(stream=True)` on the prompt
   Hearth's template renders (what a script that skips any server gets);

@@ -35,6 +35,16 @@ RANKS: list[tuple[str, ...]] = [
     ("cli", "ui"),
     ("__main__",),
 ]
+# The window's own rooms, lowest first: the small parts every view uses; the views of models
+# and the dialogs; the chat pane and the parameters panel (which show models); the window
+# that holds them; the process around the window.
+UI_RANKS: list[tuple[str, ...]] = [
+    ("widgets",),
+    ("models", "dialogs"),
+    ("chat", "parameters"),
+    ("window",),
+    ("app",),
+]
 QT_FREE = {"common", "engine", "store", "library", "conversation", "serve"}
 QT_PACKAGES = ("PySide6", "shiboken6")
 LLAMA_ONLY_IN = "app.engine.llama"
@@ -155,6 +165,22 @@ def test_no_module_imports_a_room_above_its_own_or_a_room_beside_it():
             if rank_of(other) >= rank_of(room):
                 breaches.append(f"{module} -> {target}")
     assert not breaches, "imports that cross a wall upwards or sideways:\n" + "\n".join(sorted(breaches))
+
+
+def test_the_windows_rooms_import_none_above_or_beside_them():
+    """ui/'s packages are ranked too: without it the window and the chat pane imported each
+    other (the welcome took the shortcuts from the window, the window's colours from the chat)."""
+    def ui_room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 3 and parts[1] == "ui" else None
+
+    def ui_rank(room: str) -> int:
+        return next(index for index, rooms in enumerate(UI_RANKS) if room in rooms)
+
+    breaches = [f"{module} -> {target}" for module in MODULES if (room := ui_room(module))
+                for target in app_imports(module) if (other := ui_room(target)) and other != room
+                and ui_rank(other) >= ui_rank(room)]
+    assert not breaches, "ui imports that cross a wall upwards or sideways:\n" + "\n".join(sorted(breaches))
 
 
 def reachable(module: str) -> set[str]:

@@ -16,15 +16,12 @@ from ..engine.context import ContextFullError
 from ..engine.gguf.modelfile import ModelFileError
 from ..engine.options import (
     SAMPLING_FLAGS,
-    ModelSettings,
     Overrides,
-    StoredSettings,
     context_problem,
-    resolve,
     sampling_kind,
 )
 from ..engine.remote.errors import RemoteError
-from ..engine.sampling import PRESETS, Drafting, ModelDefaults, SamplingError, SamplingParams
+from ..engine.sampling import PRESETS, Drafting, SamplingError
 from ..engine.templates.chat_template import TemplateError
 from ..engine.types import ReplyStats, ServerConfig
 from ..store import StoreError
@@ -77,13 +74,6 @@ def sampling_overrides(args) -> Overrides:
     if args.draft:
         changes["draft"] = Drafting(args.draft)
     return Overrides(preset=PRESETS[args.preset] if args.preset else None, sampling=changes)
-
-
-def sampling_from_args(args, base: SamplingParams = PRESETS["Balanced"]) -> SamplingParams:
-    """--preset, else `base`, changed by the sampling flags given: `base` as stored sampling,
-    merged by options.resolve as every command merges it."""
-    return resolve(StoredSettings(ModelSettings(sampling=base), sampling_saved=True), ModelDefaults(),
-                   sampling_overrides(args)).sampling
 
 
 def message_text(args) -> str:

@@ -38,7 +38,6 @@ from PySide6.QtCore import QObject, Signal
 from ..engine.gguf.modelfile import ModelFileError
 from ..engine.llama import machine
 from ..engine.memory_plan import Fit, MemoryPlan, gpu_layers_for, plan
-from ..engine.options import resolve
 from ..engine.sampling import ModelDefaults
 from ..engine.types import (
     LoadOptions,
@@ -250,7 +249,7 @@ class ModelSession(QObject):
         """The model's stored settings, merged by the one rule (options.resolve): a model whose
         sampling was never changed samples with its author's defaults, `model_defaults`, known
         once it loaded (a load and a plan use its load options alone)."""
-        return resolve(self._store.stored_settings(source.settings_key), model_defaults)
+        return self._store.model_settings(source.settings_key, model_defaults)
 
     def _on_described(self, description: ModelDescription) -> None:
         if self._current is not None and description.source == self._current.source:

@@ -63,7 +63,7 @@ def database_path() -> Path:
     return data_dir() / "conversations.sqlite3"
 
 
-# The file a running Hearth locks in its data folder (ui/single_instance.py); the command line's
+# The file a running Hearth locks in its data folder (ui/app/single_instance.py); the command line's
 # conversation commands test it before touching the database.
 INSTANCE_LOCK_FILE = "hearth.lock"
 

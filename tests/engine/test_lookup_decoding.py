@@ -17,11 +17,12 @@ from llama_cpp import llama_cpp as llama_c
 from support.reply_events import collect
 
 from app.__main__ import build_parser
-from app.cli.args import sampling_from_args
+from app.cli.load_options import chat_overrides
 from app.engine import lookup
 from app.engine.llama.generator import Engine
 from app.engine.lookup import DraftStats
-from app.engine.sampling import Drafting, SamplingError, SamplingParams
+from app.engine.options import NOTHING_STORED, ModelSettings, StoredSettings, resolve
+from app.engine.sampling import Drafting, ModelDefaults, SamplingError, SamplingParams
 from app.engine.types import LoadOptions, ReplyStats, StopReason
 
 SNIPPET = '''def scale(points, factor):
@@ -196,12 +197,16 @@ def test_drafting_is_on_by_default_and_round_trips_through_the_stored_dict():
 
 
 def test_hearth_chat_draft_flag():
+    """--draft as `hearth chat` reads it: its flags over what is stored, merged by options.resolve."""
     parser = build_parser()
-    assert sampling_from_args(parser.parse_args(["chat", "m.gguf", "hi"])).draft is Drafting.LOOKUP
-    assert sampling_from_args(parser.parse_args(["chat", "m.gguf", "hi", "--draft", "none"])).draft is Drafting.NONE
-    base = SamplingParams(draft=Drafting.NONE)  # the window's setting, with --conversation
-    assert sampling_from_args(parser.parse_args(["chat", "hi", "--conversation", "1"]), base).draft is Drafting.NONE
-    assert sampling_from_args(parser.parse_args(["chat", "hi", "--conversation", "1", "--draft", "lookup"]),
-                              base).draft is Drafting.LOOKUP
+
+    def draft(argv: list[str], stored: StoredSettings = NOTHING_STORED) -> Drafting:
+        return resolve(stored, ModelDefaults(), chat_overrides(parser.parse_args(argv))).sampling.draft
+
+    assert draft(["chat", "m.gguf", "hi"]) is Drafting.LOOKUP
+    assert draft(["chat", "m.gguf", "hi", "--draft", "none"]) is Drafting.NONE
+    window = StoredSettings(ModelSettings(sampling=SamplingParams(draft=Drafting.NONE)), sampling_saved=True)
+    assert draft(["chat", "hi", "--conversation", "1"], window) is Drafting.NONE  # the window's setting
+    assert draft(["chat", "hi", "--conversation", "1", "--draft", "lookup"], window) is Drafting.LOOKUP
     with pytest.raises(SystemExit):
         parser.parse_args(["chat", "m.gguf", "hi", "--draft", "always"])

@@ -11,11 +11,11 @@ import sqlite3
 from contextlib import closing
 
 import pytest
+from v1_database import build_v1_database, read_v1
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import ConversationStore, StoreError
 from app.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
-from v1_database import build_v1_database, read_v1
 
 # Every column version 1 had; version 2 keeps them all and adds the tree's.
 CONVERSATION_COLUMNS = ("id", "title", "created_at", "updated_at", "model", "system_prompt", "deleted_at")

@@ -14,11 +14,18 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from v1_database import (
+    ODD_TITLES,
+    RELEASED_COMMIT,
+    STATS_KEYS,
+    STOP_REASONS,
+    V1_SCHEMA,
+    build_v1_database,
+    main,
+    read_v1,
+)
 
 from app.store.schema import MIGRATIONS
-from v1_database import (
-    ODD_TITLES, RELEASED_COMMIT, STATS_KEYS, STOP_REASONS, V1_SCHEMA, build_v1_database, main, read_v1,
-)
 
 REPO = Path(__file__).resolve().parents[2]
 BUILDER = Path(__file__).with_name("v1_database.py")

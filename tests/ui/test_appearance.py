@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QLabel, QWidget
 from support.settings_file import ini_file, settings_at
 
 from app.owners.settings import APPEARANCE, Appearance
-from app.ui.app import appearance
 from app.ui.app.application import create_application
+from app.ui.window import appearance
 
 
 def is_dark(palette: QPalette) -> bool:

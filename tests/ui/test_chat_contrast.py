@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QPalette
 
-from app.ui.app import appearance
-from app.ui.chat.theme import ChatTheme, _contrast
+from app.ui.chat.theme import ChatTheme
+from app.ui.widgets.colors import contrast
+from app.ui.window import appearance
 
 WCAG_TEXT = 4.5
 
@@ -22,6 +23,6 @@ def test_chat_text_reaches_4_5_to_1(qapp, name, palette):
         "links on the page": (theme.link, base), "links in the user's bubble": (theme.link, theme.bubble),
         "text in the user's bubble": (text, theme.bubble),
     }
-    faint = [f"{what}: {fg.name()} on {bg.name()} is {_contrast(fg, bg):.2f}:1"
-             for what, (fg, bg) in pairs.items() if _contrast(fg, bg) < WCAG_TEXT]
+    faint = [f"{what}: {fg.name()} on {bg.name()} is {contrast(fg, bg):.2f}:1"
+             for what, (fg, bg) in pairs.items() if contrast(fg, bg) < WCAG_TEXT]
     assert not faint, f"{name}:\n" + "\n".join(faint)

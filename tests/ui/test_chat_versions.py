@@ -11,11 +11,11 @@ from PySide6.QtWidgets import QApplication
 from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 from app.engine.types import ReplyStatus
-from app.ui.app import appearance
 from app.ui.chat.inline_editor import InlineEditor
 from app.ui.chat.theme import ChatTheme
 from app.ui.chat.view import ChatView, MessageView
 from app.ui.widgets.colors import MIN_CONTRAST, contrast
+from app.ui.window import appearance
 
 CONVERSATION = [
     MessageView(1, "user", "What is a delta?"),

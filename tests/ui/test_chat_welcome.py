@@ -10,10 +10,11 @@ from PySide6.QtWidgets import QApplication
 from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, plain_text, shown_view
 
 from app.engine.types import ReplyStatus
-from app.ui.app import appearance
-from app.ui.chat.theme import ChatTheme, _contrast
+from app.ui.chat.theme import ChatTheme
 from app.ui.chat.view import MessageView
 from app.ui.chat.welcome import BASE_PROMPTS, GET_MODELS_HREF, INSTRUCT_PROMPTS, PROMPT_HREF, Welcome
+from app.ui.widgets.colors import contrast
+from app.ui.window import appearance
 
 GEMMA = Welcome("Gemma 3 270M", loading=False, base_model=True)
 
@@ -102,9 +103,9 @@ def test_the_welcome_reads_well_in_both_appearances(view, qapp, palette):
         view.set_welcome(GEMMA)
         theme = ChatTheme.from_palette(view.palette())
         base = view.palette().color(QPalette.ColorRole.Base)
-        assert _contrast(QColor(theme.render.muted), base) >= 4.5  # the explanation
-        assert _contrast(QColor(theme.render.link), theme.bubble) >= 4.5  # a prompt on its card
-        assert _contrast(QColor(theme.render.link), base) >= 4.5  # Get models
+        assert contrast(QColor(theme.render.muted), base) >= 4.5  # the explanation
+        assert contrast(QColor(theme.render.link), theme.bubble) >= 4.5  # a prompt on its card
+        assert contrast(QColor(theme.render.link), base) >= 4.5  # Get models
         link = next(fmt for text, fmt in fragments(view) if text == BASE_PROMPTS[0])
         assert link.foreground().color().name() == theme.render.link
     finally:

@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QStyleFactory, QVBoxLayout, QWidget
 
-from app.ui.app.appearance import dark_palette
 from app.ui.widgets.colors import Tone, contrast, error_color, muted_color, set_tone, worst_contrast
+from app.ui.window.appearance import dark_palette
 
 BACKGROUNDS = (QPalette.Window, QPalette.Base, QPalette.AlternateBase)
 

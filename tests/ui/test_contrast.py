@@ -13,8 +13,8 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 
 from app.owners.settings import Appearance
-from app.ui.app import appearance
-from app.ui.chat.theme import _contrast
+from app.ui.widgets.colors import contrast
+from app.ui.window import appearance
 
 WCAG_TEXT = 4.5
 G, R = QPalette.ColorGroup, QPalette.ColorRole
@@ -45,7 +45,7 @@ def as_drawn(colour: QColor, background: QColor) -> QColor:
 def test_as_drawn_blends_a_transparent_colour():
     """Fusion's placeholder is black at half opacity: on white it reads as mid grey, 4:1."""
     half_black = QColor(0, 0, 0, 128)
-    assert _contrast(as_drawn(half_black, QColor("white")), QColor("white")) == pytest.approx(4.0, abs=0.05)
+    assert contrast(as_drawn(half_black, QColor("white")), QColor("white")) == pytest.approx(4.0, abs=0.05)
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_text_reaches_4_5_to_1_in_each_appearance(applied, choice):
     for group, text_role, background_role in PAIRS:
         background = palette.color(G.Active, background_role)
         text = palette.color(group, text_role)
-        ratio = _contrast(as_drawn(text, background), background)
+        ratio = contrast(as_drawn(text, background), background)
         if ratio < WCAG_TEXT:
             too_faint.append(f"{group.name} {text_role.name} {text.name(QColor.NameFormat.HexArgb)} on "
                              f"{background_role.name} {background.name()}: {ratio:.2f}:1")
@@ -82,6 +82,6 @@ def test_disabled_text_still_looks_disabled(applied):
     for choice in (Appearance.LIGHT, Appearance.DARK):
         palette = applied(choice)
         base = palette.color(G.Active, R.Base)
-        enabled = _contrast(palette.color(G.Active, R.Text), base)
-        disabled = _contrast(palette.color(G.Disabled, R.Text), base)
+        enabled = contrast(palette.color(G.Active, R.Text), base)
+        disabled = contrast(palette.color(G.Disabled, R.Text), base)
         assert disabled < enabled / 2, choice

@@ -28,7 +28,8 @@ from support.modal_answers import answering, click_every_button, shown_dialogs
 from support.scripted_window import ScriptedWindow, menu_actions
 
 from app.owners.settings import Appearance
-from app.ui.app import appearance, crash
+from app.ui.app import crash
+from app.ui.window import appearance
 
 SETTLE_MS = 5_000  # replies, imports and scans are scripted or local: far less in practice
 QUIT = "File → Quit"

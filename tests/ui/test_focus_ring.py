@@ -9,9 +9,9 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.flow_harness import FlowWindow, GatedScript
 
-from app.ui.app.appearance import dark_palette, light_palette
-from app.ui.chat.theme import _contrast
+from app.ui.widgets.colors import contrast
 from app.ui.widgets.focus_ring import RING_CONTRAST, RING_PX, ring_colour, shown_part
+from app.ui.window.appearance import dark_palette, light_palette
 
 PRESSES = 40
 
@@ -52,4 +52,4 @@ def test_the_ring_stands_out_in_both_appearances(palette):
     colours = palette()
     ring = ring_colour(colours)
     for role in (colours.ColorRole.Window, colours.ColorRole.Base):
-        assert _contrast(ring, colours.color(colours.ColorGroup.Active, role)) >= RING_CONTRAST
+        assert contrast(ring, colours.color(colours.ColorGroup.Active, role)) >= RING_CONTRAST

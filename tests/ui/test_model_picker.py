@@ -18,10 +18,10 @@ from app.common.units import byte_size
 from app.library.scan import ModelEntry
 from app.owners.settings import EXTRA_FILES as EXTRA_FILES_KEY
 from app.owners.settings import EXTRA_FOLDERS as EXTRA_FOLDERS_KEY
-from app.ui.app.appearance import dark_palette
 from app.ui.models.picker import Column, ModelPicker
 from app.ui.models.table import FILE_ROLE, format_parameters
 from app.ui.widgets.colors import contrast
+from app.ui.window.appearance import dark_palette
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from support.settings_file import settings_at
 from app.engine.gguf.reading import inspect_model
 from app.engine.sampling import PRESETS, ModelDefaults, model_params
 from app.engine.types import ModelSettings
-from app.ui.app.appearance import dark_palette
 from app.ui.parameters.panel import CUSTOM
 from app.ui.parameters.sampling_sources import MODEL_DEFAULTS
 from app.ui.widgets.colors import contrast
+from app.ui.window.appearance import dark_palette
 
 AUTHORS = ModelDefaults(temperature=1.0, top_k=64, top_p=0.95)
 

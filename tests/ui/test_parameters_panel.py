@@ -22,10 +22,10 @@ from app.engine.types import ModelSettings, OffloadSupport
 from app.owners.bridge import EngineBridge
 from app.owners.model_session import ModelSession
 from app.owners.settings import Settings
-from app.ui.app.appearance import dark_palette
 from app.ui.parameters.panel import CUSTOM, NO_GPU_REASON, PRESET_FIELDS, ParametersPanel
 from app.ui.parameters.stop_strings import format_stop_strings, parse_stop_strings
 from app.ui.widgets.colors import contrast
+from app.ui.window.appearance import dark_palette
 
 EVERY_FIELD_CHANGED = SamplingParams(
     temperature=1.35, top_k=7, top_p=0.81, min_p=0.12, repeat_penalty=1.25, repeat_last_n=300,

@@ -62,7 +62,7 @@ def test_an_address_that_is_not_one_says_why_and_nothing_is_saved(qtbot, dialog,
 
 @pytest.mark.parametrize("dark", [False, True])
 def test_the_answer_reads_in_both_appearances(qtbot, dialog, qapp, dark):
-    from app.ui.app import appearance
+    from app.ui.window import appearance
 
     palette = qapp.palette()
     if dark:

@@ -20,9 +20,9 @@ from app.engine.types import RemoteModel, ReplyStatus, ServerConfig
 from app.owners.chat_session import SERVED_WAIT_MESSAGE
 from app.owners.settings import ServeAddress
 from app.serve.completions import Job
-from app.ui.app import appearance
 from app.ui.dialogs.serve import LOCAL_NOTE, NETWORK_NOTE, ServeDialog
 from app.ui.widgets.colors import MIN_CONTRAST, worst_contrast
+from app.ui.window import appearance
 
 WAIT_MS = 10_000
 REPLY_MS = 60_000

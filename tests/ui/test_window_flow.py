@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication
 from support.flow_harness import WAIT_MS, FlowWindow, GatedScript
 
 from app.engine.types import ReplyStatus
-from app.ui.window.shortcuts import KEYS_WITHOUT_ACTIONS
+from app.ui.widgets.shortcuts import KEYS_WITHOUT_ACTIONS
 
 MODEL_AFTER_SLOW = Path("/models/qwen.gguf")  # scripted: loads at once
 

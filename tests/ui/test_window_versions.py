@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from support.chat_helpers import click_anchor, plain_text
 from support.flow_harness import WAIT_MS, FlowWindow, GatedScript, edit, regenerate, shown
 
-from app.ui.window.shortcuts import shortcut_rows
+from app.ui.widgets.shortcuts import shortcut_rows
 
 
 @pytest.fixture

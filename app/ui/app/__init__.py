@@ -1,2 +1,2 @@
 """The process around the window: starting the GUI, one instance at a time, the self-test,
-SIGTERM and SIGINT, light and dark appearance, crash reports."""
+SIGTERM and SIGINT, crash reports."""

@@ -26,7 +26,8 @@ from ...owners.settings import Appearance, Settings
 from ...store import ConversationStore, DatabaseDamaged, StoreError
 from ...store.schema import move_aside
 from ..widgets.background import run_in_background
-from . import appearance, crash
+from ..window import appearance
+from . import crash
 from .single_instance import SingleInstance
 from .termination import TerminationSignals
 

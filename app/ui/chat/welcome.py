@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from PySide6.QtGui import QTextBlockFormat, QTextCursor, QTextDocument
 
 from ...common.text import shorten
-from ..window.shortcuts import SHORTCUTS
+from ..widgets.shortcuts import SHORTCUTS
 from .theme import ChatTheme
 
 # The window's shortcut for Get models (its File menu); said here so that a new user learns it.

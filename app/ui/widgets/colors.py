@@ -16,8 +16,6 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
-from ..chat.theme import _contrast, _mix
-
 MIN_CONTRAST = 4.5  # WCAG 2 AA for body text
 _BACKGROUNDS = (QPalette.ColorRole.Window, QPalette.ColorRole.Base, QPalette.ColorRole.AlternateBase)
 _LIGHT_RED, _DARK_RED = QColor("#c62828"), QColor("#f28b82")
@@ -25,9 +23,26 @@ _MUTED_MIX = 0.45  # how far muted text starts towards the background: clearly s
 _STEP = 0.05
 
 
+def mix(a: QColor, b: QColor, amount: float) -> QColor:
+    """a moved `amount` of the way towards b."""
+    return QColor.fromRgbF(
+        a.redF() + (b.redF() - a.redF()) * amount,
+        a.greenF() + (b.greenF() - a.greenF()) * amount,
+        a.blueF() + (b.blueF() - a.blueF()) * amount,
+    )
+
+
 def contrast(a: QColor, b: QColor) -> float:
     """WCAG contrast ratio, from 1 (none) to 21 (black on white)."""
-    return _contrast(a, b)
+
+    def luminance(c: QColor) -> float:
+        def linear(v: float) -> float:
+            return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+        return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF())
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
 
 def worst_contrast(color: QColor, palette: QPalette) -> float:
@@ -45,7 +60,7 @@ def _readable(color: QColor, palette: QPalette) -> QColor:
     text = _text(palette)
     amount = 0.0
     while amount < 1.0:
-        candidate = _mix(color, text, amount)
+        candidate = mix(color, text, amount)
         if worst_contrast(candidate, palette) >= MIN_CONTRAST:
             return candidate
         amount += _STEP
@@ -65,7 +80,7 @@ def muted_color(palette: QPalette) -> QColor:
     """Secondary text (paths, notes, unusable rows): visibly quieter than the text, and still
     at least 4.5:1 against the palette's window and list rows."""
     base = palette.color(QPalette.ColorGroup.Active, QPalette.ColorRole.Base)
-    return _readable(_mix(_text(palette), base, _MUTED_MIX), palette)
+    return _readable(mix(_text(palette), base, _MUTED_MIX), palette)
 
 
 class Tone(Enum):

@@ -17,7 +17,7 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QWidget
 
-from ..chat.theme import _contrast, _mix
+from .colors import contrast, mix
 
 RING_PX = 2
 RING_CONTRAST = 3.0
@@ -31,8 +31,8 @@ def ring_colour(palette: QPalette) -> QColor:
     backgrounds = [palette.color(active, role) for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base)]
     highlight, text = palette.color(active, QPalette.ColorRole.Highlight), palette.color(active, QPalette.ColorRole.Text)
     for step in range(11):
-        colour = _mix(highlight, text, step / 10)
-        if min(_contrast(colour, background) for background in backgrounds) >= RING_CONTRAST:
+        colour = mix(highlight, text, step / 10)
+        if min(contrast(colour, background) for background in backgrounds) >= RING_CONTRAST:
             return colour
     return text
 

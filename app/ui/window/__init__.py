@@ -1,2 +1,2 @@
 """The main window: its columns, menus and shortcuts, the conversation list, Tab order,
-undo, and how store problems are shown."""
+undo, how store problems are shown, and light or dark appearance (View → Appearance)."""

@@ -3,7 +3,7 @@ damaged database (export what is readable, move the file aside and start afresh)
 
 A controller the window owns, given what it works with: the session (and through it the
 store, which a fresh start replaces), the store banner and the status bar. Store errors are
-shown in the banner (ui/store_problems.py), never left to Qt's crash report.
+shown in the banner (ui/window/store_problems.py), never left to Qt's crash report.
 """
 
 from __future__ import annotations

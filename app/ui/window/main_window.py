@@ -43,7 +43,6 @@ from ...owners.model_session import ModelSession
 from ...owners.remote_servers import RemoteServers
 from ...owners.settings import Settings
 from ...store import Conversation, ConversationStore, StoredMessage, shorten
-from ..app.appearance import appearance_menu
 from ..chat.composer import Composer
 from ..chat.header import ChatHeader
 from ..chat.view import ChatView, MessageView
@@ -52,6 +51,8 @@ from ..models.picker import ModelPicker
 from ..models.sort_menu import sort_menu
 from ..parameters.panel import ParametersPanel
 from ..widgets.focus_ring import FocusRing
+from ..widgets.shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
+from .appearance import appearance_menu
 from .conversation_list import ConversationList, shown_title
 from .files import ConversationFiles
 from .focus_order import next_in_order
@@ -59,7 +60,6 @@ from .menu_actions import MenuActions
 from .models import ModelDisplay
 from .sending import MessageSending
 from .serving import ServingDisplay
-from .shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
 from .splitter import PanelSplitter
 from .store_problems import StoreProblemBanner, guarded, reports_store_errors
 from .undo_bar import UndoBar

@@ -72,9 +72,9 @@ class ModelDisplay(QObject):
     modelUnloaded, loadFailed, loadNeedsConfirmation, settingsChanged (the fit column),
     templateChanged and templateFailed; the session's contextChanged; the picker's
     modelChosen, scanFinished, loadCancelRequested and unloadRequested; the selector's
-    modelChosen; the downloads' modelDownloaded. The window connects what it does besides
-    (a message waiting for the load) after these, and calls model_name for every reply it
-    shows and show_get_models from its menu and the welcome.
+    modelChosen; the downloads' modelDownloaded. MessageSending (sending.py) connects what is
+    done besides (a message waiting for the load) after these. The window calls model_name for
+    every reply it shows, and show_get_models from its menu and the welcome.
     """
 
     def __init__(self, models: ModelSession, servers: RemoteServers, downloads: DownloadManager,

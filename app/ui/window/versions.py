@@ -25,9 +25,9 @@ from ...store import ConversationStore, DeletedVersion, StoredMessage
 from ..chat.composer import Composer
 from ..chat.view import ChatView
 from ..widgets.announce import announce
+from ..widgets.shortcuts import SHORTCUTS
 from .conversation_list import ConversationList, shown_title
 from .menu_actions import MenuActions
-from .shortcuts import SHORTCUTS
 from .store_problems import StoreProblemBanner, reports_store_errors
 from .undo_bar import UndoBar
 

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QDialog, QDialogButtonBox, QTableWidget, QTableWidgetItem, QVBoxLayout
 
-from ..widgets.focus_ring import FocusRing
+from .focus_ring import FocusRing
 
 SHORTCUTS = {
     "new_chat": "Ctrl+N",
