@@ -1,6 +1,6 @@
 """Schema 1 -> 2 (every version of a message): a user's database opens after the upgrade with
 nothing lost, each conversation one branch; an upgrade that is cut off leaves version 1 as it
-was. The version-1 files are built by tests/store/v1_database.py, a frozen copy of what the
+was. The version-1 files are built by tests/support/v1_database.py, a frozen copy of what the
 released store wrote (cross-checked against it), with a few thousand messages."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlite3
 from contextlib import closing
 
 import pytest
-from v1_database import build_v1_database, read_v1
+from support.v1_database import build_v1_database, read_v1
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import ConversationStore, StoreError

@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from v1_database import (
+from support.v1_database import (
     ODD_TITLES,
     RELEASED_COMMIT,
     STATS_KEYS,
@@ -28,7 +28,7 @@ from v1_database import (
 from app.store.schema import MIGRATIONS
 
 REPO = Path(__file__).resolve().parents[2]
-BUILDER = Path(__file__).with_name("v1_database.py")
+BUILDER = Path(__file__).parents[1] / "support" / "v1_database.py"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ leaves it), statistics and sampling parameters, models, system prompts, odd titl
 positions reused by Edit/Regenerate, an empty conversation and a 200 KB message. It returns a
 V1Summary of every stored row to compare with after migrating.
 
-As a script: `python tests/store/v1_database.py OUT.sqlite3 [--messages N] [--seed S]`.
+As a script: `python tests/support/v1_database.py OUT.sqlite3 [--messages N] [--seed S]`.
 With `--released-app DIR` (DIR holding df0482f's app/, from `git archive df0482f app`) the same
 history is written through the released ConversationStore itself: test_v1_database compares the
 two files to show that the frozen copy writes what v1 wrote.
