@@ -59,6 +59,35 @@ def test_prompt_from_a_template_file(tmp_path, messages_file):
     assert out.endswith("2+2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
 
 
+def test_prompt_with_tools_prints_the_prompt_hugging_face_renders(tmp_path):
+    """`hearth prompt --template T --tools TOOLS.json --messages M.json`, a call and its result in
+    M.json with the arguments as OpenAI sends them (JSON text): the reference rendering's bytes."""
+    families = {f["family"]: f for f in json.loads((ROOT / "tests" / "data" / "families.json").read_text())}
+    references = json.loads((ROOT / "tests" / "data" / "reference_renderings.json").read_text(encoding="utf-8"))
+    reference = references["tool_renderings"]["llama-3.1"]["tool_call_and_result"]
+    messages = json.loads(json.dumps(reference["messages"]))
+    call = messages[2]["tool_calls"][0]["function"]
+    call["arguments"] = json.dumps(call["arguments"], ensure_ascii=False)
+    (tmp_path / "t.jinja").write_text(families["llama-3.1"]["chat_template"], encoding="utf-8")
+    (tmp_path / "m.json").write_text(json.dumps(messages), encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(references["tools"]), encoding="utf-8")
+    out = hearth("prompt", "--template", tmp_path / "t.jinja", "--bos", "<|begin_of_text|>", "--eos", "<|eot_id|>",
+                 "--messages", tmp_path / "m.json", "--tools", tmp_path / "tools.json")
+    assert out.stdout.decode("utf-8") == reference["text"] and out.stderr == b""
+
+
+def test_prompt_with_tools_says_when_the_template_ignores_them(gemma_path, messages_file, tmp_path):
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "add", "parameters": {}}}]))
+    result = hearth("prompt", gemma_path, "--messages", messages_file, "--tools", tools)
+    assert b"does not read a tools list" in result.stderr
+    assert result.stdout == hearth("prompt", gemma_path, "--messages", messages_file).stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"name": "add"}]))
+    refused = hearth("prompt", gemma_path, "--messages", messages_file, "--tools", bad, check=False)
+    assert refused.returncode == 1 and b"OpenAI's \"tools\"" in refused.stderr
+
+
 def test_chat_streams_and_reports_stats(gemma_path):
     result = hearth("chat", gemma_path, "The capital of France is", "--temperature", "0", "--max-tokens", "6",
                     "--seed", "3", "--stats", "json")

@@ -101,13 +101,32 @@ def report_stats(args, stats: ReplyStats, device: str) -> None:
 
 
 def read_messages(path: Path) -> list[dict]:
-    """`hearth prompt --messages FILE`: a JSON list of {"role", "content"} objects, checked."""
+    """`hearth prompt --messages FILE`: a JSON list of {"role", "content"} objects, checked. An
+    assistant message may carry `tool_calls` instead of text (its content empty or null), and a
+    `role: "tool"` message is a call's result (`tool_call_id`, `name`), as OpenAI sends them."""
+    data = _read_json(path)
+    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str) and (
+        isinstance(m.get("content"), str) or (m.get("content") is None and isinstance(m.get("tool_calls"), list))
+    ) for m in data):
+        raise ValueError(f'{path} must be a JSON list of {{"role": ..., "content": ...}} objects '
+                         '(an assistant message with "tool_calls" may have no content)')
+    return data
+
+
+def read_tools(path: Path) -> list[dict]:
+    """`--tools FILE`: OpenAI's `tools` array, each a function with a name, checked."""
+    data = _read_json(path)
+    if not isinstance(data, list) or not all(
+        isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("function"), dict)
+        and isinstance(tool["function"].get("name"), str) for tool in data
+    ):
+        raise ValueError(f'{path} must be a JSON list of {{"type": "function", "function": {{"name": ..., '
+                         '"description": ..., "parameters": {{...}}}}}} objects, as OpenAI\'s "tools"')
+    return data
+
+
+def _read_json(path: Path) -> object:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in data
-    ):
-        raise ValueError(f'{path} must be a JSON list of {{"role": ..., "content": ...}} objects')
-    return data

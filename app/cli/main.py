@@ -24,7 +24,7 @@ from pathlib import Path
 from ..engine.gguf.reading import inspect_model
 from ..engine.sampling import PRESETS
 from ..engine.templates.chat_template import ChatTemplate, template_for
-from .args import UsageError, add_sampling_arguments, add_server_arguments, read_messages, server_from_args
+from .args import UsageError, add_sampling_arguments, add_server_arguments, read_messages, read_tools, server_from_args
 from .chat import run_chat
 from .load_options import add_load_arguments
 from .plan import add_plan_arguments, run_plan
@@ -43,6 +43,7 @@ def add_subcommands(subparsers) -> None:
     prompt.add_argument("--bos", default="", help="BOS token text for --template")
     prompt.add_argument("--eos", default="", help="EOS token text for --template")
     prompt.add_argument("--messages", type=Path, required=True, help='JSON list of {"role", "content"}')
+    prompt.add_argument("--tools", type=Path, help="JSON: OpenAI's tools array, rendered as the template lays tools out")
     prompt.add_argument("--no-generation-prompt", action="store_true", help="omit the assistant header")
     prompt.set_defaults(run=run_prompt)
 
@@ -109,7 +110,11 @@ def run_prompt(args) -> int:
         template = template_for(inspect_model(args.model))
     else:
         raise UsageError("give a MODEL.gguf or --template T.jinja")
-    text = template.render(messages, add_generation_prompt=not args.no_generation_prompt)
+    tools = read_tools(args.tools) if args.tools else None
+    if tools and "tools" not in template.source:
+        print("hearth: note: this chat template does not read a tools list; the tools are not in the prompt",
+              file=sys.stderr)
+    text = template.render(messages, add_generation_prompt=not args.no_generation_prompt, tools=tools)
     sys.stdout.buffer.write(text.encode("utf-8"))
     sys.stdout.flush()
     return 0

@@ -48,6 +48,26 @@ class Message:
         return {"role": self.role, "content": self.content}
 
 
+def _with_argument_objects(message: dict) -> dict:
+    """`message` with each tool call's arguments as an object where they came as JSON text
+    (OpenAI sends them so; templates iterate them or dump them with tojson, which would quote
+    the text again). Text that is not JSON stays text: the template shows what was sent."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not any(isinstance(call, dict) and isinstance(call.get("function"), dict)
+                                              and isinstance(call["function"].get("arguments"), str) for call in calls):
+        return message
+    decoded = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+            try:
+                call = dict(call, function=dict(function, arguments=json.loads(function["arguments"])))
+            except ValueError:
+                pass
+        decoded.append(call)
+    return dict(message, tool_calls=decoded)
+
+
 def _raise_exception(message: str):
     raise _TemplateRaised(message)
 
@@ -111,24 +131,32 @@ class ChatTemplate:
         self.name = name
         self._compiled = _ENV.compile_bounded(source)
 
-    def render(self, messages: list[Message] | list[dict], add_generation_prompt: bool = True) -> str:
-        """Render the prompt; fold the system prompt into the first user turn if it's refused."""
-        dicts = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
+    def render(self, messages: list[Message] | list[dict], add_generation_prompt: bool = True,
+               tools: list[dict] | None = None) -> str:
+        """Render the prompt; fold the system prompt into the first user turn if it's refused.
+
+        `tools` is OpenAI's `tools` array, given to the template as Hugging Face's
+        `apply_chat_template(messages, tools=tools)` gives it (None: no tools, as HF passes it).
+        Messages may carry tool calls (`tool_calls`, the assistant's) and results (`role: "tool"`
+        with `tool_call_id` and `name`); a call's arguments that arrive as a JSON text, OpenAI's
+        wire form, render as the object they encode, as templates expect them."""
+        dicts = [_with_argument_objects(m.to_dict() if isinstance(m, Message) else dict(m)) for m in messages]
         check_message_sizes(dicts)
         try:
-            return self._render(dicts, add_generation_prompt)
+            return self._render(dicts, add_generation_prompt, tools)
         except _TemplateRaised as exc:
             folded = fold_system_prompt(dicts)
             if folded is dicts:
                 raise TemplateError(f"The chat template rejected this conversation: {shorten(str(exc), MESSAGE_DETAIL_CHARS)}") from None
             try:
-                return self._render(folded, add_generation_prompt)
+                return self._render(folded, add_generation_prompt, tools)
             except _TemplateRaised as again:
                 raise TemplateError(f"The chat template rejected this conversation: {shorten(str(again), MESSAGE_DETAIL_CHARS)}") from None
 
-    def _render(self, messages: list[dict], add_generation_prompt: bool) -> str:
+    def _render(self, messages: list[dict], add_generation_prompt: bool, tools: list[dict] | None = None) -> str:
         context = {
             "messages": messages,
+            "tools": tools,
             "add_generation_prompt": add_generation_prompt,
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
