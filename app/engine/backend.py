@@ -22,8 +22,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 
 from .sampling import SamplingParams
+from .tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
 from .types import LoadOptions, ModelDescription, ModelSource, ReplyStats
 
+ReplyEvent = str | ToolCallDelta | ToolCall | ReplyStats  # what a reply's stream yields
 LoadProgress = Callable[[float], None]  # 0..1 while the model loads
 PromptProgress = Callable[[int, int], None]  # prompt tokens read so far, of how many
 
@@ -47,7 +49,8 @@ class Backend(ABC):
         cancel: threading.Event,
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
-    ) -> Iterator[str | ReplyStats]:
+        tools: ToolUse = PLAIN,
+    ) -> Iterator[ReplyEvent]:
         """Yield the reply's text in pieces, then exactly one ReplyStats; never raise mid-reply.
 
         `messages` are {"role", "content"} dicts, system prompt first. Errors that prevent the
@@ -58,6 +61,12 @@ class Backend(ABC):
         takes long enough for a person to notice. `conversation_id` names the stored
         conversation the reply belongs to, where there is one: a backend may keep work per
         conversation (the Engine's saved KV state).
+
+        `tools`: the tools the model may call and the shape its reply must take (engine/tools).
+        A call the model makes comes as `ToolCallDelta`s while it is written, then one complete
+        `ToolCall` (with its `problem`, if it cannot run as written); the ReplyStats then says
+        StopReason.TOOL_CALLS. A tool list or schema the backend cannot use raises ToolsError
+        before the first piece. With the default (PLAIN) only text and the ReplyStats come.
 
         The ReplyStats is the stream's last act, not just its last item: consumers stop when
         it comes and never ask for another (the window's worker, the server's run_job), so

@@ -30,6 +30,7 @@ class StopReason(Word):
 
     END_OF_TURN = "end_of_turn"
     STOP_STRING = "stop_string"
+    TOOL_CALLS = "tool_calls"  # the reply ended with calls for the caller to run
     LENGTH = "length"
     CANCELLED = "cancelled"
     ERROR = "error"
@@ -44,6 +45,7 @@ class StopReason(Word):
 _STOP_WORDS = {
     StopReason.END_OF_TURN: "end of turn",
     StopReason.STOP_STRING: "stop string",
+    StopReason.TOOL_CALLS: "tool calls",
     StopReason.LENGTH: "length limit",
     StopReason.CANCELLED: "stopped",
     StopReason.ERROR: "error",

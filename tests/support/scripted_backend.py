@@ -66,7 +66,8 @@ class ScriptedBackend(Backend):
     def describe(self) -> ModelDescription:
         return self._description
 
-    def stream(self, messages, params, cancel: threading.Event, prompt_progress=None, conversation_id=None):
+    def stream(self, messages, params, cancel: threading.Event, prompt_progress=None, conversation_id=None,
+               tools=None):
         script = self._script
         script.requests.append((messages, params))
         script.conversations.append(conversation_id)

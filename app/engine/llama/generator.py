@@ -36,7 +36,7 @@ from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 from llama_cpp._internals import LlamaSampler
 
-from ..backend import Backend, LoadCancelled, PromptProgress
+from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
 from ..context import Fitted, fit_conversation
 from ..gguf.modelfile import ModelFileError, ModelInfo
 from ..gguf.reading import inspect_model
@@ -49,6 +49,7 @@ from ..options import context_for
 from ..sampling import Drafting, SamplingParams
 from ..stops import StopStringMatcher
 from ..templates.chat_template import ChatTemplate, template_for
+from ..tools.types import PLAIN, ToolUse
 from ..types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
 from . import kv_seq, load_params
 from . import log_shim as llama_log
@@ -245,7 +246,8 @@ class Engine(Backend):
         cancel: threading.Event | None = None,
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
-    ) -> Iterator[str | ReplyStats]:
+        tools: ToolUse = PLAIN,
+    ) -> Iterator[ReplyEvent]:
         """Yield text chunks of the reply, then one ReplyStats. Never raises mid-reply.
 
         Template and context errors raise before the first yield, so a caller sees them as

@@ -34,9 +34,10 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from ...common.text import shorten
-from ..backend import Backend, LoadCancelled, PromptProgress
+from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..templates.limits import TemplateError
+from ..tools.types import PLAIN, ToolUse
 from ..types import SERVER_TEMPLATE, DeviceInfo, ModelDescription, RemoteModel, ReplyStats, StopReason
 from .errors import RemoteError, RemoteFailure, bad_response, cut, error_text, stalled, status_error, transport_error
 from .http import MAX_ERROR_BODY, RemoteTimeouts, get_json, open_client, read_limited, where
@@ -123,7 +124,8 @@ class RemoteBackend(Backend):
         cancel: threading.Event | None = None,
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
-    ) -> Iterator[str | ReplyStats]:
+        tools: ToolUse = PLAIN,
+    ) -> Iterator[ReplyEvent]:
         """Send the request and return the reply's stream; raises RemoteError before the first
         piece if the server does not start one. `prompt_progress` is never called: a server
         does not say how far it has read a prompt. `conversation_id` is not used: whatever a
