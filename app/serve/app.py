@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..engine.tools.types import ToolCallDelta
 from ..engine.types import ReplyStats, StopReason
 from . import errors
 from .completions import Completions, Job, QueueFull, Refusal, Refused, ServedModel
@@ -102,18 +103,24 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
             if parsed.stream:
                 return StreamingResponse(stream(reply, first, shape), media_type="text/event-stream",
                                          headers=SSE_HEADERS)
-            text, stats = await reply.collect(first, request.receive)
+            whole = await reply.collect(first, request.receive)
         except ClientGone:
             return Response(status_code=499)  # nobody reads it; uvicorn drops it
-        if finish_reason(stats) is None:
-            raise errors.server_error(failure(stats))
-        return JSONResponse(shape.whole(text, stats))
+        if finish_reason(whole.stats) is None:
+            raise errors.server_error(failure(whole.stats))
+        return JSONResponse(shape.whole(whole))
 
     async def stream(reply: Reply, first, shape):
         if start := shape.start():  # a chat's role chunk; a completion has none
             yield start
         async for event in reply.rest(first):
-            yield shape.piece(event) if isinstance(event, str) else shape.end(event)
+            if isinstance(event, str):
+                yield shape.piece(event)
+            elif isinstance(event, ToolCallDelta):
+                yield shape.call_piece(event)
+            elif isinstance(event, ReplyStats):
+                yield shape.end(event)
+            # a complete ToolCall: its pieces went out already
 
     async def on_api_error(request: Request, exc: ApiError) -> Response:
         return exc.response()
@@ -148,9 +155,10 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
 
 
 def refusal_error(refused: Refused, param: str) -> ApiError:
-    """The status of a job the engine would not start; `param` names what the client sent."""
+    """The status of a job the engine would not start; `param` names what the client sent,
+    unless the refusal names the field itself (a tool's schema the grammar cannot hold)."""
     if refused.reason is Refusal.BAD_REQUEST:
-        return errors.bad_request(refused.message, param=param, code="invalid_prompt")
+        return errors.bad_request(refused.message, param=refused.param or param, code="invalid_prompt")
     if refused.reason is Refusal.CONTEXT:
         return errors.bad_request(refused.message, param=param, code="context_length_exceeded")
     if refused.reason is Refusal.UNAVAILABLE:

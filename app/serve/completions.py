@@ -8,8 +8,10 @@ the GUI's own replies, and never interleave with them.
 
 A job's events, delivered by calling `deliver` from any thread, in this order:
 
-    str          a piece of the reply's text (none or many)
-    ReplyStats   exactly once, last: how the reply ended (CANCELLED when it was cancelled)
+    str            a piece of the reply's text (none or many)
+    ToolCallDelta  a piece of a tool call as the model writes it (with job.tools only)
+    ToolCall       a complete call, after its deltas
+    ReplyStats     exactly once, last: how the reply ended (CANCELLED when it was cancelled)
 
 or a single `Refused`, when the job could not start: its template failed, the conversation
 does not fit the context, or the server is shutting down. A job is refused before any text,
@@ -24,17 +26,20 @@ from enum import Enum
 from typing import Protocol, Union
 
 from ..engine.sampling import SamplingParams
+from ..engine.tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
 from ..engine.types import ModelDescription, ReplyStats
 
 
 @dataclass(frozen=True)
 class Job:
     """One reply to write: to a conversation (`messages`, through the model's chat template,
-    its stops and end-of-turn tokens, as the GUI replies) or to raw text (`prompt`, no template)."""
+    its stops and end-of-turn tokens, as the GUI replies) or to raw text (`prompt`, no template).
+    `tools`: the tools and response format a chat's reply may use (engine/tools/types.py)."""
 
     params: SamplingParams
     messages: list[dict] | None = None
     prompt: str | None = None
+    tools: ToolUse = PLAIN
 
     def __post_init__(self):
         if (self.messages is None) == (self.prompt is None):
@@ -54,11 +59,20 @@ class Refusal(Enum):
 class Refused:
     reason: Refusal
     message: str  # for the client: what went wrong, in words
+    param: str | None = None  # the request field at fault, where one is (a tool's schema, say)
 
 
-Event = Union[str, ReplyStats, Refused]
+Event = Union[str, ToolCallDelta, ToolCall, ReplyStats, Refused]
 Deliver = Callable[[Event], None]
 
+
+@dataclass(frozen=True)
+class Collected:
+    """A whole reply, read to its end: what a request that does not stream is answered with."""
+
+    text: str
+    calls: list[ToolCall]
+    stats: ReplyStats
 
 @dataclass(frozen=True)
 class ServedModel:

@@ -15,8 +15,9 @@ from collections.abc import AsyncIterator, Awaitable
 
 from starlette.types import Receive
 
+from ..engine.tools.types import ToolCall
 from ..engine.types import ReplyStats
-from .completions import Completions, Event, Job, Refused
+from .completions import Collected, Completions, Event, Job, Refused
 
 
 class ClientGone(Exception):
@@ -45,7 +46,7 @@ class Reply:
         goes away first (ClientGone)."""
         return await until_disconnect(self._events.get(), receive, self.cancel)
 
-    async def rest(self, first: Event) -> AsyncIterator[str | ReplyStats]:
+    async def rest(self, first: Event) -> AsyncIterator[Event]:
         """`first` and the events after it, up to the ReplyStats. If the reader stops early
         (the client left and Starlette cancelled the stream), the job is cancelled."""
         event = first
@@ -59,16 +60,19 @@ class Reply:
             if not isinstance(event, (ReplyStats, Refused)):
                 self.cancel()
 
-    async def collect(self, first: Event, receive: Receive) -> tuple[str, ReplyStats]:
-        """The whole reply's text and its ReplyStats, for a reply that is not streamed."""
+    async def collect(self, first: Event, receive: Receive) -> Collected:
+        """The whole reply (its text, its complete tool calls, its ReplyStats), for a reply
+        that is not streamed."""
 
-        async def read() -> tuple[str, ReplyStats]:
-            pieces = []
+        async def read() -> Collected:
+            pieces, calls = [], []
             async for event in self.rest(first):
                 if isinstance(event, str):
                     pieces.append(event)
-                else:
-                    return "".join(pieces), event
+                elif isinstance(event, ToolCall):
+                    calls.append(event)
+                elif isinstance(event, ReplyStats):
+                    return Collected("".join(pieces), calls, event)
             raise AssertionError("a reply ends with its ReplyStats")
 
         return await until_disconnect(read(), receive, self.cancel)

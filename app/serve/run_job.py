@@ -16,6 +16,7 @@ from ..engine.backend import Backend, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.remote.errors import RemoteError, RemoteFailure
 from ..engine.templates.chat_template import TemplateError
+from ..engine.tools.types import ToolsError
 from ..engine.types import ReplyStats, StopReason
 from .completions import Job, Refusal, Refused
 
@@ -32,7 +33,7 @@ def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Callab
     try:
         use_template(job.prompt is not None)
         messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
-        stream = backend.stream(messages, job.params, cancel)
+        stream = backend.stream(messages, job.params, cancel, tools=job.tools)
     except Exception as exc:
         return _refusal(exc)
     with closing_reply(stream) as events:
@@ -54,6 +55,8 @@ def _refusal(exc: Exception) -> Refused:
     """Why a job could not start (raised at the stream call or at its first event), for its client."""
     if isinstance(exc, TemplateError):
         return Refused(Refusal.BAD_REQUEST, str(exc))
+    if isinstance(exc, ToolsError):
+        return Refused(Refusal.BAD_REQUEST, str(exc), exc.param)
     if isinstance(exc, ContextFullError):
         return Refused(Refusal.CONTEXT, str(exc))
     if isinstance(exc, RemoteError):  # a model on a server, served on

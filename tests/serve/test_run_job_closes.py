@@ -20,7 +20,7 @@ class RecordingBackend:
         self.after_stats_ran = False
         self.closed = False
 
-    def stream(self, messages, params, cancel):
+    def stream(self, messages, params, cancel, tools):
         try:
             yield "Hello"
             yield ReplyStats(stop_reason=StopReason.END_OF_TURN)
