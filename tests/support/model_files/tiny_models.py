@@ -68,6 +68,7 @@ import struct
 import sys
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -250,7 +251,8 @@ def load_families_json() -> dict[str, dict]:
     return {entry["family"]: entry for entry in json.loads(FAMILIES_JSON.read_text(encoding="utf-8"))}
 
 
-def _tokenizer(family: Family, vocab: dict[str, object]):
+def family_tokenizer(family: Family, vocab: dict[str, object]):
+    """(token texts, their types, text -> id) of the family's vocab, renamed."""
     tokens = list(vocab["tokenizer.ggml.tokens"])
     types = np.array(vocab["tokenizer.ggml.token_type"], dtype=np.int32)
     for token_id, (text, token_type) in family.renames.items():
@@ -264,8 +266,36 @@ def _tokenizer(family: Family, vocab: dict[str, object]):
     return tokens, types, index
 
 
+def add_tokenizer(writer: GGUFWriter, family: Family, vocab: dict[str, object], chat_template: str) -> dict[str, int]:
+    """Write the family's tokenizer (its vocab file's, renamed), special tokens and chat
+    template into `writer`, and return token text -> id. Shared with scripted_models.py,
+    whose models speak through the same tokenizers."""
+    tokens, types, index = family_tokenizer(family, vocab)
+    writer.add_tokenizer_model(vocab["tokenizer.ggml.model"])
+    if "tokenizer.ggml.pre" in vocab:
+        writer.add_tokenizer_pre(vocab["tokenizer.ggml.pre"])
+    writer.add_token_list(tokens)
+    writer.add_token_types(types.tolist())
+    if "tokenizer.ggml.scores" in vocab:
+        writer.add_token_scores(np.asarray(vocab["tokenizer.ggml.scores"], dtype=np.float32).tolist())
+    if "tokenizer.ggml.merges" in vocab:
+        writer.add_token_merges(vocab["tokenizer.ggml.merges"])
+    writer.add_bos_token_id(index[family.bos])
+    writer.add_eos_token_id(index[family.eos])
+    for key, add in (("tokenizer.ggml.unknown_token_id", writer.add_unk_token_id),
+                     ("tokenizer.ggml.padding_token_id", writer.add_pad_token_id)):
+        if key in vocab:
+            add(int(vocab[key]))
+    writer.add_add_bos_token(family.add_bos)
+    writer.add_add_eos_token(False)
+    if "tokenizer.ggml.add_space_prefix" in vocab:
+        writer.add_add_space_prefix(bool(vocab["tokenizer.ggml.add_space_prefix"]))
+    writer.add_chat_template(chat_template)
+    return index
+
+
 def write_model(family: Family, entry: dict, vocab: dict[str, object], path: Path) -> None:
-    tokens, types, index = _tokenizer(family, vocab)
+    _, types, index = family_tokenizer(family, vocab)
     for text in (family.bos, family.eos, *entry["stop_tokens"]):
         if types[index[text]] != CONTROL:
             raise ValueError(f"{family.name}: {text} must be a control token")
@@ -282,30 +312,10 @@ def write_model(family: Family, entry: dict, vocab: dict[str, object], path: Pat
         writer.add_layer_norm_rms_eps(1e-5)
         writer.add_rope_dimension_count(HEAD_DIM)
         writer.add_rope_freq_base(10000.0)
-        writer.add_vocab_size(len(tokens))
+        writer.add_vocab_size(len(index))
+        add_tokenizer(writer, family, vocab, entry["chat_template"])
 
-        writer.add_tokenizer_model(vocab["tokenizer.ggml.model"])
-        if "tokenizer.ggml.pre" in vocab:
-            writer.add_tokenizer_pre(vocab["tokenizer.ggml.pre"])
-        writer.add_token_list(tokens)
-        writer.add_token_types(types.tolist())
-        if "tokenizer.ggml.scores" in vocab:
-            writer.add_token_scores(np.asarray(vocab["tokenizer.ggml.scores"], dtype=np.float32).tolist())
-        if "tokenizer.ggml.merges" in vocab:
-            writer.add_token_merges(vocab["tokenizer.ggml.merges"])
-        writer.add_bos_token_id(index[family.bos])
-        writer.add_eos_token_id(index[family.eos])
-        for key, add in (("tokenizer.ggml.unknown_token_id", writer.add_unk_token_id),
-                         ("tokenizer.ggml.padding_token_id", writer.add_pad_token_id)):
-            if key in vocab:
-                add(int(vocab[key]))
-        writer.add_add_bos_token(family.add_bos)
-        writer.add_add_eos_token(False)
-        if "tokenizer.ggml.add_space_prefix" in vocab:
-            writer.add_add_space_prefix(bool(vocab["tokenizer.ggml.add_space_prefix"]))
-        writer.add_chat_template(entry["chat_template"])
-
-    write_gguf(path, family.arch, keys, _tensors(family, len(tokens)))
+    write_gguf(path, family.arch, keys, _tensors(family, len(index)))
 
 
 def _tensors(family: Family, n_vocab: int):
@@ -418,13 +428,21 @@ def build_all(directory: Path) -> dict[str, tuple[Path, Path]]:
 
 def ensure_tiny_models(cache_root: Path = CACHE_ROOT) -> dict[str, tuple[Path, Path]]:
     """Build the models once per source key; later calls return the cached files."""
-    target = cache_root / source_key()
+    return model_paths(cached_build(cache_root, source_key(), build_all))
+
+
+def cached_build(cache_root: Path, key: str, build: Callable[[Path], object]) -> Path:
+    """`cache_root/key`, filled by `build(directory)` the first time and reused after: built in
+    a staging folder and renamed into place, so a crash or a parallel test worker never leaves
+    a half-written folder under the key. Older keys (the generator or an input changed) are
+    removed."""
+    target = cache_root / key
     if (target / "complete").exists():
-        return model_paths(target)
+        return target
     cache_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="building-", dir=cache_root))
     try:
-        build_all(staging)
+        build(staging)
         (staging / "complete").write_text("ok\n")
         try:
             os.replace(staging, target)  # atomic; another process may have won the race
@@ -433,10 +451,10 @@ def ensure_tiny_models(cache_root: Path = CACHE_ROOT) -> dict[str, tuple[Path, P
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    for stale in cache_root.iterdir():  # older keys: the generator or a vocab changed
+    for stale in cache_root.iterdir():
         if stale.is_dir() and stale != target and not stale.name.startswith("building-"):
             shutil.rmtree(stale, ignore_errors=True)
-    return model_paths(target)
+    return target
 
 
 if __name__ == "__main__":

@@ -1,0 +1,345 @@
+"""Tiny real GGUF models whose greedy reply to any chat is one fixed tool call, by construction.
+
+The tool-calling path (template -> llama.cpp -> reply text -> parsed call) needs a model that
+really writes a family's call syntax, token by token, through llama.cpp. Trained models are
+too big for the suite and random ones say nothing useful; these are one-layer llama networks
+whose weights are set by hand so that the next token is a fixed function of the last few:
+
+- The sequence to spell is the template's generation prompt (`<|im_start|>assistant\\n`), the
+  call text, then the end-of-turn token. Its distinct tokens are the model's *symbols*; every
+  other token of the (real, 150k-token) vocabulary is one more symbol, OTHER.
+- Residual stream: one constant dimension (BIAS), then blocks of one-hot symbol slots: block 0
+  holds the current token (the embedding writes it: BIAS + its slot, so every token's vector
+  has the same norm and RMSNorm is a fixed scale), block h the token h positions back.
+- Attention: head h copies block 0 of position t-h into block h. Its query and key read only
+  BIAS, so they are the same vector at every position; RoPE then turns them by angles
+  proportional to the position, and the key is turned ahead by h steps, so the score of
+  position s seen from t is sum_i w_i cos(theta_i (t - s - h)): largest exactly h back, and
+  lower by a margin at every other distance up to the context length (checked numerically for
+  the file's RoPE frequencies, and scaled so the softmax puts ~all weight there).
+- FFN (SwiGLU): one hidden unit per step of the sequence. Its gate adds up the slots of that
+  step's context (the current token and the ones before it that tell this step apart) minus
+  (matches - 0.5), times a steep factor: +beta/2 when all match, <= -beta/2 otherwise, where
+  SiLU is ~0. Its up projection is the constant, and its down projection writes the next
+  token's slot into block 0, ten times as strong as the current token's.
+- Output: the logit of symbol j's token reads block 0's slot j; every other token reads zero.
+  So the next token wins by a wide margin (repeat penalties cannot turn it) and greedy
+  decoding spells the sequence exactly.
+
+How much context each step needs is computed, not assumed: the shortest run of tokens ending
+at the step (the current token alone, then one more back, ...) that no other place in the
+sequence shares with a different successor, counting the unknown prompt tokens before the
+generation prompt as matching anything, so the reply starts the same whatever came before.
+The number of heads is the longest lookback any step needs (2 for the calls below: repeated
+tokens such as `":` and ` "` are told apart by the key before them).
+
+The families and what stands for what:
+- qwen3: the suite's Qwen3 tokenizer (tiny_models.py: the real Qwen2 vocab with Qwen3's added
+  tokens; `<tool_call>` is user-defined there, as in Qwen's own files) and Qwen3's template.
+  Hermes/Qwen form: `<tool_call>\\n{json}\\n</tool_call>`, then `<|im_end|>`.
+- llama-3.1: the suite's Llama 3.1 tokenizer and template; Meta's JSON form
+  `{"name": ..., "parameters": {...}}`, then `<|eot_id|>`. (`<|python_tag|>` is a control
+  token, whose text llama.cpp does not put in the reply, so the JSON form is the one spelled.)
+- phi-4-mini: the real Phi-3 SentencePiece vocab (its `<|assistant|>`, `<|end|>`... control
+  tokens) has no tool tokens; its first four placeholders become Phi-4-mini's `<|tool|>` and
+  `<|/tool|>` (control) and `<|tool_call|>` and `<|/tool_call|>` (user-defined, so their text is
+  part of the reply), with Phi-4-mini's template. Form: `<|tool_call|>[{json}]<|/tool_call|>`,
+  then `<|end|>`. A SentencePiece vocab also exercises the word-start "▁" in replies.
+- Mistral's `[TOOL_CALLS]` is not here: the Llama 2 SentencePiece vocab we have lacks the
+  token (Mistral v0.3 added it), and renaming a real token would not be Mistral's tokenizer.
+
+Usage: `scripted_models()` -> family -> ScriptedModel (the file, its text, the call's name and
+arguments), built once per source key into tests/.cache/scripted-models/<key>/;
+`write_scripted_model()` writes one for any tokenizer, template and text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from gguf import GGUFWriter, LlamaFileType
+from llama_cpp import Llama
+from llama_cpp import llama_cpp as llama_c
+
+from support.model_files import tiny_gguf
+from support.model_files import tiny_models as tiny
+from support.model_files.tiny_gguf import write_gguf
+
+CACHE_ROOT = tiny.TESTS / ".cache" / "scripted-models"
+CONTEXT_LENGTH = 4096  # the attention margin is checked over every distance up to this
+ROPE_BASE = 10000.0
+MIN_HEAD_DIM = 32  # 16 RoPE frequencies; a head's value also carries one block of slots
+ATTENTION_GAP = 30.0  # score of the right position minus any other: e^-30 of the weight left
+GATE_STEEPNESS = 40.0  # beta: SiLU(-20) ~ -4e-8, a non-matching unit writes nothing
+NEXT_STRENGTH = 10.0  # the next token's slot against the current token's 1
+LOGIT_SCALE = 4.0
+MAX_LOOKBACK = 3
+
+# The call every model makes, in each family's own syntax.
+CALL_NAME = "get_weather"
+CALL_ARGUMENTS = {"city": "Paris"}
+_CALL_JSON = json.dumps({"name": CALL_NAME, "arguments": CALL_ARGUMENTS})
+
+
+@dataclass(frozen=True)
+class ScriptedFamily:
+    tokenizer: tiny.Family  # the vocab file and its renames, BOS/EOS
+    template_family: str  # whose chat template (tests/data/families.json)
+    prompt_tail: str  # the end of every prompt: the generation prompt, from the last fixed token
+    text: str  # the reply, spelled exactly
+    end: str  # the token that ends the turn after it
+
+
+@dataclass(frozen=True)
+class ScriptedModel:
+    family: str
+    path: Path
+    text: str  # the reply's whole text; it ends by end of turn
+    name: str  # the call in it
+    arguments: dict
+
+
+_FAMILIES = {f.name: f for f in tiny.TINY_FAMILIES}
+_PHI3_TOOL_TOKENS = {32002: ("<|tool|>", tiny.CONTROL), 32003: ("<|/tool|>", tiny.CONTROL),
+                     32004: ("<|tool_call|>", tiny.USER_DEFINED), 32005: ("<|/tool_call|>", tiny.USER_DEFINED)}
+
+SCRIPTED_FAMILIES: dict[str, ScriptedFamily] = {
+    "qwen3": ScriptedFamily(_FAMILIES["qwen3"], "qwen3", "<|im_start|>assistant\n",
+                            f"<tool_call>\n{_CALL_JSON}\n</tool_call>", "<|im_end|>"),
+    "llama-3.1": ScriptedFamily(
+        _FAMILIES["llama-3.1"], "llama-3.1", "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        json.dumps({"name": CALL_NAME, "parameters": CALL_ARGUMENTS}), "<|eot_id|>"),
+    "phi-4-mini": ScriptedFamily(
+        tiny.Family("phi-4-mini", "llama", "ggml-vocab-phi-3.gguf", "Phi-3 SentencePiece with Phi-4-mini's tool tokens",
+                    "<s>", "<|endoftext|>", True, _PHI3_TOOL_TOKENS),
+        "phi-4-mini", "<|end|><|assistant|>", f"<|tool_call|>[{_CALL_JSON}]<|/tool_call|>", "<|end|>"),
+}
+
+
+# --- spelling the sequence in the vocab's own tokens ---------------------------------------------
+
+
+class _Speller:
+    """The family's tokenizer, loaded by llama.cpp from a vocab-only file: the tokens the model
+    must produce are those whose pieces, as the engine prints them, make the text exactly."""
+
+    def __init__(self, family: tiny.Family, vocab: dict[str, object], directory: Path):
+        path = directory / "vocab.gguf"
+
+        def keys(writer: GGUFWriter) -> None:
+            self.index = tiny.add_tokenizer(writer, family, vocab, "")
+
+        write_gguf(path, "llama", keys)
+        self._llm = Llama(str(path), vocab_only=True, verbose=False)
+        self._vocab = self._llm._model.vocab
+        self._newline = self._llm.tokenize(b"\n", add_bos=False, special=False)
+        _, types, _ = tiny.family_tokenizer(family, vocab)
+        special = {tiny.CONTROL, tiny.USER_DEFINED}
+        self._specials = sorted((text for text, i in self.index.items() if types[i] in special), key=len, reverse=True)
+
+    def close(self) -> None:
+        self._llm.close()
+
+    def spell(self, text: str, printed: bool) -> list[int]:
+        """Special tokens by their text; the text between them as it tokenizes in place. A
+        SentencePiece tokenizer puts "▁" before every text it starts; starting it after a
+        newline and dropping the newline's tokens leaves the tokens that spell it as is.
+        `printed`: the text is a reply, which must print as is (no control tokens)."""
+        tokens: list[int] = []
+        for part in re.split("(" + "|".join(map(re.escape, self._specials)) + ")", text):
+            if part in self._specials:
+                tokens.append(self.index[part])
+            elif part and len(self._newline) > 1:
+                marked = self._llm.tokenize(b"\n" + part.encode(), add_bos=False, special=False)
+                tokens += marked[len(self._newline):]
+            elif part:
+                tokens += self._llm.tokenize(part.encode(), add_bos=False, special=False)
+        spelled = b"".join(self.piece(t, not printed) for t in tokens).decode()
+        if spelled != text:
+            raise ValueError(f"cannot spell {text!r} exactly: {spelled!r}")
+        return tokens
+
+    def piece(self, token: int, special: bool) -> bytes:
+        """The token's text; without `special`, as the engine prints it (a control token's is empty)."""
+        buffer = bytes(256)
+        n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
+        return buffer[:n]
+
+
+# --- what each step looks at -----------------------------------------------------------------------
+
+
+def plan_steps(sequence: list[int], first: int) -> list[tuple[tuple[int, ...], int]]:
+    """(context, next token) for each step from position `first` on: the context is the
+    shortest run of tokens ending there (oldest first) after which the sequence always goes on
+    the same way. Tokens before the sequence are the prompt's, unknown: they may match anything."""
+
+    def may_match(context: tuple[int, ...], at: int) -> bool:
+        return all(at - back < 0 or sequence[at - back] == token for back, token in enumerate(reversed(context)))
+
+    positions = range(first, len(sequence) - 1)
+    steps = {}
+    for at in positions:
+        for lookback in range(min(at, MAX_LOOKBACK) + 1):
+            context = tuple(sequence[at - lookback:at + 1])
+            if all(sequence[other + 1] == sequence[at + 1] for other in positions if may_match(context, other)):
+                steps[context] = sequence[at + 1]
+                break
+        else:
+            raise ValueError(f"position {at}: {MAX_LOOKBACK + 1} tokens do not tell the next one; "
+                             "choose another text or a longer prompt tail")
+    return list(steps.items())
+
+
+# --- the weights ---------------------------------------------------------------------------------
+
+
+def rope_thetas(head_dim: int) -> np.ndarray:
+    """llama.cpp's RoPE frequencies (normal mode: pair i is dimensions 2i and 2i+1)."""
+    return ROPE_BASE ** (-np.arange(0, head_dim, 2) / head_dim)
+
+
+def attention_gap(head_dim: int, lookback: int) -> float:
+    """How far sum_i cos(theta_i d) stays below its peak (d = 0) for every other distance a
+    head looking `lookback` back can see, per unit weight on each frequency."""
+    distances = np.concatenate([np.arange(-lookback, 0), np.arange(1, CONTEXT_LENGTH + 1)])
+    return float((1 - np.cos(np.outer(distances, rope_thetas(head_dim)))).sum(axis=1).min())
+
+
+def _tensors(sequence: list[int], steps, n_vocab: int):
+    symbols = {token: slot for slot, token in enumerate(dict.fromkeys(sequence))}
+    width = len(symbols) + 1  # and OTHER, every token not in the sequence
+    heads = max(1, max(len(context) - 1 for context, _ in steps))
+    head_dim = max(MIN_HEAD_DIM, width + width % 2)
+    n_embd = -(-(1 + (heads + 1) * width) // 16) * 16
+
+    def slot(block: int, symbol: int) -> int:
+        return 1 + block * width + symbol
+
+    embed_scale = np.sqrt(n_embd / 2)  # RMSNorm of BIAS + one slot
+    hidden_scale = np.sqrt(n_embd / (2 + heads))  # ... + one slot per head
+
+    embd = np.zeros((n_vocab, n_embd), np.float32)
+    embd[:, 0] = 1.0
+    embd[:, slot(0, width - 1)] = 1.0
+    output = np.zeros((n_vocab, n_embd), np.float32)
+    for token, symbol in symbols.items():
+        embd[token, slot(0, width - 1)] = 0.0
+        embd[token, slot(0, symbol)] = 1.0
+        output[token, slot(0, symbol)] = LOGIT_SCALE
+
+    thetas = rope_thetas(head_dim)
+    q = np.zeros((heads * head_dim, n_embd), np.float32)
+    k, v = np.zeros_like(q), np.zeros_like(q)
+    o = np.zeros((n_embd, heads * head_dim), np.float32)
+    for head in range(heads):
+        back, rows = head + 1, slice(head * head_dim, (head + 1) * head_dim)
+        # Score(t - s = d) = (q.k / sqrt(head_dim)) sum_i cos(theta_i (d - back)).
+        weight = ATTENTION_GAP * np.sqrt(head_dim) / attention_gap(head_dim, back)
+        amplitude = np.sqrt(weight) / embed_scale
+        q[rows][0::2, 0] = amplitude
+        k[rows][0::2, 0] = amplitude * np.cos(thetas * back)
+        k[rows][1::2, 0] = amplitude * np.sin(thetas * back)
+        for symbol in range(width):
+            v[head * head_dim + symbol, slot(0, symbol)] = 1 / embed_scale
+            o[slot(back, symbol), head * head_dim + symbol] = 1.0
+
+    gate = np.zeros((len(steps), n_embd), np.float32)
+    up = np.zeros_like(gate)
+    down = np.zeros((n_embd, len(steps)), np.float32)
+    for unit, (context, following) in enumerate(steps):
+        for back, token in enumerate(reversed(context)):
+            gate[unit, slot(back, symbols[token])] = GATE_STEEPNESS / hidden_scale
+        gate[unit, 0] = -GATE_STEEPNESS * (len(context) - 0.5) / hidden_scale
+        up[unit, 0] = 1 / hidden_scale
+        down[slot(0, symbols[following]), unit] = NEXT_STRENGTH / _silu(GATE_STEEPNESS / 2)
+
+    def half(array):
+        return array.astype(np.float16)
+
+    ones = np.ones(n_embd, np.float32)
+    shapes = {"n_embd": n_embd, "heads": heads, "head_dim": head_dim, "n_ff": len(steps)}
+    tensors = [("token_embd.weight", half(embd)), ("output_norm.weight", ones), ("output.weight", half(output)),
+               ("blk.0.attn_norm.weight", ones), ("blk.0.attn_q.weight", half(q)), ("blk.0.attn_k.weight", half(k)),
+               ("blk.0.attn_v.weight", half(v)), ("blk.0.attn_output.weight", half(o)),
+               ("blk.0.ffn_norm.weight", ones), ("blk.0.ffn_gate.weight", half(gate)),
+               ("blk.0.ffn_up.weight", half(up)), ("blk.0.ffn_down.weight", half(down))]
+    return shapes, tensors
+
+
+def _silu(x: float) -> float:
+    return x / (1 + np.exp(-x))
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def write_scripted_model(path: Path, family: tiny.Family, vocab: dict[str, object], chat_template: str,
+                         prompt_tail: str, text: str, end: str) -> Path:
+    """A GGUF with `family`'s tokenizer and `chat_template` whose greedy reply to any prompt
+    ending in `prompt_tail` is exactly `text`, then the token `end`."""
+    with tempfile.TemporaryDirectory() as scratch:
+        speller = _Speller(family, vocab, Path(scratch))
+        try:
+            tail = speller.spell(prompt_tail, printed=False)
+            sequence = tail + speller.spell(text, printed=True) + [speller.index[end]]
+        finally:
+            speller.close()
+    n_vocab = len(speller.index)
+    shapes, tensors = _tensors(sequence, plan_steps(sequence, len(tail) - 1), n_vocab)
+
+    def keys(writer: GGUFWriter) -> None:
+        writer.add_name(f"hearth-scripted-{family.name}")
+        writer.add_file_type(LlamaFileType.MOSTLY_F16)
+        writer.add_context_length(CONTEXT_LENGTH)
+        writer.add_embedding_length(shapes["n_embd"])
+        writer.add_block_count(1)
+        writer.add_feed_forward_length(shapes["n_ff"])
+        writer.add_head_count(shapes["heads"])
+        writer.add_head_count_kv(shapes["heads"])
+        writer.add_key_length(shapes["head_dim"])
+        writer.add_value_length(shapes["head_dim"])
+        writer.add_layer_norm_rms_eps(1e-6)
+        writer.add_rope_dimension_count(shapes["head_dim"])
+        writer.add_rope_freq_base(ROPE_BASE)
+        writer.add_vocab_size(n_vocab)
+        tiny.add_tokenizer(writer, family, vocab, chat_template)
+
+    return write_gguf(path, "llama", keys, tensors)
+
+
+def source_key() -> str:
+    """A hash of everything the files depend on: this builder, the tokenizer code, the vocabs
+    and the templates."""
+    digest = hashlib.sha256(tiny.source_key().encode())
+    for path in (Path(__file__).resolve(), Path(tiny_gguf.__file__).resolve()):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _paths(directory: Path) -> dict[str, ScriptedModel]:
+    return {name: ScriptedModel(name, directory / f"{name}.gguf", f.text, CALL_NAME, dict(CALL_ARGUMENTS))
+            for name, f in SCRIPTED_FAMILIES.items()}
+
+
+def _build_all(directory: Path) -> None:
+    entries = tiny.load_families_json()
+    vocabs: dict[str, dict] = {}
+    for name, scripted in SCRIPTED_FAMILIES.items():
+        vocab_file = scripted.tokenizer.vocab
+        if vocab_file not in vocabs:
+            vocabs[vocab_file] = tiny.read_metadata(tiny.VOCAB_DIR / vocab_file)
+        write_scripted_model(directory / f"{name}.gguf", scripted.tokenizer, vocabs[vocab_file],
+                             entries[scripted.template_family]["chat_template"], scripted.prompt_tail,
+                             scripted.text, scripted.end)
+
+
+def scripted_models(cache_root: Path = CACHE_ROOT) -> dict[str, ScriptedModel]:
+    """family -> its scripted model, built on first use and cached by source key."""
+    return _paths(tiny.cached_build(cache_root, source_key(), _build_all))
