@@ -77,6 +77,9 @@ def add_subcommands(subparsers) -> None:
     add_load_arguments(serve)
     serve.add_argument("--max-waiting", type=int, default=8, metavar="N",
                        help="requests that may wait for the model; more are answered 429 (default 8)")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                       help="let web pages from ORIGIN (scheme://host[:port], as the browser sends it) call the "
+                            "server; repeat for more, '*' for every site (default: none)")
     serve.set_defaults(run=run_serve)
 
     models = subparsers.add_parser("models", help="list an OpenAI-compatible server's models as JSON lines")

@@ -29,6 +29,7 @@ def run_serve(args) -> int:
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     if args.max_waiting < 0:
         raise UsageError(f"--max-waiting cannot be negative ({args.max_waiting})")
+    origins = _cors_origins(args.cors_origin)
     least_threads = LOAD_OPTION["n_threads"].least
     if args.threads is not None and args.threads < least_threads:
         raise UsageError(f"--threads must be at least {least_threads}, not {args.threads}")
@@ -52,10 +53,14 @@ def run_serve(args) -> int:
         print(address, flush=True)
         device = backend.describe().device.describe()
         keyed = "; requests need the API key" if api_key else ""
-        print(f"hearth: serving {path.name} on {device} at {address}{keyed}. Ctrl+C stops.", file=sys.stderr, flush=True)
+        sites = "every site" if "*" in origins else ", ".join(origins)
+        pages = f"; web pages from {sites} may call it" if origins else ""
+        print(f"hearth: serving {path.name} on {device} at {address}{keyed}{pages}. Ctrl+C stops.", file=sys.stderr,
+              flush=True)
 
     try:
-        server.run(create_app(queue, api_key=api_key, on_startup=ready), sock, on_stop=queue.stop)
+        server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins), sock,
+                   on_stop=queue.stop)
     finally:
         queue.close()
         sock.close()
@@ -79,6 +84,16 @@ def _serve_key(args) -> str | None:
     if key is not None and (problem := api_key_problem(key)):
         raise UsageError(f"--api-key: {problem}")
     return key
+
+
+def _cors_origins(given: list[str]) -> list[str]:
+    """The --cors-origin values, checked before loading (app/serve/cors.py says why each form)."""
+    from ..serve.cors import check_origin
+
+    try:
+        return list(dict.fromkeys(check_origin(origin) for origin in given))
+    except ValueError as exc:
+        raise UsageError(f"--cors-origin {exc}") from None
 
 
 def _default_model() -> Path:

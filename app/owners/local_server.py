@@ -18,6 +18,7 @@ Nothing here blocks the GUI thread: `start` and `stop` ask, and signals answer:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 
 from PySide6.QtCore import QObject, Signal
@@ -89,9 +90,10 @@ class LocalServer(QObject):
     def serving(self) -> bool:
         return self._state is _State.SERVING
 
-    def start(self, host: str, port: int, api_key: str | None = None) -> bool:
+    def start(self, host: str, port: int, api_key: str | None = None, cors_origins: Sequence[str] = ()) -> bool:
         """Serve at host:port (port 0: any free one); `started` or `failed` answers. False (and
-        nothing happens) while a server is already active."""
+        nothing happens) while a server is already active. `cors_origins`: web pages a browser
+        lets call it, as `hearth serve --cors-origin` (none by default: no page of any site)."""
         if self.active:
             return False
         api_key = api_key or None
@@ -102,13 +104,21 @@ class LocalServer(QObject):
         if api_key is not None and (problem := api_key_problem(api_key)):
             self.failed.emit(problem)
             return True
+        if cors_origins:
+            from ..serve.cors import check_origin  # Starlette: only when some page may call it
+
+            try:
+                cors_origins = [check_origin(origin) for origin in cors_origins]
+            except ValueError as exc:
+                self.failed.emit(f"CORS: {exc}")
+                return True
         completions = BridgeCompletions(self._bridge)
         completions.follow(self._models.current)
 
         def make_app(on_startup):
             from ..serve.app import create_app  # Starlette: on the server's thread
 
-            return create_app(completions, api_key=api_key, on_startup=on_startup)
+            return create_app(completions, api_key=api_key, on_startup=on_startup, cors_origins=cors_origins)
 
         relay = self._relay
         thread = ServerThread(host, port, make_app,

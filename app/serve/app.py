@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import logging
+from collections.abc import Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -28,6 +29,7 @@ from ..engine.tools.types import ToolCallDelta
 from ..engine.types import ReplyStats, StopReason
 from . import errors
 from .completions import Completions, Job, QueueFull, Refusal, Refused, ServedModel
+from .cors import cors_middleware
 from .errors import ApiError
 from .replies import ClientGone, Reply
 from .requests import MAX_BODY_BYTES, ChatRequest, CompletionRequest, parse_chat, parse_completion
@@ -39,9 +41,11 @@ DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # an oversized body is read this far so the cl
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def create_app(completions: Completions, api_key: str | None = None, on_startup=None) -> Starlette:
+def create_app(completions: Completions, api_key: str | None = None, on_startup=None,
+               cors_origins: Sequence[str] = ()) -> Starlette:
     """The server's app. `api_key`: required of every request when given. `on_startup`: called
-    once the app serves. A request's missing sampling fields take the served model's
+    once the app serves. `cors_origins`: the web pages' origins a browser lets call it (serve/cors.py;
+    none: no page of any site). A request's missing sampling fields take the served model's
     (ServedModel.sampling), asked per request: the window's model can change while it serves."""
 
     def authorize(request: Request) -> None:
@@ -149,6 +153,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/completions", complete, methods=["POST"]),
         ],
+        middleware=cors_middleware(cors_origins),
         exception_handlers={ApiError: on_api_error, HTTPException: on_http_error, Exception: on_crash},
         lifespan=lifespan,
     )

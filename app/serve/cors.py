@@ -1,0 +1,79 @@
+"""CORS: which web pages a browser lets call the server. Off unless the user lists origins.
+
+A browser sends a page's cross-site request only after a preflight (`OPTIONS` with `Origin` and
+`Access-Control-Request-Method`) that the server answers with `Access-Control-Allow-Origin`, and
+lets the page read a reply only when it carries that header too. Without origins the app has no
+CORS layer at all: a preflight is a 405 like any OPTIONS, and no reply carries a CORS header, so
+no page on any site can use the model through a visitor's browser.
+
+With origins (`hearth serve --cors-origin ORIGIN`, repeatable), each is matched exactly as the
+browser sends it, `scheme://host[:port]`; `*` lets every page of every site call the server and
+is only ever that when given as `*` itself. Origins are not patterns: a page elsewhere gets no
+CORS header, its preflight a 403. `null` (what file:// pages and sandboxed frames send) is
+refused as an origin: any site can make its page send it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+
+from .errors import ApiError
+
+ANY = "*"
+METHODS = ("GET", "POST")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def check_origin(origin: str) -> str:
+    """`origin` in the form browsers send (lowercase: scheme and host are case-blind), or
+    ValueError saying how to write it. An origin with a path, a trailing `/` or a default port
+    would never equal what a browser sends, and would fail silently at every request."""
+    if origin == ANY:
+        return origin
+    form = ("an origin is scheme://host[:port] exactly as a browser sends it, such as "
+            "http://localhost:3000: no path, not even a trailing /")
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{origin!r} is not an origin: {form}") from None
+    rebuilt = f"{parts.scheme}://{parts.netloc}"  # urlsplit lowers the scheme
+    if not parts.hostname or origin.lower() != rebuilt.lower() or "@" in parts.netloc:
+        raise ValueError(f"{origin!r} is not an origin: {form}")
+    if port is not None and DEFAULT_PORTS.get(parts.scheme.lower()) == port:
+        raise ValueError(f"{origin!r}: browsers leave out {parts.scheme}'s default port {port}; "
+                         f"give {parts.scheme}://{parts.hostname}")
+    return origin.lower()
+
+
+def cors_middleware(origins: Sequence[str]) -> list[Middleware]:
+    """The app's CORS layer for `origins` (checked by check_origin): none without any.
+
+    Any request header is allowed (clients send their own, such as the OpenAI SDKs'
+    x-stainless-*), and so is a private-network preflight: a listed page that is public
+    (https://app.example) calling this machine's loopback is what the user listed it for.
+    No credentials: the API key travels in Authorization, never in cookies."""
+    if not origins:
+        return []
+    return [Middleware(ListedOrigins, allow_origins=list(origins), allow_methods=METHODS, allow_headers=[ANY],
+                       allow_private_network=True)]
+
+
+class ListedOrigins(CORSMiddleware):
+    """Starlette's CORSMiddleware, except for a preflight from an origin not listed: Starlette
+    answers it 400 with the allowed methods and max-age, CORS headers a page elsewhere has no
+    business getting; here it gets a 403 in OpenAI's error shape and no CORS header at all."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        origin = request_headers["origin"]
+        if self.is_allowed_origin(origin):
+            return super().preflight_response(request_headers)
+        refused = ApiError(403, f"Web pages from {origin!r} may not call this server: its CORS origins "
+                                "do not list it.", code="origin_not_allowed", headers={"Vary": "Origin"})
+        return refused.response()
