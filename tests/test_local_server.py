@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 from support.settings_file import ini_file
@@ -119,6 +120,28 @@ def test_a_host_beyond_this_machine_needs_an_api_key_and_then_asks_for_it(qtbot,
             outcome(qtbot, in_thread(api.models.list))
     with client(local, "s3cret") as api:
         assert [m.id for m in outcome(qtbot, in_thread(api.models.list)).data] == ["gemma.gguf"]
+
+
+def test_web_pages_may_call_it_only_from_the_origins_it_is_given(qtbot, served):
+    """No origins by default, as `hearth serve` without --cors-origin (tests/serve/test_serve_cors.py)."""
+    preflight = lambda url, origin: lambda: httpx.options(url + "/chat/completions", headers={  # noqa: E731
+        "Origin": origin, "Access-Control-Request-Method": "POST"})
+    url = start(qtbot, served)
+    refused = outcome(qtbot, in_thread(preflight(url, "http://localhost:3000")))
+    assert refused.status_code == 405 and "access-control-allow-origin" not in refused.headers
+    with qtbot.waitSignal(served.stopped, timeout=WAIT_MS):
+        served.stop()
+
+    with qtbot.waitSignal(served.failed, timeout=WAIT_MS) as failed:
+        served.start("127.0.0.1", 0, cors_origins=["http://localhost:3000/"])
+    assert failed.args[0].startswith("CORS: ") and "trailing /" in failed.args[0] and not served.active
+    with qtbot.waitSignal(served.started, timeout=WAIT_MS) as started:
+        served.start("127.0.0.1", 0, cors_origins=["http://localhost:3000"])
+    url = started.args[0]
+    allowed = outcome(qtbot, in_thread(preflight(url, "http://localhost:3000")))
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
+    elsewhere = outcome(qtbot, in_thread(preflight(url, "http://evil.example")))
+    assert elsewhere.status_code == 403 and "access-control-allow-origin" not in elsewhere.headers
 
 
 def test_a_port_in_use_is_said_and_stopping_closes_the_port(qtbot, served):
