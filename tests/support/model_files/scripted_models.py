@@ -192,7 +192,7 @@ def plan_steps(sequence: list[int], first: int) -> list[tuple[tuple[int, ...], i
                 steps[context] = sequence[at + 1]
                 break
         else:
-            raise ValueError(f"position {at}: {MAX_LOOKBACK + 1} tokens do not tell the next one; "
+            raise ValueError(f"position {at}: the tokens up to it do not tell the next one; "
                              "choose another text or a longer prompt tail")
     return list(steps.items())
 
@@ -212,69 +212,100 @@ def attention_gap(head_dim: int, lookback: int) -> float:
     return float((1 - np.cos(np.outer(distances, rope_thetas(head_dim)))).sum(axis=1).min())
 
 
-def _tensors(sequence: list[int], steps, n_vocab: int):
-    symbols = {token: slot for slot, token in enumerate(dict.fromkeys(sequence))}
-    width = len(symbols) + 1  # and OTHER, every token not in the sequence
-    heads = max(1, max(len(context) - 1 for context, _ in steps))
-    head_dim = max(MIN_HEAD_DIM, width + width % 2)
-    n_embd = -(-(1 + (heads + 1) * width) // 16) * 16
+@dataclass(frozen=True)
+class _Layout:
+    """Where things live in the residual stream: BIAS at 0, then `heads + 1` blocks of `width`
+    one-hot slots (block 0: the current token, block h: the token h back), a slot per symbol
+    and the last for OTHER."""
 
-    def slot(block: int, symbol: int) -> int:
-        return 1 + block * width + symbol
+    width: int
+    heads: int
 
-    embed_scale = np.sqrt(n_embd / 2)  # RMSNorm of BIAS + one slot
-    hidden_scale = np.sqrt(n_embd / (2 + heads))  # ... + one slot per head
+    @property
+    def head_dim(self) -> int:  # a head's value carries one block
+        return max(MIN_HEAD_DIM, self.width + self.width % 2)
 
-    embd = np.zeros((n_vocab, n_embd), np.float32)
+    @property
+    def n_embd(self) -> int:
+        return -(-(1 + (self.heads + 1) * self.width) // 16) * 16
+
+    def slot(self, block: int, symbol: int) -> int:
+        return 1 + block * self.width + symbol
+
+    def norm_scale(self, slots: int) -> float:
+        """What RMSNorm multiplies a vector of BIAS and `slots` ones by: every token's
+        embedding has one slot set, and after attention each head has added one more."""
+        return float(np.sqrt(self.n_embd / (1 + slots)))
+
+
+def _embeddings(layout: _Layout, symbols: dict[int, int], n_vocab: int):
+    """token_embd: BIAS plus the token's slot in block 0 (OTHER for the rest of the vocab);
+    output: the logit of a symbol's token reads its slot, every other token's is zero."""
+    embd = np.zeros((n_vocab, layout.n_embd), np.float32)
     embd[:, 0] = 1.0
-    embd[:, slot(0, width - 1)] = 1.0
-    output = np.zeros((n_vocab, n_embd), np.float32)
+    embd[:, layout.slot(0, layout.width - 1)] = 1.0
+    output = np.zeros_like(embd)
     for token, symbol in symbols.items():
-        embd[token, slot(0, width - 1)] = 0.0
-        embd[token, slot(0, symbol)] = 1.0
-        output[token, slot(0, symbol)] = LOGIT_SCALE
+        embd[token, layout.slot(0, layout.width - 1)] = 0.0
+        embd[token, layout.slot(0, symbol)] = 1.0
+        output[token, layout.slot(0, symbol)] = LOGIT_SCALE
+    return embd, output
 
-    thetas = rope_thetas(head_dim)
-    q = np.zeros((heads * head_dim, n_embd), np.float32)
+
+def _attention(layout: _Layout):
+    """attn_q, attn_k, attn_v, attn_output: head h (1-based) copies block 0 of the token h
+    back into block h. Query and key read BIAS only; in each RoPE pair i the query is (a, 0)
+    and the key a (cos theta_i h, sin theta_i h), so after RoPE turns both by their positions
+    t and s, their dot product is a^2 cos(theta_i (t - s - h)), largest at s = t - h."""
+    dim, thetas = layout.head_dim, rope_thetas(layout.head_dim)
+    scale = layout.norm_scale(1)
+    q = np.zeros((layout.heads * dim, layout.n_embd), np.float32)
     k, v = np.zeros_like(q), np.zeros_like(q)
-    o = np.zeros((n_embd, heads * head_dim), np.float32)
-    for head in range(heads):
-        back, rows = head + 1, slice(head * head_dim, (head + 1) * head_dim)
-        # Score(t - s = d) = (q.k / sqrt(head_dim)) sum_i cos(theta_i (d - back)).
-        weight = ATTENTION_GAP * np.sqrt(head_dim) / attention_gap(head_dim, back)
-        amplitude = np.sqrt(weight) / embed_scale
-        q[rows][0::2, 0] = amplitude
-        k[rows][0::2, 0] = amplitude * np.cos(thetas * back)
-        k[rows][1::2, 0] = amplitude * np.sin(thetas * back)
-        for symbol in range(width):
-            v[head * head_dim + symbol, slot(0, symbol)] = 1 / embed_scale
-            o[slot(back, symbol), head * head_dim + symbol] = 1.0
+    o = np.zeros((layout.n_embd, layout.heads * dim), np.float32)
+    for head in range(layout.heads):
+        back, first = head + 1, head * dim
+        # The score (q.k / sqrt(dim)) sum_i cos(...) must beat every other position by the gap.
+        amplitude = np.sqrt(ATTENTION_GAP * np.sqrt(dim) / attention_gap(dim, back)) / scale
+        q[first:first + dim:2, 0] = amplitude
+        k[first:first + dim:2, 0] = amplitude * np.cos(thetas * back)
+        k[first + 1:first + dim:2, 0] = amplitude * np.sin(thetas * back)
+        for symbol in range(layout.width):
+            v[first + symbol, layout.slot(0, symbol)] = 1 / scale
+            o[layout.slot(back, symbol), first + symbol] = 1.0
+    return q, k, v, o
 
-    gate = np.zeros((len(steps), n_embd), np.float32)
+
+def _feed_forward(layout: _Layout, symbols: dict[int, int], steps):
+    """ffn_gate, ffn_up, ffn_down: a unit per step. The gate is beta (matching slots - (n -
+    0.5)) for a context of n tokens: beta/2 when all n match, -beta/2 or less otherwise (SiLU
+    ~0); up is 1 (from BIAS); down writes NEXT_STRENGTH into the next token's slot."""
+    scale = layout.norm_scale(1 + layout.heads)
+    gate = np.zeros((len(steps), layout.n_embd), np.float32)
     up = np.zeros_like(gate)
-    down = np.zeros((n_embd, len(steps)), np.float32)
+    down = np.zeros((layout.n_embd, len(steps)), np.float32)
     for unit, (context, following) in enumerate(steps):
         for back, token in enumerate(reversed(context)):
-            gate[unit, slot(back, symbols[token])] = GATE_STEEPNESS / hidden_scale
-        gate[unit, 0] = -GATE_STEEPNESS * (len(context) - 0.5) / hidden_scale
-        up[unit, 0] = 1 / hidden_scale
-        down[slot(0, symbols[following]), unit] = NEXT_STRENGTH / _silu(GATE_STEEPNESS / 2)
-
-    def half(array):
-        return array.astype(np.float16)
-
-    ones = np.ones(n_embd, np.float32)
-    shapes = {"n_embd": n_embd, "heads": heads, "head_dim": head_dim, "n_ff": len(steps)}
-    tensors = [("token_embd.weight", half(embd)), ("output_norm.weight", ones), ("output.weight", half(output)),
-               ("blk.0.attn_norm.weight", ones), ("blk.0.attn_q.weight", half(q)), ("blk.0.attn_k.weight", half(k)),
-               ("blk.0.attn_v.weight", half(v)), ("blk.0.attn_output.weight", half(o)),
-               ("blk.0.ffn_norm.weight", ones), ("blk.0.ffn_gate.weight", half(gate)),
-               ("blk.0.ffn_up.weight", half(up)), ("blk.0.ffn_down.weight", half(down))]
-    return shapes, tensors
+            gate[unit, layout.slot(back, symbols[token])] = GATE_STEEPNESS / scale
+        gate[unit, 0] = -GATE_STEEPNESS * (len(context) - 0.5) / scale
+        up[unit, 0] = 1 / scale
+        half_beta = GATE_STEEPNESS / 2
+        down[layout.slot(0, symbols[following]), unit] = NEXT_STRENGTH * (1 + np.exp(-half_beta)) / half_beta
+    return gate, up, down
 
 
-def _silu(x: float) -> float:
-    return x / (1 + np.exp(-x))
+def _tensors(sequence: list[int], steps, n_vocab: int) -> tuple[_Layout, list[tuple[str, np.ndarray]]]:
+    symbols = {token: slot for slot, token in enumerate(dict.fromkeys(sequence))}
+    layout = _Layout(width=len(symbols) + 1, heads=max(1, *(len(context) - 1 for context, _ in steps)))
+    embd, output = _embeddings(layout, symbols, n_vocab)
+    q, k, v, o = _attention(layout)
+    gate, up, down = _feed_forward(layout, symbols, steps)
+    ones = np.ones(layout.n_embd, np.float32)  # RMSNorm weights: the scales are in the matrices
+    named = [("token_embd.weight", embd), ("output_norm.weight", ones), ("output.weight", output),
+             ("blk.0.attn_norm.weight", ones), ("blk.0.attn_q.weight", q), ("blk.0.attn_k.weight", k),
+             ("blk.0.attn_v.weight", v), ("blk.0.attn_output.weight", o), ("blk.0.ffn_norm.weight", ones),
+             ("blk.0.ffn_gate.weight", gate), ("blk.0.ffn_up.weight", up), ("blk.0.ffn_down.weight", down)]
+    # f16 matrices, as a converted model's; llama.cpp keeps norm weights in f32.
+    return layout, [(name, w if w.ndim == 1 else w.astype(np.float16)) for name, w in named]
 
 
 # --- writing -------------------------------------------------------------------------------------
@@ -292,21 +323,22 @@ def write_scripted_model(path: Path, family: tiny.Family, vocab: dict[str, objec
         finally:
             speller.close()
     n_vocab = len(speller.index)
-    shapes, tensors = _tensors(sequence, plan_steps(sequence, len(tail) - 1), n_vocab)
+    steps = plan_steps(sequence, len(tail) - 1)
+    layout, tensors = _tensors(sequence, steps, n_vocab)
 
     def keys(writer: GGUFWriter) -> None:
         writer.add_name(f"hearth-scripted-{family.name}")
         writer.add_file_type(LlamaFileType.MOSTLY_F16)
         writer.add_context_length(CONTEXT_LENGTH)
-        writer.add_embedding_length(shapes["n_embd"])
+        writer.add_embedding_length(layout.n_embd)
         writer.add_block_count(1)
-        writer.add_feed_forward_length(shapes["n_ff"])
-        writer.add_head_count(shapes["heads"])
-        writer.add_head_count_kv(shapes["heads"])
-        writer.add_key_length(shapes["head_dim"])
-        writer.add_value_length(shapes["head_dim"])
+        writer.add_feed_forward_length(len(steps))
+        writer.add_head_count(layout.heads)
+        writer.add_head_count_kv(layout.heads)
+        writer.add_key_length(layout.head_dim)  # heads * head_dim need not be n_embd
+        writer.add_value_length(layout.head_dim)
         writer.add_layer_norm_rms_eps(1e-6)
-        writer.add_rope_dimension_count(shapes["head_dim"])
+        writer.add_rope_dimension_count(layout.head_dim)
         writer.add_rope_freq_base(ROPE_BASE)
         writer.add_vocab_size(n_vocab)
         tiny.add_tokenizer(writer, family, vocab, chat_template)
