@@ -24,6 +24,10 @@ from pathlib import Path
 from ..engine.gguf.reading import inspect_model
 from ..engine.sampling import PRESETS
 from ..engine.templates.chat_template import ChatTemplate, template_for
+from ..engine.templates.limits import TemplateError
+from ..engine.tools.detection import detect_format
+from ..engine.tools.tool_prompt import prompt_messages, template_tools
+from ..engine.tools.types import Tool, ToolUse
 from .args import UsageError, add_sampling_arguments, add_server_arguments, read_messages, read_tools, server_from_args
 from .chat import run_chat
 from .load_options import add_load_arguments
@@ -101,8 +105,19 @@ def run_inspect(args) -> int:
     if args.plan:
         return run_plan(args)
     info = inspect_model(args.model)
-    print(json.dumps(info.to_json(), indent=2, ensure_ascii=False))
+    print(json.dumps(dict(info.to_json(), tool_format=_tool_format(info)), indent=2, ensure_ascii=False))
     return 0
+
+
+def _tool_format(info) -> dict | None:
+    """Which call syntax the model's template speaks, and whether the tool list reaches the
+    prompt through the template itself or through Hearth's system note (None: the template
+    does not compile, so no prompt is made at all)."""
+    try:
+        fmt = detect_format(template_for(info))
+    except TemplateError:
+        return None
+    return {"name": fmt.name, "native": fmt.native}
 
 
 def run_prompt(args) -> int:
@@ -113,14 +128,22 @@ def run_prompt(args) -> int:
         template = template_for(inspect_model(args.model))
     else:
         raise UsageError("give a MODEL.gguf or --template T.jinja")
-    tools = read_tools(args.tools) if args.tools else None
-    if tools and "tools" not in template.source:
-        print("hearth: note: this chat template does not read a tools list; the tools are not in the prompt",
+    use = ToolUse(tools=tuple(_tool(entry["function"]) for entry in read_tools(args.tools))) if args.tools else ToolUse()
+    fmt = detect_format(template)
+    if use.tools and not fmt.native:
+        print("hearth: note: this chat template does not read a tools list; the tools are in a system note",
               file=sys.stderr)
-    text = template.render(messages, add_generation_prompt=not args.no_generation_prompt, tools=tools)
+    text = template.render(prompt_messages(fmt, messages, use), add_generation_prompt=not args.no_generation_prompt,
+                           tools=template_tools(fmt, use))
     sys.stdout.buffer.write(text.encode("utf-8"))
     sys.stdout.flush()
     return 0
+
+
+def _tool(function: dict) -> Tool:
+    parameters = function.get("parameters")
+    return Tool(function["name"], function.get("description") or "",
+                parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}})
 
 
 def run_models(args) -> int:

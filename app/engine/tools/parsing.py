@@ -17,8 +17,9 @@ import json
 from collections.abc import Callable
 
 from ...common.text import shorten
-from .call_readers import NotACall, make_reader, partial_suffix
-from .formats import ToolFormat
+from .call_readers import NotACall, ObjectCallsReader, partial_suffix
+from .formats import Shape, ToolFormat
+from .named_readers import NamedCallReader, XmlCallReader
 from .types import ToolCall, ToolCallDelta, ToolUse
 
 Event = str | ToolCallDelta | ToolCall
@@ -95,10 +96,17 @@ class ToolCallParser:
                 text = buffer[index + len(marker):]
                 continue
             self._space = ""
-            self._reader = make_reader(self._fmt, self, self._types)
+            self._reader = self._new_reader()
             text = buffer[index:] if opener.inclusive else buffer[index + len(marker):]
             self._call_text = "" if opener.inclusive else marker
         self._held = ""
+
+    def _new_reader(self):
+        if self._fmt.shape is Shape.OBJECT:
+            return ObjectCallsReader(self._fmt, self)
+        if self._fmt.shape is Shape.XML:
+            return XmlCallReader(self._fmt, self, self._types)
+        return NamedCallReader(self._fmt, self)
 
     def _text(self, text: str) -> None:
         if not text:
