@@ -8,7 +8,9 @@ stored as 'streaming' at once; `StoredReply.save_partial` rewrites its text ever
 PARTIAL_SAVE_MS while it grows (the caller keeps the time: a QTimer in the window, the reading
 loop on the command line), so a killed process leaves it as far as it got and the store's
 recovery marks it cut off on the next start; `StoredReply.finish` closes it once, with the
-engine's statistics and the status they give.
+engine's statistics, the status they give and the tool calls the reply ended with. The results
+of those calls are stored with `ConversationStore.add_tool_result`, and the next reply begins
+below them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.sampling import SamplingParams
+from ..engine.tools.types import ToolCall
 from ..engine.types import ReplyStats, ReplyStatus
 from ..store import ConversationStore, StoredMessage
 from .history import history
@@ -39,12 +42,13 @@ class StoredReply:
             self.store.update_partial(self.message_id, text)
             self.saved_length = len(text)
 
-    def finish(self, text: str, stats: ReplyStats, status: ReplyStatus | None = None) -> None:
-        """Close the reply with its final text and statistics, and the status its stop reason
-        gives unless another is given. Raises StoreError."""
+    def finish(self, text: str, stats: ReplyStats, status: ReplyStatus | None = None,
+               tool_calls: tuple[ToolCall, ...] = ()) -> None:
+        """Close the reply with its final text, statistics and tool calls, and the status its
+        stop reason gives unless another is given. Raises StoreError."""
         if status is None:
             status = ReplyStatus.after(stats.stop_reason)
-        self.store.finish_message(self.message_id, text, stats, status)
+        self.store.finish_message(self.message_id, text, stats, status, tool_calls)
 
 
 def begin_reply(store: ConversationStore, conversation_id: int, system_prompt: str, model: str | None,

@@ -36,13 +36,23 @@ def history(store: ConversationStore, conversation_id: int | None, system_prompt
             before: int | None = None) -> list[dict]:
     """The branch shown as the engine reads it: the system prompt, then the newest
     HISTORY_MESSAGES messages (before position `before`, when a reply is asked again in place
-    of the one there). Replies that failed before saying anything are left out."""
+    of the one there). Replies that failed before saying anything are left out. Tool calls and
+    results are in OpenAI's form, which templates and servers read: a reply's "tool_calls"
+    (arguments as JSON text), and a "tool" message for each result."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
     if conversation_id is None:
         return messages
     page = store.recent_messages(conversation_id, HISTORY_MESSAGES, before)
-    return messages + [{"role": message.role, "content": message.content}
-                       for message in page.messages if _read_by_model(message)]
+    return messages + [_as_read(message) for message in page.messages if _read_by_model(message)]
+
+
+def _as_read(message: StoredMessage) -> dict:
+    if message.tool_result is not None:
+        return message.tool_result.to_openai()
+    read = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        read["tool_calls"] = [call.to_openai() for call in message.tool_calls]
+    return read
 
 
 def last_counted_reply(store: ConversationStore, conversation_id: int) -> StoredMessage | None:
@@ -75,4 +85,7 @@ def context_boundary(store: ConversationStore, conversation_id: int) -> ContextB
 
 
 def _read_by_model(message: StoredMessage) -> bool:
-    return message.role in ("user", "assistant") and not (message.status is ReplyStatus.ERROR and not message.content)
+    """Whether a reply reads the message: a system message in the branch (an imported one) is
+    not, nor a reply that failed before it said or called anything."""
+    said = message.content or message.tool_calls
+    return message.role in ("user", "assistant", "tool") and not (message.status is ReplyStatus.ERROR and not said)

@@ -13,10 +13,11 @@ from app.store.records import (
     DeletedVersion,
     StoredMessage,
     StoreError,
+    ToolResult,
     shorten,
 )
 
 __all__ = [
     "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "StoreError",
-    "StoredMessage", "auto_title", "import_file", "shorten",
+    "StoredMessage", "ToolResult", "auto_title", "import_file", "shorten",
 ]

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.common.text import shorten
+from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus
-from app.store import exchange, search, streaming
+from app.store import exchange, markdown, search, streaming
 from app.store.importing import insert_import
 from app.store.records import (
     ROLES,
@@ -35,11 +36,22 @@ from app.store.records import (
     DeletedVersion,
     StoredMessage,
     StoreError,
+    ToolResult,
     require_choice,
+    unanswered,
     utc_now,
 )
 from app.store.schema import connect, database_error, transaction
-from app.store.tree import BRANCH, MESSAGE, SUBTREE, branch_messages, last_seen_leaf, set_leaf, shown_leaf
+from app.store.tree import (
+    BRANCH,
+    MESSAGE,
+    SUBTREE,
+    answered_reply,
+    branch_messages,
+    last_seen_leaf,
+    set_leaf,
+    shown_leaf,
+)
 
 TITLE_LENGTH = 40
 SNIPPET_SHOWN_CHARS = 100  # a search hit's snippet, on one line
@@ -257,7 +269,10 @@ class ConversationStore:
         A reply about to stream is added with status='streaming' (usually empty content), then
         fed with update_partial() and closed with finish_message(). A model given here becomes
         the conversation's model; the first user message titles an untitled conversation.
+        A tool's result is added with add_tool_result(), which says what it answers.
         """
+        if role == "tool":
+            raise StoreError("A tool result is added with the call it answers (add_tool_result).")
         with transaction(self._conn):
             self.get_conversation(conversation_id)
             leaf = shown_leaf(self._conn, conversation_id)
@@ -273,11 +288,29 @@ class ConversationStore:
         status: ReplyStatus = ReplyStatus.COMPLETE,
     ) -> int:
         """Add another version of a message (an edit of a user message, another reply), which
-        now ends the branch shown; the message and all that follows it are kept."""
+        now ends the branch shown; the message and all that follows it are kept. A version of a
+        tool result answers the same call; a reply's calls come with its finish_message()."""
         with transaction(self._conn):
             original = self._live(message_id)
+            result = original.tool_result
             return self._insert(original.conversation_id, original.parent_id, original.position, original.role,
-                                content, model, params, status)
+                                content, model, params, status,
+                                None if result is None else ToolResult(result.call_id, result.name, content, result.error))
+
+    def add_tool_result(self, conversation_id: int, result: ToolResult) -> int:
+        """Append a tool's result (role "tool", its content the result's) to the branch shown,
+        which it now ends; returns its id. It must answer a call of the reply the branch ends
+        with (the results of that reply's other calls may come between): a result that names
+        no call above it is refused, so that every history hands the model a whole exchange."""
+        with transaction(self._conn):
+            self.get_conversation(conversation_id)
+            leaf = shown_leaf(self._conn, conversation_id)
+            reply = answered_reply(self._conn, leaf[0]) if leaf else None
+            problem = unanswered(reply.tool_calls if reply is not None else (), result)
+            if problem is not None:
+                raise StoreError(f"This tool result cannot be added: {problem}.")
+            return self._insert(conversation_id, leaf[0], leaf[1] + 1, "tool", result.content, None, None,
+                                ReplyStatus.COMPLETE, result)
 
     def sibling(self, message_id: int, step: int) -> int | None:
         """The version before (step -1) or after (step 1) this one, or None at either end."""
@@ -366,9 +399,12 @@ class ConversationStore:
             ).fetchall():
                 parent = self._conn.execute(
                     "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
-                    " stats_json, status, created_at, updated_at, viewed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " stats_json, status, created_at, updated_at, viewed_at, tool_calls_json, tool_calls_text,"
+                    " tool_call_id, tool_name, tool_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, parent, row["position"], row["role"], row["content"], row["model"],
-                     row["params_json"], row["stats_json"], row["status"], row["created_at"], row["updated_at"], now),
+                     row["params_json"], row["stats_json"], row["status"], row["created_at"], row["updated_at"], now,
+                     row["tool_calls_json"], row["tool_calls_text"], row["tool_call_id"], row["tool_name"],
+                     row["tool_error"]),
                 ).lastrowid
             set_leaf(self._conn, conversation_id, parent)
         return conversation_id
@@ -383,11 +419,11 @@ class ConversationStore:
 
     def finish_message(
         self, message_id: int, content: str, stats: ReplyStats | None = None,
-        status: ReplyStatus = ReplyStatus.COMPLETE,
+        status: ReplyStatus = ReplyStatus.COMPLETE, tool_calls: tuple[ToolCall, ...] = (),
     ) -> None:
-        """Close a streaming reply with its final text, the engine's stats and how it ended
-        (complete, cancelled or error)."""
-        streaming.finish(self._conn, message_id, content, stats, status)
+        """Close a streaming reply with its final text, the engine's stats, how it ended
+        (complete, cancelled or error) and the tool calls it ended with, if any."""
+        streaming.finish(self._conn, message_id, content, stats, status, tool_calls)
 
     # Export and import
 
@@ -397,11 +433,11 @@ class ConversationStore:
         live = self._conn.execute(
             "SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND deleted_at IS NULL", (conversation_id,)
         ).fetchone()[0]
-        return exchange.to_markdown(self.get_conversation(conversation_id), branch, live - len(branch))
+        return markdown.to_markdown(self.get_conversation(conversation_id), branch, live - len(branch))
 
     def export_json(self, conversation_id: int) -> dict:
-        """A {"format": "hearth.conversation", "version": 2, ...} dict with every version (not
-        deleted ones), ready for json.dump."""
+        """A {"format": "hearth.conversation", "version": 3, ...} dict with every version (not
+        deleted ones), tool calls and results included, ready for json.dump."""
         conversation = self.get_conversation(conversation_id)
         # Window functions number the versions in one pass: MESSAGE counts siblings per row,
         # which a file of a hundred thousand versions of one message would make quadratic.
@@ -429,17 +465,19 @@ class ConversationStore:
             raise StoreError(f"There is no conversation {conversation_id}.")
 
     def _insert(self, conversation_id: int, parent_id: int | None, position: int, role: str, content: str,
-                model: str | None, params: dict | None, status: ReplyStatus) -> int:
+                model: str | None, params: dict | None, status: ReplyStatus, result: ToolResult | None = None) -> int:
         """Store a message under parent_id as the end of the branch shown (inside a transaction);
-        a model becomes the conversation's, a first user message titles an untitled one."""
+        a model becomes the conversation's, a first user message titles an untitled one. A tool
+        message (and only one) has the result it holds."""
         require_choice("role", role, ROLES)
         require_choice("status", status, STATUSES)
         now = utc_now()
         message_id = self._conn.execute(
             "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json, status,"
-            " created_at, updated_at, viewed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at, updated_at, viewed_at, tool_call_id, tool_name, tool_error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (conversation_id, parent_id, position, role, content, model, json.dumps(params or {}), str(status),
-             now, now, now),
+             now, now, now, *((result.call_id, result.name, result.error) if result else (None, None, False))),
         ).lastrowid
         title = self.get_conversation(conversation_id).title
         if not title and role == "user":

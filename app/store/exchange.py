@@ -1,12 +1,15 @@
-"""Conversations to and from files: Markdown to read or share, JSON to back up and re-import.
+"""Conversations to and from JSON files, to back up and re-import (markdown.py writes them to read).
 
 The JSON format is versioned so that a later Hearth can still read old exports and an old
 Hearth refuses new ones clearly. Version 2 carries the whole tree: every version of every
 message, each naming its parent by its index in the list ("parent", parents first), and the
 conversation's "current" message, the end of the branch shown. A version-1 file is one branch,
-in order. Database ids and positions are left out: they mean nothing in another database.
+in order. Version 3 adds tools: a reply's "tool_calls" ([{"id", "name", "arguments",
+"problem"}], arguments as JSON text), and messages with role "tool", a call's result, with
+"tool_call_id", "tool_name" and "tool_error"; each result answers a call of the reply above it.
+Database ids and positions are left out: they mean nothing in another database.
 Everything is validated before anything is written, with messages that say where the file is
-wrong. Markdown is for reading: the branch shown, saying where other versions exist.
+wrong.
 """
 
 from __future__ import annotations
@@ -16,24 +19,33 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-from app.engine.types import MAX_STORED_INT, ReplyStats, ReplyStatus, StopReason
+from app.engine.tools.types import ToolCall
+from app.engine.types import MAX_STORED_INT, ReplyStats
 from app.store.records import (
     ROLES,
     STATUSES,
     Conversation,
     StoredMessage,
     StoreError,
+    ToolResult,
+    calls_search_text,
+    calls_to_json,
     format_timestamp,
     require_choice,
     shorten,
+    unanswered,
 )
 
 FORMAT = "hearth.conversation"
-VERSION = 2
+VERSION = 3
+TOOLS_VERSION = 3  # the first version with tool calls and results (role "tool")
 # Far above any real conversation (32 MB is some eight million tokens of text), low enough that
 # reading, checking and storing one takes seconds and a few hundred MB at most.
 MAX_IMPORT_BYTES = 32 * 2**20
 MAX_IMPORT_MESSAGES = 100_000
+# A reply's calls, and the length of a call's id or a tool's name: far above what a model makes.
+MAX_TOOL_CALLS = 1_000
+MAX_TOOL_NAME_CHARS = 1_000
 
 _REQUIRED = object()
 
@@ -63,54 +75,22 @@ def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int 
                 "status": m.status.value,
                 "created_at": m.created_at,
                 "updated_at": m.updated_at,
+                **_tool_fields(m),
             }
             for m in tree
         ],
     }
 
 
-def to_markdown(conversation: Conversation, messages: list[StoredMessage], other_versions: int = 0) -> str:
-    """The branch shown: the title as the heading and each message under its role; metadata
-    (a message's version among its siblings included) in small italics."""
-    parts = [f"# {conversation.title or 'Untitled conversation'}", f"*{_details(conversation)}*"]
-    if other_versions:
-        parts.append(f"*This is the branch shown in Hearth; {other_versions} message{'s' if other_versions != 1 else ''}"
-                     " on other branches are not in it (export as JSON to keep every version).*")
-    if conversation.system_prompt:
-        parts += ["## System prompt", conversation.system_prompt]
-    for message in messages:
-        parts.append(f"## {message.role.capitalize()}")
-        parts.append(message.content)
-        details = _message_details(message)
-        if details:
-            parts.append(f"*{details}*")
-    return "\n\n".join(parts) + "\n"
-
-
-def _details(conversation: Conversation) -> str:
-    details = [f"Created {conversation.created_at[:16].replace('T', ' ')} UTC"]
-    if conversation.model:
-        details.append(f"model {conversation.model}")
-    return " · ".join(details)
-
-
-def _message_details(message: StoredMessage) -> str:
-    details = [f"version {message.version} of {message.versions}"] if message.versions > 1 else []
-    if message.model:
-        details.append(message.model)
-    stats = message.stats
-    if stats is not None:
-        if stats.completion_tokens is not None:
-            details.append(f"{stats.completion_tokens} tokens")
-        if stats.tokens_per_s:
-            details.append(f"{stats.tokens_per_s:.1f} tokens/s")
-        if stats.ttft_s:
-            details.append(f"first token after {stats.ttft_s:.2f} s")
-    if stats is not None and stats.stop_reason is StopReason.INTERRUPTED:
-        details.append(StopReason.INTERRUPTED.words)
-    elif message.status is not ReplyStatus.COMPLETE:
-        details.append(message.status.value)
-    return " · ".join(details)
+def _tool_fields(message: StoredMessage) -> dict:
+    """A reply's calls, or what a result answers; nothing for other messages."""
+    if message.tool_result is not None:
+        result = message.tool_result
+        return {"tool_call_id": result.call_id, "tool_name": result.name, "tool_error": result.error}
+    if message.tool_calls:
+        return {"tool_calls": [{"id": call.id, "name": call.name, "arguments": call.arguments, "problem": call.problem}
+                               for call in message.tool_calls]}
+    return {}
 
 
 def read_export(path: Path) -> bytes:
@@ -168,11 +148,20 @@ def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
         "current": _index(source, "current", "conversation", len(items)) if tree else last,
     }
     messages = []
+    # By message: the calls that a result below it may answer (a result passes on those of the
+    # reply above it, so that the results of one reply's calls follow one another).
+    answerable: list[tuple[ToolCall, ...]] = []
     for index, item in enumerate(items):
         where = f"messages[{index}]"
-        message = _message(item, where)
+        message, calls, result = _message(item, where, version)
         # A version-1 file is one branch: each message follows the one before it.
-        message["parent"] = _index(item, "parent", where, index) if tree else (index - 1 if index else None)
+        parent = message["parent"] = _index(item, "parent", where, index) if tree else (index - 1 if index else None)
+        if result is not None:
+            calls = () if parent is None else answerable[parent]
+            problem = unanswered(calls, result)
+            if problem is not None:
+                raise StoreError(f"{where} is a tool result that cannot be imported: {problem}.")
+        answerable.append(calls)
         messages.append(message)
     return conversation, messages
 
@@ -195,23 +184,62 @@ def _decode(text: str | bytes) -> object:
         raise StoreError(f"This is not a conversation export: the JSON is malformed ({shorten(str(exc))}).") from None
 
 
-def _message(item: object, where: str) -> dict:
+def _message(item: object, where: str, version: int) -> tuple[dict, tuple[ToolCall, ...], ToolResult | None]:
+    """The message's column values, the calls it makes and the result it holds."""
     if not isinstance(item, dict):
         raise StoreError(f"{where} must be an object.")
     role = _text(item, "role", where)
     status = _text(item, "status", where, "complete")
-    require_choice(f"{where}.role", role, ROLES)
+    require_choice(f"{where}.role", role, ROLES if version >= TOOLS_VERSION else tuple(r for r in ROLES if r != "tool"))
     require_choice(f"{where}.status", status, STATUSES)
+    content = _text(item, "content", where)
+    calls, result = _tools(item, where, role, content) if version >= TOOLS_VERSION else ((), None)
     return {
         "role": role,
-        "content": _text(item, "content", where),
+        "content": content,
         "model": _text(item, "model", where, None, nullable=True),
         "params_json": json.dumps(_params(item, where)),
         "stats_json": json.dumps(_stats(item, where)),
         "status": "cancelled" if status == "streaming" else status,
         "created_at": _timestamp(item, "created_at", where),
         "updated_at": _timestamp(item, "updated_at", where),
-    }
+        "tool_calls_json": calls_to_json(calls),
+        "tool_calls_text": calls_search_text(calls),
+        "tool_call_id": result.call_id if result else None,
+        "tool_name": result.name if result else None,
+        "tool_error": result.error if result else False,
+    }, calls, result
+
+
+def _tools(item: dict, where: str, role: str, content: str) -> tuple[tuple[ToolCall, ...], ToolResult | None]:
+    """A reply's calls, or a tool message's result; either on another message is refused."""
+    calls = _field(item, "tool_calls", list, where, [])
+    if calls and role != "assistant":
+        raise StoreError(f"{where} has tool calls, which only an assistant message makes.")
+    if len(calls) > MAX_TOOL_CALLS:
+        raise StoreError(f"{where} makes {len(calls):,} tool calls; Hearth imports up to {MAX_TOOL_CALLS:,} a message.")
+    answers = [name for name in ("tool_call_id", "tool_name", "tool_error") if name in item]
+    if role != "tool":
+        if answers:
+            raise StoreError(f"{where}.{answers[0]} belongs to a tool result, and this is a {shorten(role)} message.")
+        return tuple(_call(call, f"{where}.tool_calls[{index}]", index) for index, call in enumerate(calls)), None
+    return (), ToolResult(_name(item, "tool_call_id", where), _name(item, "tool_name", where), content,
+                          _field(item, "tool_error", bool, where, False))
+
+
+def _call(item: object, where: str, index: int) -> ToolCall:
+    if not isinstance(item, dict):
+        raise StoreError(f"{where} must be an object.")
+    return ToolCall(index, _name(item, "id", where), _name(item, "name", where), _text(item, "arguments", where),
+                    _text(item, "problem", where, None, nullable=True))
+
+
+def _name(source: dict, name: str, where: str) -> str:
+    """A call's id or a tool's name: text, neither empty nor longer than any a model makes."""
+    text = _text(source, name, where)
+    if not 0 < len(text) <= MAX_TOOL_NAME_CHARS:
+        raise StoreError(f"{where}.{name} must be 1 to {MAX_TOOL_NAME_CHARS:,} characters, not {len(text):,}.")
+    return text
 
 
 def _field(source: dict, name: str, types, where: str, default=_REQUIRED):

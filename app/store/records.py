@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from app.common.text import shorten
+from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus
 
-ROLES = ("system", "user", "assistant")
+ROLES = ("system", "user", "assistant", "tool")
 STATUSES = tuple(status.value for status in ReplyStatus)
 
 
@@ -52,6 +53,22 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class ToolResult:
+    """What running one tool call gave: the text the model reads next, as a message with role
+    "tool" answering the call `call_id` of tool `name`. `error` says the tool failed or the user
+    refused to run it (the text says which): the model is told as plainly as of a result."""
+
+    call_id: str
+    name: str
+    content: str
+    error: bool = False
+
+    def to_openai(self) -> dict:
+        """The message as the engine and OpenAI's wire form read it."""
+        return {"role": "tool", "tool_call_id": self.call_id, "name": self.name, "content": self.content}
+
+
+@dataclass(frozen=True)
 class StoredMessage:
     """One message of a conversation's tree.
 
@@ -60,6 +77,8 @@ class StoredMessage:
     its siblings are the other edits of a user message, or the other replies to one.
     params are the sampling parameters the reply was generated with, as stored; stats are what
     the engine measured (None where nothing was: user messages, older records).
+    tool_calls are the calls an assistant reply ended with, in order; a message with role
+    "tool" has its tool_result (whose content is the message's content).
     """
 
     id: int
@@ -76,20 +95,26 @@ class StoredMessage:
     status: ReplyStatus
     created_at: str
     updated_at: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_result: ToolResult | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
         """The message in row; a row whose JSON or status makes no sense (a damaged page that
         still reads) is DatabaseDamaged, like a page SQLite itself cannot read."""
-        computed = ("params", "stats", "status")
+        computed = ("params", "stats", "status", "tool_calls", "tool_result")
         values = {name: row[name] for name in cls.__dataclass_fields__ if name not in computed}
+        result = None
+        if row["role"] == "tool":
+            result = ToolResult(row["tool_call_id"], row["tool_name"], row["content"], bool(row["tool_error"]))
         try:
             stats = json.loads(row["stats_json"])
             return cls(
                 **values, params=json.loads(row["params_json"]), status=ReplyStatus(row["status"]),
                 stats=ReplyStats.from_dict(stats) if stats else None,
+                tool_calls=calls_from_json(row["tool_calls_json"]), tool_result=result,
             )
-        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
             raise DatabaseDamaged(f"Message {row['id']} in the conversation database cannot be read ({shorten(str(exc))}).") from exc
 
 
@@ -107,6 +132,31 @@ class DeletedVersion:
     messages: int  # how many were hidden: the message and those below it
 
 
+def calls_to_json(calls: tuple[ToolCall, ...]) -> str:
+    """A reply's calls as stored: their order is their index."""
+    return json.dumps([{"id": call.id, "name": call.name, "arguments": call.arguments, "problem": call.problem}
+                       for call in calls], ensure_ascii=False)
+
+
+def calls_from_json(text: str) -> tuple[ToolCall, ...]:
+    """The calls as calls_to_json stored them (raises ValueError, TypeError or KeyError when
+    the text is not that)."""
+    stored = json.loads(text)
+    if not isinstance(stored, list):
+        raise TypeError("tool calls are not a list")
+    calls = tuple(ToolCall(index, call["id"], call["name"], call["arguments"], call["problem"])
+                  for index, call in enumerate(stored))
+    if not all(isinstance(value, str) for call in calls for value in (call.id, call.name, call.arguments)) or not all(
+            isinstance(call.problem, (str, type(None))) for call in calls):
+        raise TypeError("a tool call's id, name, arguments or problem is not text")
+    return calls
+
+
+def calls_search_text(calls: tuple[ToolCall, ...]) -> str:
+    """What a search reads of a reply's calls: each one's name and arguments, a line each."""
+    return "\n".join(f"{call.name}\n{call.arguments}" for call in calls)
+
+
 def utc_now() -> str:
     """Now, in the one timestamp format the database uses (fixed width, so text order is time order)."""
     return format_timestamp(datetime.now(timezone.utc))
@@ -114,6 +164,18 @@ def utc_now() -> str:
 
 def format_timestamp(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def unanswered(calls: tuple[ToolCall, ...], result: ToolResult) -> str | None:
+    """Why `result` cannot follow a reply that made `calls` (None: it can): a result answers one
+    of the calls above it, and names the tool that call named."""
+    call = next((call for call in calls if call.id == result.call_id), None)
+    if call is None:
+        return f"it answers the tool call {shorten(repr(result.call_id))}, which the reply above it did not make"
+    if call.name != result.name:
+        return (f"it names the tool {shorten(repr(result.name))}, but the call {shorten(repr(call.id))} "
+                f"called {shorten(repr(call.name))}")
+    return None
 
 
 def require_choice(what: str, value: object, choices: tuple[str, ...]) -> None:

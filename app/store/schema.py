@@ -8,6 +8,8 @@ cut or OS crash may drop the last few commits, which is the right trade for a ch
 The schema version lives in PRAGMA user_version. MIGRATIONS[n] is the SQL that takes version n
 to n + 1; each runs in its own transaction together with the version bump, so an interrupted
 upgrade leaves the previous version intact. Never edit a released migration: append a new one.
+A migration that rebuilds a table drops the full-text index's triggers with it; search.install
+then builds that index again, in this version's shape, on the next open.
 """
 
 from __future__ import annotations
@@ -92,6 +94,53 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
     UPDATE conversations SET leaf_id =
         (SELECT id FROM messages m WHERE m.conversation_id = conversations.id ORDER BY position DESC LIMIT 1);
+    """,
+    # 2 -> 3: tool calls and their results. An assistant message keeps the calls it ended with
+    # (tool_calls_json: [{"id", "name", "arguments", "problem"}], arguments as the model's JSON
+    # text) and their names and arguments as search reads them (tool_calls_text); a 'tool'
+    # message is the result of one call: tool_call_id and tool_name say which, content is what
+    # the model reads next, tool_error says the tool failed or the user refused to run it.
+    # The role CHECK cannot be altered in place, hence the new table, ids kept as in 1 -> 2.
+    # Children may have smaller ids than their parents in a hand-edited file, so the foreign
+    # keys are checked at COMMIT, not row by row.
+    """
+    PRAGMA defer_foreign_keys = ON;
+    CREATE TABLE messages_v3 (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        parent_id INTEGER REFERENCES messages_v3 (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content TEXT NOT NULL,
+        model TEXT,
+        params_json TEXT NOT NULL DEFAULT '{}',
+        stats_json TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'complete'
+            CHECK (status IN ('complete', 'streaming', 'cancelled', 'error')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        viewed_at TEXT NOT NULL,
+        deleted_at TEXT,
+        tool_calls_json TEXT NOT NULL DEFAULT '[]' CHECK (role = 'assistant' OR tool_calls_json = '[]'),
+        tool_calls_text TEXT NOT NULL DEFAULT '',
+        tool_call_id TEXT,
+        tool_name TEXT,
+        tool_error INTEGER NOT NULL DEFAULT 0 CHECK (tool_error IN (0, 1)),
+        CHECK ((role = 'tool') = (tool_call_id IS NOT NULL AND tool_name IS NOT NULL)),
+        CHECK (role = 'tool' OR tool_error = 0)
+    );
+    INSERT INTO messages_v3 (id, conversation_id, parent_id, position, role, content, model, params_json,
+                             stats_json, status, created_at, updated_at, viewed_at, deleted_at)
+        SELECT id, conversation_id, parent_id, position, role, content, model, params_json,
+               stats_json, status, created_at, updated_at, viewed_at, deleted_at
+        FROM messages ORDER BY id;
+    -- Dropping a table deletes its rows first, and each deletion would cascade to the row's
+    -- children one level deeper: a long branch goes past SQLite's recursion limit. Unlinked first.
+    UPDATE messages SET parent_id = NULL WHERE parent_id IS NOT NULL;
+    DROP TABLE messages;
+    ALTER TABLE messages_v3 RENAME TO messages;
+    CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
+    CREATE INDEX messages_by_parent ON messages (parent_id, conversation_id);
     """,
 )
 

@@ -6,6 +6,10 @@ and delete, including the cascade when the trash is purged. The index is derived
 lives outside the versioned migrations: install() creates and back-fills it whenever it is
 missing. Without FTS5 (or when turned off) the triggers are dropped, because writes would fail
 on them, and search falls back to LIKE; a later start with FTS5 rebuilds the index.
+
+A message is found by its text, and by its tools: the tool a result answers (tool_name) and
+the names and arguments of the calls a reply made (tool_calls_text); a search's words may be
+spread over them.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import sqlite3
 
 from app.store.schema import transaction
 
-# index table -> (content table, indexed column)
-_INDEXES = {"conversation_fts": ("conversations", "title"), "message_fts": ("messages", "content")}
+# index table -> (content table, indexed columns)
+_INDEXES = {"conversation_fts": ("conversations", ("title",)),
+            "message_fts": ("messages", ("content", "tool_name", "tool_calls_text"))}
+_MESSAGE_COLUMNS = _INDEXES["message_fts"][1]
 _TRIGGER_SUFFIXES = ("insert", "delete", "update")
 # A search hit's snippet: about this many words around the match (FTS5), or characters (LIKE).
 SNIPPET_WORDS = 10
@@ -36,25 +42,33 @@ def install(conn: sqlite3.Connection, wanted: bool = True) -> bool:
                 for trigger in triggers:
                     conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         return False
-    if not existing.issuperset([*_INDEXES, *triggers]):
+    stale = [index for index in _INDEXES
+             if not existing.issuperset([index, *(f"{index}_{suffix}" for suffix in _TRIGGER_SUFFIXES)])]
+    if stale:
+        # An index with a trigger missing has missed writes, or was built for the table a
+        # migration replaced (whose columns may differ): it is built again from its table.
         with transaction(conn):
-            for index, (table, column) in _INDEXES.items():
-                for statement in _index_ddl(index, table, column):
+            for index in stale:
+                table, columns = _INDEXES[index]
+                for statement in _index_ddl(index, table, columns):
                     conn.execute(statement)
                 conn.execute(f"INSERT INTO {index} ({index}) VALUES ('rebuild')")
     return True
 
 
-def _index_ddl(index: str, table: str, column: str) -> list[str]:
-    remove = f"INSERT INTO {index} ({index}, rowid, {column}) VALUES ('delete', old.id, old.{column});"
-    add = f"INSERT INTO {index} (rowid, {column}) VALUES (new.id, new.{column});"
+def _index_ddl(index: str, table: str, columns: tuple[str, ...]) -> list[str]:
+    names = ", ".join(columns)
+    remove = (f"INSERT INTO {index} ({index}, rowid, {names}) VALUES "
+              f"('delete', old.id, {', '.join(f'old.{column}' for column in columns)});")
+    add = f"INSERT INTO {index} (rowid, {names}) VALUES (new.id, {', '.join(f'new.{column}' for column in columns)});"
     return [
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {index} USING fts5({column}, content='{table}', "
-        f"content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
-        f"CREATE TRIGGER IF NOT EXISTS {index}_insert AFTER INSERT ON {table} BEGIN {add} END",
-        f"CREATE TRIGGER IF NOT EXISTS {index}_delete AFTER DELETE ON {table} BEGIN {remove} END",
-        f"CREATE TRIGGER IF NOT EXISTS {index}_update AFTER UPDATE OF {column} ON {table} "
-        f"BEGIN {remove} {add} END",
+        *(f"DROP TRIGGER IF EXISTS {index}_{suffix}" for suffix in _TRIGGER_SUFFIXES),
+        f"DROP TABLE IF EXISTS {index}",
+        (f"CREATE VIRTUAL TABLE {index} USING fts5({names}, content='{table}', "
+         f"content_rowid='id', tokenize='unicode61 remove_diacritics 2')"),
+        f"CREATE TRIGGER {index}_insert AFTER INSERT ON {table} BEGIN {add} END",
+        f"CREATE TRIGGER {index}_delete AFTER DELETE ON {table} BEGIN {remove} END",
+        f"CREATE TRIGGER {index}_update AFTER UPDATE OF {names} ON {table} BEGIN {remove} {add} END",
     ]
 
 
@@ -75,9 +89,8 @@ def find(conn: sqlite3.Connection, words: list[str], full_text: bool) -> list[sq
     else:
         params = {f"w{i}": "%" + _like_escape(word) + "%" for i, word in enumerate(words)}
         title_match = " AND ".join(f"c.title LIKE :{name} ESCAPE '\\'" for name in params)
-        message_match = "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.deleted_at IS NULL AND {})".format(
-            " AND ".join(f"m.content LIKE :{name} ESCAPE '\\'" for name in params)
-        )
+        message_match = ("EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.deleted_at IS NULL"
+                         f" AND {_like_all(params, 'm.')})")
     sql = (
         f"SELECT c.* FROM conversations c WHERE c.deleted_at IS NULL "
         f"AND (({title_match}) OR ({message_match})) ORDER BY c.updated_at DESC, c.id DESC"
@@ -93,15 +106,18 @@ def snippets(conn: sqlite3.Connection, words: list[str], full_text: bool, conver
     for conversation_id, message_id in newest_hits(conn, words, full_text, conversation_ids).items():
         if full_text:
             row = conn.execute(
-                f"SELECT snippet(message_fts, 0, '', '', '…', {SNIPPET_WORDS}) FROM message_fts "
+                f"SELECT snippet(message_fts, -1, '', '', '…', {SNIPPET_WORDS}) FROM message_fts "
                 "WHERE message_fts MATCH ? AND rowid = ?", (_fts_query(words), message_id)).fetchone()
             if row is not None:
                 found[conversation_id] = row[0]
         else:
-            # A window of characters around the first word, read by SQLite: a message may be a megabyte.
+            # A window of characters around the first word, read by SQLite: a message may be a
+            # megabyte. Its text first, then its tools' names and arguments, as FTS reads them.
             row = conn.execute(
-                f"SELECT instr(lower(content), lower(:first)) AS at, substr(content, max(1, instr(lower(content), "
-                f"lower(:first)) - {SNIPPET_CHARS // 3}), {SNIPPET_CHARS}) AS around FROM messages WHERE id = :id",
+                f"SELECT instr(lower(text), lower(:first)) AS at, substr(text, max(1, instr(lower(text), "
+                f"lower(:first)) - {SNIPPET_CHARS // 3}), {SNIPPET_CHARS}) AS around FROM (SELECT content"
+                " || COALESCE(char(10) || NULLIF(tool_name, ''), '') || COALESCE(char(10) || NULLIF(tool_calls_text, ''), '')"
+                " AS text FROM messages WHERE id = :id)",
                 {"first": words[0], "id": message_id}).fetchone()
             found[conversation_id] = ("…" if row["at"] > SNIPPET_CHARS // 3 + 1 else "") + row["around"] + "…"
     return found
@@ -119,7 +135,7 @@ def newest_hits(conn: sqlite3.Connection, words: list[str], full_text: bool, con
             "WHERE message_fts MATCH ? AND m.deleted_at IS NULL GROUP BY m.conversation_id", (_fts_query(words),))
         return {conversation_id: message_id for conversation_id, message_id in rows if conversation_id in wanted}
     params = {f"w{i}": "%" + _like_escape(word) + "%" for i, word in enumerate(words)}
-    matches = " AND ".join(f"content LIKE :{name} ESCAPE '\\'" for name in params)
+    matches = _like_all(params)
     found = {}
     for conversation_id in conversation_ids:
         row = conn.execute(
@@ -137,6 +153,12 @@ def _fts_query(words: list[str]) -> str:
 def _fts_phrase(word: str) -> str:
     """A user's word as a quoted FTS5 prefix phrase, so quotes, '-' or 'OR' are just text."""
     return '"' + word.replace('"', '""') + '"*'
+
+
+def _like_all(params: dict[str, str], row: str = "") -> str:
+    """SQL: each word (a LIKE pattern in params) is somewhere in the message's indexed text."""
+    return " AND ".join("({})".format(" OR ".join(f"{row}{column} LIKE :{name} ESCAPE '\\'" for column in _MESSAGE_COLUMNS))
+                        for name in params)
 
 
 def _like_escape(word: str) -> str:

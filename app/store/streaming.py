@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.store.records import STATUSES, StoreError, require_choice, utc_now
+from app.store.records import STATUSES, StoreError, calls_search_text, calls_to_json, require_choice, utc_now
 from app.store.schema import transaction
 
 
@@ -27,15 +28,17 @@ def save_partial(conn: sqlite3.Connection, message_id: int, content: str) -> Non
 
 
 def finish(conn: sqlite3.Connection, message_id: int, content: str, stats: ReplyStats | None,
-           status: ReplyStatus) -> None:
-    """The final text, the stats and the status, and the conversation's last activity."""
+           status: ReplyStatus, tool_calls: tuple[ToolCall, ...] = ()) -> None:
+    """The final text, the stats, the status and the tool calls the reply ended with, and the
+    conversation's last activity. Only a reply (role "assistant") makes calls."""
     require_choice("status", status, tuple(s for s in STATUSES if s != "streaming"))
     now = utc_now()
     with transaction(conn):
         cursor = conn.execute(
-            "UPDATE messages SET content = ?, stats_json = ?, status = ?, updated_at = ?"
-            " WHERE id = ? AND status = 'streaming'",
-            (content, json.dumps(stats.to_dict() if stats else {}), str(status), now, message_id),
+            "UPDATE messages SET content = ?, stats_json = ?, status = ?, updated_at = ?, tool_calls_json = ?,"
+            " tool_calls_text = ? WHERE id = ? AND status = 'streaming' AND (role = 'assistant' OR ?)",
+            (content, json.dumps(stats.to_dict() if stats else {}), str(status), now, calls_to_json(tool_calls),
+             calls_search_text(tool_calls), message_id, not tool_calls),
         )
         if cursor.rowcount == 0:
             raise StoreError(f"Message {message_id} is not a streaming reply.")

@@ -3,8 +3,8 @@
 A message's parent is the one it follows; its siblings are its versions; `position` is its
 depth. These are the walks the store makes over that tree: a message with its place among its
 versions, the branch up from a leaf, the live subtree below a message, and the branch below a
-message that was seen last; and the leaf that ends the branch shown. Shared by
-ConversationStore and the importer.
+message that was seen last; the reply a tool result answers; and the leaf that ends the branch
+shown. Shared by ConversationStore and the importer.
 """
 
 from __future__ import annotations
@@ -76,3 +76,16 @@ def set_leaf(conn: sqlite3.Connection, conversation_id: int, leaf_id: int | None
     conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf_id, conversation_id))
     if leaf_id is not None:
         conn.execute("UPDATE messages SET viewed_at = ? WHERE id = ?", (utc_now(), leaf_id))
+
+
+def answered_reply(conn: sqlite3.Connection, message_id: int) -> StoredMessage | None:
+    """The message whose tool calls a result added below message_id answers: message_id itself,
+    or above the results already there (a reply's calls are answered one result after another),
+    the first message that is not a tool result. None for an empty branch."""
+    row = conn.execute(
+        f"""WITH RECURSIVE up(id, role, parent_id) AS (
+            SELECT id, role, parent_id FROM messages WHERE id = :start
+            UNION ALL
+            SELECT m.id, m.role, m.parent_id FROM messages m JOIN up ON m.id = up.parent_id WHERE up.role = 'tool')
+        {MESSAGE} WHERE m.id = (SELECT id FROM up WHERE role != 'tool')""", {"start": message_id}).fetchone()
+    return StoredMessage.from_row(row) if row is not None else None

@@ -4,6 +4,7 @@ import pytest
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import StoreError
+from app.store.exchange import VERSION
 
 STATS = ReplyStats(prompt_tokens=12, completion_tokens=34, ttft_s=0.25, tokens_per_s=41.26, stop_reason=StopReason.END_OF_TURN)
 PARAMS = {"temperature": 0.7, "top_k": 40, "stop": ["</s>"], "seed": None}
@@ -37,7 +38,7 @@ def test_markdown_export_of_untitled_conversation(store):
 
 def test_json_export(store, chat):
     data = store.export_json(chat)
-    assert (data["format"], data["version"]) == ("hearth.conversation", 2)
+    assert (data["format"], data["version"]) == ("hearth.conversation", 3)
     assert data["conversation"]["title"] == "Tea"
     assert data["conversation"]["system_prompt"] == "Answer briefly."
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "assistant"]
@@ -107,7 +108,7 @@ def _with(change):
         (b"\xff\xfe not json", "malformed"),
         ("[1, 2]", "not a Hearth conversation export"),
         (_with(lambda d: d.update(format="other.app")), "not a Hearth conversation export"),
-        (_with(lambda d: d.update(version=3)), "newer Hearth"),
+        (_with(lambda d: d.update(version=VERSION + 1)), "newer Hearth"),
         (_with(lambda d: d.update(version=2) or d["messages"][0].update(parent=0)),
          r"messages\[0\].parent must be the index of an earlier"),
         (_with(lambda d: d.update(version=2) or d["conversation"].update(current=7)), "conversation.current must be"),
