@@ -17,11 +17,12 @@ whose weights are set by hand so that the next token is a fixed function of the 
   position s seen from t is sum_i w_i cos(theta_i (t - s - h)): largest exactly h back, and
   lower by a margin at every other distance up to the context length (checked numerically for
   the file's RoPE frequencies, and scaled so the softmax puts ~all weight there).
-- FFN (SwiGLU): one hidden unit per step of the sequence. Its gate adds up the slots of that
-  step's context (the current token and the ones before it that tell this step apart) minus
-  (matches - 0.5), times a steep factor: +beta/2 when all match, <= -beta/2 otherwise, where
-  SiLU is ~0. Its up projection is the constant, and its down projection writes the next
-  token's slot into block 0, ten times as strong as the current token's.
+- FFN (SwiGLU): one hidden unit per step of the sequence. Its gate counts the slots of that
+  step's context that are set (the current token in block 0, and as many tokens back as tell
+  this step apart in blocks 1, 2...), minus (context length - 0.5), times a steep factor beta:
+  +beta/2 when all match, -beta/2 or less otherwise, where SiLU is ~0. Its up projection is
+  the constant; its down projection writes the next token's slot into block 0,
+  NEXT_STRENGTH times as strong as the current token's.
 - Output: the logit of symbol j's token reads block 0's slot j; every other token reads zero.
   So the next token wins by a wide margin (repeat penalties cannot turn it) and greedy
   decoding spells the sequence exactly.
@@ -48,6 +49,10 @@ The families and what stands for what:
 - Mistral's `[TOOL_CALLS]` is not here: the Llama 2 SentencePiece vocab we have lacks the
   token (Mistral v0.3 added it), and renaming a real token would not be Mistral's tokenizer.
 
+The three files have 64 to 80 dimensions, 17 to 25 FFN units and two heads; the vocabulary's
+embedding and output matrices (f16) make them 11 to 45 MB, and llama.cpp loads them in 0.1 to
+0.6 s (mostly the tokenizer).
+
 Usage: `scripted_models()` -> family -> ScriptedModel (the file, its text, the call's name and
 arguments), built once per source key into tests/.cache/scripted-models/<key>/;
 `write_scripted_model()` writes one for any tokenizer, template and text.
@@ -67,7 +72,6 @@ from gguf import GGUFWriter, LlamaFileType
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
-from support.model_files import tiny_gguf
 from support.model_files import tiny_models as tiny
 from support.model_files.tiny_gguf import write_gguf
 
@@ -347,11 +351,10 @@ def write_scripted_model(path: Path, family: tiny.Family, vocab: dict[str, objec
 
 
 def source_key() -> str:
-    """A hash of everything the files depend on: this builder, the tokenizer code, the vocabs
-    and the templates."""
+    """A hash of everything the files depend on: this builder, and what tiny_models.py's key
+    covers (its tokenizer code, the GGUF writer, the vocabs and the templates)."""
     digest = hashlib.sha256(tiny.source_key().encode())
-    for path in (Path(__file__).resolve(), Path(tiny_gguf.__file__).resolve()):
-        digest.update(path.read_bytes())
+    digest.update(Path(__file__).resolve().read_bytes())
     return digest.hexdigest()[:16]
 
 
