@@ -38,6 +38,17 @@ def test_inspect_prints_metadata_json(gemma_path):
     assert data["bos_token"] == {"id": 2, "text": "<bos>"}
     assert {"id": 106, "text": "<end_of_turn>"} in data["end_of_turn_tokens"]
     assert data["has_chat_template"] is False
+    assert data["tool_format"] == {"name": "generic", "native": False}  # the gemma fallback reads no tools
+
+
+def test_inspect_names_the_tool_format_of_the_models_template():
+    from support.model_files.tiny_models import ensure_tiny_models
+
+    models = ensure_tiny_models()
+    llama = json.loads(hearth("inspect", models["llama-3.1"][0]).stdout)
+    phi = json.loads(hearth("inspect", models["phi-4-mini"][0]).stdout)
+    assert llama["tool_format"] == {"name": "llama3", "native": True}
+    assert phi["tool_format"] == {"name": "phi4-mini", "native": True}
 
 
 def test_prompt_prints_the_exact_prompt_and_nothing_else(gemma_path, messages_file):
@@ -76,12 +87,15 @@ def test_prompt_with_tools_prints_the_prompt_hugging_face_renders(tmp_path):
     assert out.stdout.decode("utf-8") == reference["text"] and out.stderr == b""
 
 
-def test_prompt_with_tools_says_when_the_template_ignores_them(gemma_path, messages_file, tmp_path):
+def test_prompt_with_tools_puts_them_in_a_system_note_where_the_template_ignores_them(gemma_path, messages_file,
+                                                                                    tmp_path):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([{"type": "function", "function": {"name": "add", "parameters": {}}}]))
     result = hearth("prompt", gemma_path, "--messages", messages_file, "--tools", tools)
-    assert b"does not read a tools list" in result.stderr
-    assert result.stdout == hearth("prompt", gemma_path, "--messages", messages_file).stdout
+    assert b"does not read a tools list; the tools are in a system note" in result.stderr
+    prompt = result.stdout.decode("utf-8")
+    assert prompt.startswith("<bos><start_of_turn>user\nBe brief.\n\nYou can call the following tools")
+    assert '{"tool_calls": [{"name": "add", "arguments": {}}]}' in prompt and prompt.endswith("<start_of_turn>model\n")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"name": "add"}]))
     refused = hearth("prompt", gemma_path, "--messages", messages_file, "--tools", bad, check=False)

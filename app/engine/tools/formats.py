@@ -97,16 +97,19 @@ class ToolFormat:
     def call_text(self, name: str, arguments: str, call_id: str = "") -> str:
         """One call as this family writes it: for the history of templates that cannot render
         calls, and for the system note's example. `arguments` is JSON text."""
-        return _fill(self.spelling, name, call_id or self.new_id(), arguments, self.notation)
+        return _fill(self, name, call_id or self.new_id(), arguments)
 
     def calls_text(self, calls: list[tuple[str, str, str]]) -> str:
         """Several calls (name, arguments, id) as one reply writes them."""
         return self.block_open + self.separator.join(self.call_text(*call) for call in calls) + self.block_close
 
 
-def _fill(spelling: str, name: str, call_id: str, arguments: str, notation: ArgumentNotation) -> str:
-    if notation is ArgumentNotation.GEMMA:
-        arguments = gemma_notation(json.loads(arguments)) if _is_json(arguments) else arguments
+def _fill(fmt: ToolFormat, name: str, call_id: str, arguments: str) -> str:
+    if fmt.notation is ArgumentNotation.GEMMA and _is_json(arguments):
+        arguments = gemma_notation(json.loads(arguments))
+    elif fmt.shape is Shape.XML and _is_json(arguments) and isinstance(json.loads(arguments), dict):
+        arguments = xml_parameters(json.loads(arguments))
+    spelling = fmt.spelling
     pieces = {"{name}": name, "{name_json}": json.dumps(name, ensure_ascii=False), "{id}": call_id,
               "{arguments}": arguments}
     out, rest = [], spelling
@@ -126,6 +129,12 @@ def _is_json(text: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def xml_parameters(arguments: dict) -> str:
+    """Arguments as Qwen3-Coder's template writes them: strings raw, other values as JSON."""
+    return "".join(f"<parameter={key}>\n{value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
+                   "\n</parameter>\n" for key, value in arguments.items())
 
 
 def gemma_notation(value: object) -> str:
