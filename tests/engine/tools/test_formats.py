@@ -192,5 +192,5 @@ def test_the_call_grammar_parses_in_llama_cpp(vocab, fmt, use):
     sampler = llama_cpp.llama_sampler_init_grammar(handle, grammar.encode(), b"root")
     assert sampler, grammar
     llama_cpp.llama_sampler_free(sampler)
-    lazy = llama_cpp.llama_sampler_init_grammar(handle, b"root ::= broken-rule", b"root")
-    assert not lazy  # the check above would see a grammar llama.cpp refuses
+    refused = llama_cpp.llama_sampler_init_grammar(handle, b"root ::= broken-rule", b"root")
+    assert not refused  # the check above would see a grammar llama.cpp refuses

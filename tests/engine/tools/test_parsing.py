@@ -129,7 +129,6 @@ def test_arguments_stream_as_they_arrive():
 
 
 def test_the_models_own_id_is_kept_where_it_comes_before_the_arguments():
-    _, calls = summary(parse("mistral-small", ['[TOOL_CALLS]get_time[CALL_ID]abcdefghi[ARGS]{"city": "x"}']))
     events = parse("mistral-small", ['[TOOL_CALLS]get_time[CALL_ID]abcdefghi[ARGS]{"city": "x"}'])
     assert events[-1].id == "abcdefghi"
     nemo = parse("mistral-nemo", ['[TOOL_CALLS][{"name": "get_time", "arguments": {}, "id": "123456789"}]'])
