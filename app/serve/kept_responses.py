@@ -87,12 +87,17 @@ class KeptResponses:
         self._thread.submit(self._close).result()
         self._thread.shutdown()
 
-    async def continued(self, response_id: str) -> Continued:
-        """The stored response `response_id` to continue; 404 for one this server does not have."""
-        message_id = _message_id(response_id)
-        if message_id is None or not self.keeping:
+    async def continued(self, response_id: str | None) -> Continued | None:
+        """The stored response `response_id` to continue (404 for one this server does not
+        have), or with None nothing; either way the database is opened, so that one that
+        cannot be is said before the model runs."""
+        message_id = _message_id(response_id) if response_id is not None else None
+        if response_id is not None and (message_id is None or not self.keeping):
             raise not_found(response_id)
-        return await self._run(lambda store: self._continued(store, response_id, message_id))
+        if not self.keeping:
+            return None
+        return await self._run(lambda store: self._continued(store, response_id, message_id)
+                               if message_id is not None else None)
 
     async def begin(self, exchange: Exchange) -> int:
         """Store the exchange's input and its reply as 'streaming'; the reply's message id."""

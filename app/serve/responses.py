@@ -321,5 +321,4 @@ def _echo(data: dict, instructions: str | None, previous: str | None) -> dict:
             "parallel_tool_calls": data.get("parallel_tool_calls") is not False,
             "text": {"format": (data.get("text") or {}).get("format") or {"type": "text"}},
             "temperature": data.get("temperature"), "top_p": data.get("top_p"),
-            "max_output_tokens": data.get("max_output_tokens"), "metadata": data.get("metadata") or {},
-            "store": data.get("store") is not False}
+            "max_output_tokens": data.get("max_output_tokens"), "metadata": data.get("metadata") or {}}

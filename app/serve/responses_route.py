@@ -22,7 +22,7 @@ from ..engine.types import ReplyStats, StopReason
 from . import errors
 from .completions import Completions, Job, QueueFull, Refused
 from .errors import ApiError
-from .kept_responses import Exchange, KeptResponses, response_id, unstored_id
+from .kept_responses import Continued, Exchange, KeptResponses, response_id, unstored_id
 from .replies import ClientGone, Reply
 from .responses import ResponsesRequest, answered
 from .responses_shapes import ResponseShape, status
@@ -35,7 +35,8 @@ async def answer_response(request: Request, parsed: ResponsesRequest, completion
                           refusal_error: Callable[[Refused], ApiError]) -> Response:
     """The response to `parsed`, whose model has been checked. `refusal_error`: the status of
     a job the engine would not start (app.py's, shared with the other endpoints)."""
-    continues = await kept.continued(parsed.previous_response_id) if parsed.previous_response_id else None
+    keep = parsed.store and kept.keeping
+    continues = await kept.continued(parsed.previous_response_id) if keep or parsed.previous_response_id else None
     history = continues.messages if continues is not None else []
     new = answered(history, parsed)
     system = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
@@ -51,7 +52,7 @@ async def answer_response(request: Request, parsed: ResponsesRequest, completion
             stopped = first.stop_reason is StopReason.CANCELLED
             raise (errors.unavailable if stopped else errors.server_error)(failure(first))
         try:
-            shape, finish = await _kept(parsed, kept, continues, new, completions.model().model_id)
+            shape, finish = await _kept(parsed, kept if keep else None, continues, new, parsed.model)
         except ApiError:
             reply.cancel()
             raise
@@ -67,15 +68,15 @@ async def answer_response(request: Request, parsed: ResponsesRequest, completion
     return JSONResponse(shape.whole(whole))
 
 
-async def _kept(parsed: ResponsesRequest, kept: KeptResponses, continues, new: list[dict],
+async def _kept(parsed: ResponsesRequest, kept: KeptResponses | None, continues: Continued | None, new: list[dict],
                 model_id: str) -> tuple[ResponseShape, Finish]:
     """The response's shape, under the id of its stored reply (begun now), and how to close
-    that reply; a response not kept gets an id no request can continue, and closes nothing."""
-    if not (parsed.store and kept.keeping):
-        return ResponseShape(parsed, unstored_id(), model_id), lambda text, calls, stats: None
-    exchange = Exchange(continues, new, parsed.instructions or "", model_id, parsed.params)
-    message_id = await kept.begin(exchange)
-    return (ResponseShape(parsed, response_id(message_id), model_id),
+    that reply; a response not kept (`kept` None) gets an id no request can continue, and
+    closes nothing."""
+    if kept is None:
+        return ResponseShape(parsed, unstored_id(), model_id, stored=False), lambda text, calls, stats: None
+    message_id = await kept.begin(Exchange(continues, new, parsed.instructions or "", model_id, parsed.params))
+    return (ResponseShape(parsed, response_id(message_id), model_id, stored=True),
             lambda text, calls, stats: kept.finish(message_id, text, calls, stats))
 
 

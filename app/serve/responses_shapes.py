@@ -41,7 +41,7 @@ def usage(stats: ReplyStats) -> dict:
     output tokens, their total; no reasoning tokens here."""
     output = stats.completion_tokens or 0
     cached = max(0, stats.prompt_tokens - stats.evaluated_prompt_tokens)
-    return {"input_tokens": stats.prompt_tokens, "input_tokens_details": {"cached_tokens": cached},
+    return {"input_tokens": stats.prompt_tokens, "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
             "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": stats.prompt_tokens + output}
 
@@ -75,8 +75,9 @@ def call_item(item: str, call_id: str, name: str, arguments: str, state: str, pr
 class ResponseShape:
     """One response's id, time and request, and the output items its events have opened."""
 
-    def __init__(self, request: ResponsesRequest, response_id: str, model_id: str):
+    def __init__(self, request: ResponsesRequest, response_id: str, model_id: str, stored: bool):
         self.id = response_id
+        self._stored = stored
         self.created_at = int(time.time())
         self._request = request
         self._model_id = model_id
@@ -90,7 +91,7 @@ class ResponseShape:
         end its usage, and why it is incomplete or failed."""
         body = {"id": self.id, "object": "response", "created_at": self.created_at, "status": state,
                 "error": None, "incomplete_details": None, "model": self._model_id, "output": output,
-                "usage": None, **self._request.echo}
+                "usage": None, "store": self._stored, **self._request.echo}
         if stats is not None:
             body["usage"] = usage(stats)
             if state == "incomplete":
