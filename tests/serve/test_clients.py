@@ -10,8 +10,8 @@ One server for the module, short greedy replies. Each library is built by a fixt
 structured output) takes the same fixture and writes only its request.
 
 Offline: nothing here may reach beyond this machine. LiteLLM fetches a price list when imported
-unless LITELLM_LOCAL_MODEL_COST_MAP is set; LangSmith and the Agents SDK send traces when asked
-(LANGSMITH_TRACING, the SDK's default): `offline` sets and clears those, and refuses, then
+unless LITELLM_LOCAL_MODEL_COST_MAP is set; LangSmith sends traces when LANGSMITH_TRACING asks,
+the Agents SDK unless set_tracing_disabled. `offline` sets and clears those, and refuses, then
 reports, any name looked up but this machine's.
 """
 
@@ -49,8 +49,6 @@ def offline(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(socket, "getaddrinfo", loopback_only)
         patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        patch.setenv("LITELLM_TELEMETRY", "False")
-        patch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
         for tracing in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
             patch.delenv(tracing, raising=False)
         patch.setenv("LLM_USER_PATH", str(tmp_path_factory.mktemp("llm-user")))
