@@ -6,8 +6,9 @@ import pytest
 
 from app.conversation import history as reply_history
 from app.conversation.history import context_boundary, history
+from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.store import ConversationStore
+from app.store import ConversationStore, ToolResult
 
 
 @pytest.fixture
@@ -63,3 +64,23 @@ def test_no_counted_reply_no_boundary(store):
     store.add_message(cid, "user", "Q1")
     reply(store, cid, "imported", dropped=1, counted=False)
     assert context_boundary(store, cid) is None
+
+
+def test_tool_calls_and_results_are_read_in_openai_form_and_counted(store):
+    """A reply that failed after it called is still read (its calls were made); the results are
+    messages the engine was given, so the boundary counts them."""
+    cid = store.create_conversation()
+    store.add_message(cid, "user", "Q1")
+    called = store.add_message(cid, "assistant", "", status=ReplyStatus.STREAMING)
+    store.finish_message(called, "", ReplyStats(stop_reason=StopReason.ERROR), ReplyStatus.ERROR,
+                         tool_calls=(ToolCall(0, "c1", "lookup", "{}"),))
+    store.add_tool_result(cid, ToolResult("c1", "lookup", "found", error=False))
+    store.add_message(cid, "user", "Q2")
+    reply(store, cid, "A2", dropped=3)
+    assert history(store, cid, "")[:3] == [
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "lookup", "content": "found"}]
+    boundary = context_boundary(store, cid)
+    assert (store.message(boundary.message_id).role, boundary.unseen) == ("tool", 3)
