@@ -185,8 +185,11 @@ class ConversationStore:
 
     def purge_deleted(self) -> int:
         """Erase everything in the trash, messages and deleted versions included; returns how
-        many conversations."""
+        many conversations. What is erased is unlinked from its parent first: a deletion would
+        cascade down a branch one level at a time, past SQLite's limit of 1000 levels."""
         with transaction(self._conn):
+            self._conn.execute("UPDATE messages SET parent_id = NULL WHERE deleted_at IS NOT NULL OR conversation_id IN"
+                               " (SELECT id FROM conversations WHERE deleted_at IS NOT NULL)")
             self._conn.execute("DELETE FROM messages WHERE deleted_at IS NOT NULL")
             return self._conn.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL").rowcount
 

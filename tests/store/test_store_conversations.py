@@ -270,3 +270,20 @@ def test_a_version_inside_a_later_deletion_is_not_restored_on_its_own(store):
     store.restore_version(inner)
     store.show_version(q1)
     assert [m.content for m in store.messages(cid)] == ["q1", "a1", "q2", "a2"]
+
+
+def test_purging_a_branch_deeper_than_sqlites_recursion_limit(store):
+    """Each deletion would cascade to the next message down: 1,200 levels are past SQLite's 1,000."""
+    deep = store.create_conversation()
+    for number in range(1_200):
+        store.add_message(deep, "user", f"m{number}")
+    kept = store.create_conversation()
+    first = store.add_message(kept, "user", "first")
+    below = store.add_version(first, "edited")
+    for number in range(1_200):
+        store.add_message(kept, "user", f"k{number}")
+    store.delete_version(below)  # a deleted version with 1,200 messages below it
+    store.delete(deep)
+    assert store.purge_deleted() == 1
+    assert [m.content for m in store.messages(kept)] == ["first"]
+    assert store._conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
