@@ -148,9 +148,7 @@ class _Converter(SchemaConverter):
         self._schemas += 1
         normal = _normalise(copy.deepcopy(schema))
         normal = self.resolve_refs(normal, f"schema{self._schemas}")
-        rule = self.visit(normal, name)
-        assert rule == name, f"rule {name} was renamed {rule}"
-        return rule
+        return self._named(self.visit(normal, name), name)
 
     def _resolve_ref(self, ref: str) -> str:
         rule = self._ref_rules.get(ref)
@@ -158,8 +156,16 @@ class _Converter(SchemaConverter):
             label = re.sub(r"[^a-zA-Z0-9-]+", "-", ref.split("/")[-1])
             rule = self._ref_rules[ref] = f"ref{len(self._ref_rules)}-{label}"
             # A recursive reference inside finds the name above and refers to it.
-            assert self.visit(self._refs[ref], rule) == rule
+            self._named(self.visit(self._refs[ref], rule), rule)
         return rule
+
+    def _named(self, rule: str, name: str) -> str:
+        """`name` for the rule visit() wrote: a primitive comes back under its own name
+        ("string", "uuid"), which then gets `name` as an alias."""
+        if rule != name:
+            assert name not in self._rules, f"rule {name} is taken"
+            self._rules[name] = rule
+        return name
 
     def grammar_text(self) -> str:
         if "char" in self._rules:
