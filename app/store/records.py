@@ -146,9 +146,9 @@ def calls_from_json(text: str) -> tuple[ToolCall, ...]:
         raise TypeError("tool calls are not a list")
     calls = tuple(ToolCall(index, call["id"], call["name"], call["arguments"], call["problem"])
                   for index, call in enumerate(stored))
-    if not all(isinstance(value, str) for call in calls for value in (call.id, call.name, call.arguments)) or not all(
-            isinstance(call.problem, (str, type(None))) for call in calls):
-        raise TypeError("a tool call's id, name, arguments or problem is not text")
+    for call in calls:
+        if not all(isinstance(value, str) for value in (call.id, call.name, call.arguments, call.problem or "")):
+            raise TypeError(f"tool call {call.index}'s id, name, arguments or problem is not text")
     return calls
 
 

@@ -12,7 +12,7 @@ from app.conversation.exchange import begin_reply
 from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.store import ConversationStore, StoreError, ToolResult
+from app.store import ConversationStore, DatabaseDamaged, StoreError, ToolResult
 
 CALLED = ReplyStats(prompt_tokens=40, completion_tokens=12, stop_reason=StopReason.TOOL_CALLS)
 ENDED = ReplyStats(prompt_tokens=80, completion_tokens=9, stop_reason=StopReason.END_OF_TURN)
@@ -220,3 +220,12 @@ def test_json_export_carries_calls_and_results_and_imports_back(store, exchange)
     assert [(m.tool_calls, m.tool_result) for m in store.messages(copy)] == [
         (m.tool_calls, m.tool_result) for m in store.messages(cid)]
     assert copy in {c.id for c in store.search("celsius")}
+
+
+@pytest.mark.parametrize("stored", ['{"id": "c"}', '[{"id": 1, "name": "n", "arguments": "{}", "problem": null}]',
+                                    '[{"id": "c", "name": "n"}]', "[[1]]", "not json"])
+def test_calls_that_no_store_wrote_are_a_damaged_database(store, exchange, stored):
+    cid, ids = exchange
+    store._conn.execute("UPDATE messages SET tool_calls_json = ? WHERE id = ?", (stored, ids["reply"]))
+    with pytest.raises(DatabaseDamaged, match=f"Message {ids['reply']} in the conversation database cannot be read"):
+        store.message(ids["reply"])
