@@ -17,7 +17,9 @@ def run_serve(args) -> int:
     from ..engine.opening import open_backend
     from ..engine.types import LocalModel
     from ..serve import addresses, server
+    from ..owners.paths import database_path
     from ..serve.app import create_app
+    from ..serve.kept_responses import KeptResponses
     from ..serve.queue import EngineQueue
     from .load_options import check_loadable, load_changes, print_load_notes
 
@@ -59,7 +61,9 @@ def run_serve(args) -> int:
               flush=True)
 
     try:
-        server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins), sock,
+        # Responses are kept with the window's conversations (the same database, HEARTH_HOME or the user's).
+        kept = KeptResponses(database_path())
+        server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins, kept=kept), sock,
                    on_stop=queue.stop)
     finally:
         queue.close()

@@ -4,9 +4,11 @@
     GET  /v1/models/{id}         it, or 404
     POST /v1/chat/completions    a reply to a conversation, through the model's chat template
     POST /v1/completions         a continuation of raw text
+    POST /v1/responses           a Response (OpenAI's Responses API), kept to be continued by id
 
 Each request is checked in the order a client can fix it: the key (401), the body's size
-(413), its JSON and fields (400), the model's name (404), room in the queue (429). Then the
+(413), its JSON and fields (400), the model's name (404), room in the queue (429); a
+Response's previous_response_id is looked up before the queue (404). Then the
 handler waits for the reply's first event: a job the engine refuses (its template fails, it
 does not fit the context) is still answered with a status, and only a reply that has begun
 is streamed. Every error, the routing's 404 and 405 included, has OpenAI's shape.
@@ -31,22 +33,28 @@ from . import errors
 from .completions import Completions, Job, QueueFull, Refusal, Refused, ServedModel
 from .cors import cors_middleware
 from .errors import ApiError
+from .kept_responses import KeptResponses
 from .replies import ClientGone, Reply
 from .requests import MAX_BODY_BYTES, ChatRequest, CompletionRequest, parse_chat, parse_completion
-from .shapes import ChatShape, CompletionShape, failure, finish_reason
+from .responses import parse_responses
+from .responses_route import answer_response
+from .shapes import SSE_HEADERS, ChatShape, CompletionShape, failure, finish_reason
 
 log = logging.getLogger(__name__)
 
 DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # an oversized body is read this far so the client sees the 413
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def create_app(completions: Completions, api_key: str | None = None, on_startup=None,
-               cors_origins: Sequence[str] = ()) -> Starlette:
+               cors_origins: Sequence[str] = (), kept: KeptResponses | None = None) -> Starlette:
     """The server's app. `api_key`: required of every request when given. `on_startup`: called
     once the app serves. `cors_origins`: the web pages' origins a browser lets call it (serve/cors.py;
-    none: no page of any site). A request's missing sampling fields take the served model's
-    (ServedModel.sampling), asked per request: the window's model can change while it serves."""
+    none: no page of any site). `kept`: where responses are kept (serve/kept_responses.py; none:
+    nowhere, and previous_response_id finds nothing). A request's missing sampling fields take
+    the served model's (ServedModel.sampling), asked per request: the window's model can change
+    while it serves."""
+
+    responses = kept if kept is not None else KeptResponses(None)
 
     def authorize(request: Request) -> None:
         if api_key is None:
@@ -88,6 +96,14 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         parsed = parse_completion(await read_body(request), served.sampling)
         check_model(parsed.model, served)
         return await answer(request, parsed, Job(parsed.params, prompt=parsed.prompt), CompletionShape)
+
+    async def respond(request: Request) -> Response:
+        authorize(request)
+        served = completions.model()
+        parsed = parse_responses(await read_body(request), served.sampling)
+        check_model(parsed.model, served)
+        return await answer_response(request, parsed, completions, responses,
+                                     lambda refused: refusal_error(refused, "input"))
 
     async def answer(request: Request, parsed: ChatRequest | CompletionRequest, job: Job, shape_type) -> Response:
         try:
@@ -145,6 +161,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         if on_startup is not None:
             on_startup()
         yield
+        responses.close()  # its last writes done
 
     return Starlette(
         routes=[
@@ -152,6 +169,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
             Route("/v1/models/{model:path}", get_model, methods=["GET"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/completions", complete, methods=["POST"]),
+            Route("/v1/responses", respond, methods=["POST"]),
         ],
         middleware=cors_middleware(cors_origins),
         exception_handlers={ApiError: on_api_error, HTTPException: on_http_error, Exception: on_crash},

@@ -53,7 +53,7 @@ def unknown_model(model: str, served: str) -> ApiError:
 
 def not_found(path: str) -> ApiError:
     return ApiError(404, f"There is nothing at {path!r}. The endpoints are /v1/models, "
-                         "/v1/chat/completions and /v1/completions.", code="not_found")
+                         "/v1/chat/completions, /v1/completions and /v1/responses.", code="not_found")
 
 
 def method_not_allowed(method: str, path: str) -> ApiError:

@@ -160,8 +160,9 @@ def _tool_use(data: dict) -> ToolUse:
         return tool_use_from_openai(_chat_tools(data.get("tools")), _chat_tool_choice(data.get("tool_choice")),
                                     data.get("parallel_tool_calls"), _chat_format(data.get("text")))
     except ToolsError as exc:
-        raise bad_request(_responses_words(str(exc)), param=_responses_words(exc.param),
-                          code="invalid_tools") from None
+        param = _responses_words(exc.param)
+        message = _responses_words(str(exc))
+        raise bad_request(f"{param}: {message}" if param else message, param=param, code="invalid_tools") from None
 
 
 def _chat_tools(tools) -> list | None:
@@ -214,7 +215,8 @@ _CHAT_PARAMS = ((re.compile(r"^tools\[(\d+)\]\.function"), r"tools[\1]"), (re.co
 
 def _responses_words(text: str | None) -> str | None:
     """A field named as wire.py names it for a chat (`tools[0].function.parameters`,
-    `response_format.json_schema.schema`) as a Responses request names it, alone or in a message."""
+    `response_format.json_schema.schema`), or a message that begins with one, in the words
+    of a Responses request."""
     if text is None:
         return None
     for pattern, replacement in _CHAT_PARAMS:

@@ -20,6 +20,7 @@ from ..engine.types import ReplyStats, StopReason
 from .completions import Collected
 
 DONE = b"data: [DONE]\n\n"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no cache or proxy holds a stream back
 SHUT_DOWN = "Hearth stopped serving before the reply was finished."
 
 
