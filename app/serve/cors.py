@@ -4,7 +4,7 @@ A browser sends a page's cross-site request only after a preflight (`OPTIONS` wi
 `Access-Control-Request-Method`) that the server answers with `Access-Control-Allow-Origin`, and
 lets the page read a reply only when it carries that header too. Without origins the app has no
 CORS layer at all: a preflight is a 405 like any OPTIONS, and no reply carries a CORS header, so
-no page on any site can use the model through a visitor's browser.
+no page on any site can read a reply through a visitor's browser.
 
 With origins (`hearth serve --cors-origin ORIGIN`, repeatable), each is matched exactly as the
 browser sends it, `scheme://host[:port]`; `*` lets every page of every site call the server and
