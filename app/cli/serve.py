@@ -16,8 +16,8 @@ from .args import UsageError, check_context
 def run_serve(args) -> int:
     from ..engine.opening import open_backend
     from ..engine.types import LocalModel
-    from ..serve import addresses, server
     from ..owners.paths import database_path
+    from ..serve import addresses, server
     from ..serve.app import create_app
     from ..serve.kept_responses import KeptResponses
     from ..serve.queue import EngineQueue
