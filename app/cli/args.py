@@ -23,6 +23,8 @@ from ..engine.options import (
 from ..engine.remote.errors import RemoteError
 from ..engine.sampling import PRESETS, Drafting, SamplingError
 from ..engine.templates.chat_template import TemplateError
+from ..engine.tools.types import ToolsError, ToolUse
+from ..engine.tools.wire import tool_use_from_openai
 from ..engine.types import ReplyStats, ServerConfig
 from ..store import StoreError
 
@@ -123,6 +125,27 @@ def read_tools(path: Path) -> list[dict]:
         raise ValueError(f'{path} must be a JSON list of {{"type": "function", "function": {{"name": ..., '
                          '"description": ..., "parameters": {{...}}}}}} objects, as OpenAI\'s "tools"')
     return data
+
+
+def tool_use_from_args(args) -> ToolUse:
+    """`--tools`, `--tool-choice` and `--json-schema`, read and checked as the server reads the
+    same fields of a request (engine/tools/wire.py), with the flag at fault named."""
+    if args.tool_choice is not None and args.tools is None:
+        raise UsageError("--tool-choice goes with --tools")
+    tools = read_tools(args.tools) if args.tools is not None else None
+    choice = args.tool_choice
+    if choice is not None and choice not in ("auto", "none", "required"):
+        choice = {"type": "function", "function": {"name": choice}}
+    response_format = None
+    if args.json_schema is not None:
+        schema = _read_json(args.json_schema)
+        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+    try:
+        return tool_use_from_openai(tools, choice, None, response_format)
+    except ToolsError as exc:
+        flag = "--json-schema" if (exc.param or "").startswith("response_format") else (
+            "--tool-choice" if exc.param == "tool_choice" else "--tools")
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def _read_json(path: Path) -> object:

@@ -3,6 +3,7 @@ conversation continued: conversation_chat.py)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from pathlib import Path
@@ -10,13 +11,18 @@ from pathlib import Path
 from ..engine.gguf.reading import inspect_model
 from ..engine.options import NOTHING_STORED, resolve
 from ..engine.sampling import ModelDefaults
-from .args import UsageError, check_context, message_text, report_stats, server_from_args
+from ..engine.tools.types import ToolCall
+from ..engine.types import ReplyStats
+from .args import UsageError, check_context, message_text, report_stats, server_from_args, tool_use_from_args
 
 
 def run_chat(args) -> int:
     _read_chat_positionals(args)
     if args.conversation is not None:
         from .conversation_chat import run_chat_in_conversation
+
+        if args.tools or args.json_schema:
+            raise UsageError("--tools and --json-schema make one-off replies; they do not go with --conversation")
 
         return run_chat_in_conversation(args)
     from ..engine.opening import open_backend
@@ -37,21 +43,14 @@ def run_chat(args) -> int:
     settings = resolve(NOTHING_STORED, model_defaults, chat_overrides(args))
     options, params = settings.load_options(), settings.sampling
     check_loadable(options)
+    tools = tool_use_from_args(args)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": message_text(args)})
     backend = open_backend(source, options)
     print_load_notes(backend.describe())
     device = backend.describe().device.describe()
     try:
-        out = sys.stdout
-        for event in backend.stream(messages, params, threading.Event()):
-            if isinstance(event, str):
-                out.write(event)
-                out.flush()
-            else:
-                stats = event
-        out.write("\n")
-        out.flush()
+        stats = _print_reply(backend.stream(messages, params, threading.Event(), tools=tools))
     finally:
         backend.close()
     report_stats(args, stats, device)
@@ -59,6 +58,36 @@ def run_chat(args) -> int:
         print(f"hearth: {stats.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_reply(events) -> ReplyStats:
+    """The reply's text to stdout as it comes; each complete tool call as one JSON line of its
+    own (after the text so far, which ends its line first), for a script to read."""
+    out = sys.stdout
+    at_line_start = True
+    for event in events:
+        if isinstance(event, str):
+            out.write(event)
+            at_line_start = event.endswith("\n")
+        elif isinstance(event, ToolCall):
+            out.write(("" if at_line_start else "\n") + call_line(event) + "\n")
+            at_line_start = True
+        elif isinstance(event, ReplyStats):
+            stats = event
+        out.flush()
+    if not at_line_start:
+        out.write("\n")
+    out.flush()
+    return stats
+
+
+def call_line(call: ToolCall) -> str:
+    """`{"tool_call": {"id", "name", "arguments"}}`, with `problem` when the call cannot run as
+    written (the model named a tool that was not offered, or its arguments fail the schema)."""
+    line = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.problem is not None:
+        line["problem"] = call.problem
+    return json.dumps({"tool_call": line}, ensure_ascii=False)
 
 
 def _read_chat_positionals(args) -> None:

@@ -67,6 +67,13 @@ def add_subcommands(subparsers) -> None:
     add_sampling_arguments(chat)
     add_load_arguments(chat, leave_out=("n_threads",))  # the window's threads, or one per core
     chat.add_argument("--stats", choices=["json"], help="print the reply's statistics to stderr")
+    chat.add_argument("--tools", type=Path, metavar="TOOLS.json",
+                      help="OpenAI's tools array: the functions the model may call; each call is printed "
+                           'to stdout as one JSON line {"tool_call": {"id", "name", "arguments"}}')
+    chat.add_argument("--tool-choice", metavar="auto|none|required|NAME",
+                      help="with --tools: may call (auto, the default), must not, must call one, or must call NAME")
+    chat.add_argument("--json-schema", type=Path, metavar="SCHEMA.json",
+                      help="the reply is JSON that satisfies this JSON schema (held to it by a grammar)")
     add_server_arguments(chat, required=False)
     chat.set_defaults(run=run_chat)
 

@@ -88,7 +88,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         served = completions.model()  # once: the window's model may change while this runs
         parsed = parse_chat(await read_body(request), served.sampling)
         check_model(parsed.model, served)
-        return await answer(request, parsed, Job(parsed.params, messages=parsed.messages), ChatShape)
+        return await answer(request, parsed, Job(parsed.params, messages=parsed.messages, tools=parsed.tools), ChatShape)
 
     async def complete(request: Request) -> Response:
         authorize(request)

@@ -5,12 +5,14 @@ and the limits in one place. The sampling bounds are `sampling.BOUNDS`, the same
 parameters panel and `hearth chat` use, so the server accepts exactly what the engine can do.
 A field the request leaves out (or sends as null) takes the served model's default
 (ServedModel.sampling: its author's general.sampling.* over the Balanced preset, what
-`hearth chat` and the window start from).
+`hearth chat` and the window start from). Tools, tool choice and response formats are read by
+engine/tools/wire.py, which `hearth chat` shares; tool-use history (assistant calls and tool
+results) is read here into the dicts the chat templates take.
 
 What the engine cannot do is refused rather than ignored, so a client is never told it got
-something it did not: several choices (`n` > 1), log-probabilities, tools and function calls,
-structured output, images, logit bias. Fields that change nothing about the reply (`user`,
-`metadata`, `store`, ...) are ignored, as llama.cpp's server ignores what it does not know.
+something it did not: audio, images, predicted outputs. Fields that change nothing about the
+reply (`user`, `metadata`, `store`, ...) are ignored, as llama.cpp's server ignores what it
+does not know.
 """
 
 from __future__ import annotations
@@ -19,22 +21,26 @@ import json
 from dataclasses import dataclass
 
 from ..engine.sampling import BOUNDS, SamplingError, SamplingParams
+from ..engine.tools.types import PLAIN, ToolsError, ToolUse
+from ..engine.tools.wire import tool_use_from_openai
 from .errors import bad_request
 
 MAX_BODY_BYTES = 16 * 2**20  # a 4-million-character message (the longest any prompt may be) as UTF-8
 MAX_STOP_STRINGS = 16
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+MAX_CALLS_PER_MESSAGE = 128
+MAX_CALL_ID_CHARS = 256
 # Sampling fields under OpenAI's names and llama.cpp's extensions, all checked by sampling.BOUNDS.
 SAMPLING_FIELDS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed",
                    "top_k", "min_p", "repeat_penalty")
 # Fields whose meaning the engine cannot honour, refused when they ask for anything.
 _UNSUPPORTED = {
-    "tools": "tools and function calls", "functions": "tools and function calls",
-    "tool_choice": "tools and function calls", "logprobs": "log-probabilities",
-    "top_logprobs": "log-probabilities", "logit_bias": "logit bias", "audio": "audio",
+    "logprobs": "log-probabilities", "top_logprobs": "log-probabilities", "audio": "audio",
     "prediction": "predicted outputs", "echo": "echoing the prompt", "suffix": "a suffix",
 }
+MAX_LOGIT_BIAS = 1024  # entries; OpenAI takes 300
+LOGIT_BIAS_RANGE = 100.0  # OpenAI's: -100 bans a token, 100 all but forces it
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class ChatRequest:
     params: SamplingParams
     stream: bool
     include_usage: bool  # stream_options.include_usage: a last chunk with the token counts
+    tools: ToolUse = PLAIN
 
 
 @dataclass(frozen=True)
@@ -62,11 +69,25 @@ class CompletionRequest:
 def parse_chat(body: bytes, defaults: SamplingParams) -> ChatRequest:
     data = json_object(body)
     common = _common(data, defaults)
-    return ChatRequest(messages=_messages(data.get("messages")), **common)
+    try:
+        tools = tool_use_from_openai(data.get("tools"), data.get("tool_choice"), data.get("parallel_tool_calls"),
+                                     data.get("response_format"), functions=data.get("functions"),
+                                     function_call=data.get("function_call"))
+    except ToolsError as exc:
+        raise bad_request(str(exc), param=exc.param, code="invalid_tools") from None
+    return ChatRequest(messages=_messages(data.get("messages")), tools=tools, **common)
 
 
 def parse_completion(body: bytes, defaults: SamplingParams) -> CompletionRequest:
     data = json_object(body)
+    for name in ("tools", "functions", "tool_choice", "function_call"):
+        if data.get(name) not in (None, [], "none"):
+            raise bad_request(f"{name}: a raw completion has no chat template to offer tools in; "
+                              "use /v1/chat/completions.", param=name, code="unsupported_parameter")
+    response_format = data.get("response_format")
+    if response_format not in (None, {"type": "text"}):
+        raise bad_request("response_format: a raw completion writes plain text; use /v1/chat/completions "
+                          "for JSON.", param="response_format", code="unsupported_parameter")
     common = _common(data, defaults)
     return CompletionRequest(prompt=_prompt(data.get("prompt")), **common)
 
@@ -94,10 +115,6 @@ def _common(data: dict, defaults: SamplingParams) -> dict:
     for name in ("n", "best_of"):
         if data.get(name) not in (None, 1):
             raise bad_request(f"{name}: this server writes one choice per request; {name} must be 1.", param=name)
-    response_format = data.get("response_format")
-    if response_format not in (None, {"type": "text"}):
-        raise bad_request("response_format: this server writes plain text only.", param="response_format",
-                          code="unsupported_parameter")
     model = data.get("model")
     if not isinstance(model, str) or not model:
         raise bad_request("model: name the model to use (GET /v1/models lists it).", param="model")
@@ -125,6 +142,9 @@ def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:
     stop = _stop(data.get("stop"))
     if stop is not None:
         changes["stop"] = stop
+    bias = _logit_bias(data.get("logit_bias"))
+    if bias:
+        changes["logit_bias"] = bias
     try:
         return defaults.with_changes(**changes)
     except SamplingError as exc:  # every field was checked alone; this is a safety net
@@ -153,6 +173,25 @@ def _stop(value) -> tuple[str, ...] | None:
     return tuple(stops)
 
 
+def _logit_bias(value) -> dict[int, float] | None:
+    """OpenAI's `logit_bias`: token ids (as JSON object keys, so strings) to a bias in ±100.
+    llama.cpp's own sampler applies it; an id past the model's vocabulary is skipped there."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise bad_request("logit_bias must be an object of token ids to numbers.", param="logit_bias")
+    if len(value) > MAX_LOGIT_BIAS:
+        raise bad_request(f"logit_bias: at most {MAX_LOGIT_BIAS} tokens.", param="logit_bias")
+    bias = {}
+    for key, number in value.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 10 and int(key) < 2**31):
+            raise bad_request(f"logit_bias: {key[:40]!r} is not a token id.", param="logit_bias")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or abs(number) > LOGIT_BIAS_RANGE:
+            raise bad_request(f"logit_bias[{key}] must be a number from -100 to 100.", param="logit_bias")
+        bias[int(key)] = float(number)
+    return bias
+
+
 def _optional(data: dict, name: str, kind: type, default, param: str | None = None):
     value = data.get(name)
     if value is None:
@@ -171,23 +210,74 @@ def _messages(value) -> list[dict]:
         raise bad_request("messages: a chat needs a list of messages.", param="messages")
     if not isinstance(value, list) or not value:
         raise bad_request("messages must be a non-empty list of {role, content} objects.", param="messages")
-    return [_message(index, message) for index, message in enumerate(value)]
+    calls: dict[str, str] = {}  # the ids of the calls made so far, to their tools' names
+    return [_message(index, message, calls) for index, message in enumerate(value)]
 
 
-def _message(index: int, message) -> dict:
+def _message(index: int, message, calls: dict[str, str]) -> dict:
+    """One message as the chat templates take it: {"role", "content"}, an assistant's calls as
+    `tool_calls` (arguments as the JSON text the client sent), and a tool's result with the
+    `tool_call_id` it answers and that call's tool `name` (templates print either)."""
     param = f"messages[{index}]"
     if not isinstance(message, dict):
         raise bad_request(f"{param} must be an object with a role and content.", param=param)
     role = message.get("role")
+    if role == "tool":
+        return _tool_result(param, message, calls)
     if role not in ROLES:
-        if role in ("tool", "function"):
-            raise bad_request(f"{param}.role: this server does not support tools.", param=f"{param}.role",
-                              code="unsupported_parameter")
-        raise bad_request(f"{param}.role must be one of system, developer, user or assistant.", param=f"{param}.role")
-    if message.get("tool_calls") or message.get("function_call"):
-        raise bad_request(f"{param}: this server does not support tool calls.", param=param,
-                          code="unsupported_parameter")
+        if role == "function":
+            raise bad_request(f"{param}.role: the legacy 'function' role is not supported; send tool results "
+                              "as role 'tool' with the call's tool_call_id.", param=f"{param}.role")
+        raise bad_request(f"{param}.role must be one of system, developer, user, assistant or tool.",
+                          param=f"{param}.role")
+    if message.get("function_call"):
+        raise bad_request(f"{param}.function_call: the legacy form is not supported; send tool_calls.",
+                          param=f"{param}.function_call", code="unsupported_parameter")
+    tool_calls = message.get("tool_calls")
+    if tool_calls not in (None, []):
+        if role != "assistant":
+            raise bad_request(f"{param}.tool_calls: only an assistant message makes calls.", param=f"{param}.tool_calls")
+        content = message.get("content")
+        text = "" if content is None else _content(content, f"{param}.content")
+        return {"role": "assistant", "content": text, "tool_calls": _calls(f"{param}.tool_calls", tool_calls, calls)}
     return {"role": ROLES[role], "content": _content(message.get("content"), f"{param}.content")}
+
+
+def _calls(param: str, value, calls: dict[str, str]) -> list[dict]:
+    """An assistant's tool calls in OpenAI's form, each remembered for the results that follow."""
+    if not isinstance(value, list) or len(value) > MAX_CALLS_PER_MESSAGE:
+        raise bad_request(f"{param} must be a list of at most {MAX_CALLS_PER_MESSAGE} calls.", param=param)
+    read = []
+    for index, call in enumerate(value):
+        where = f"{param}[{index}]"
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or call.get("type", "function") != "function":
+            raise bad_request(f"{where} must be {{'id', 'type': 'function', 'function': {{'name', 'arguments'}}}}.",
+                              param=where)
+        call_id, name, arguments = call.get("id"), function.get("name"), function.get("arguments", "{}")
+        if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_CALL_ID_CHARS:
+            raise bad_request(f"{where}.id must be a string of 1 to {MAX_CALL_ID_CHARS} characters.", param=f"{where}.id")
+        if not isinstance(name, str) or not name:
+            raise bad_request(f"{where}.function.name must be a non-empty string.", param=f"{where}.function.name")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)  # some clients send the object itself
+        calls[call_id] = name
+        read.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+    return read
+
+
+def _tool_result(param: str, message: dict, calls: dict[str, str]) -> dict:
+    """A tool's result: it must answer a call made earlier in the conversation, or no template
+    could place it (and a model would read an answer to a question nobody asked)."""
+    call_id = message.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise bad_request(f"{param}.tool_call_id: a tool message names the call it answers.",
+                          param=f"{param}.tool_call_id")
+    if call_id not in calls:
+        raise bad_request(f"{param}.tool_call_id: no call with the id {call_id[:80]!r} was made earlier in "
+                          "the conversation.", param=f"{param}.tool_call_id")
+    content = _content(message.get("content"), f"{param}.content")
+    return {"role": "tool", "tool_call_id": call_id, "name": calls[call_id], "content": content}
 
 
 def _content(content, param: str) -> str:

@@ -320,7 +320,7 @@ def _echo(data: dict, instructions: str | None, previous: str | None) -> dict:
     """What a Response repeats of its request: its tools and choices as sent."""
     return {"instructions": instructions, "previous_response_id": previous, "tools": data.get("tools") or [],
             "tool_choice": data.get("tool_choice") or "auto",
-            "parallel_tool_calls": data.get("parallel_tool_calls") is not False,
+            "parallel_tool_calls": data.get("parallel_tool_calls") is True,
             "text": {"format": (data.get("text") or {}).get("format") or {"type": "text"}},
             "temperature": data.get("temperature"), "top_p": data.get("top_p"),
             "max_output_tokens": data.get("max_output_tokens"), "metadata": data.get("metadata") or {}}

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from support.reply_events import collect
 
+from app.engine.llama import generator
 from app.engine.llama.generator import Engine
 from app.engine.llama.grammar import calls_grammar, reply_grammar, response_grammar
 from app.engine.llama.reply_sampler import ReplySampler
 from app.engine.sampling import SamplingParams
+from app.engine.tools.formats import BY_NAME, Opener, ToolFormat
 from app.engine.tools.schema import check_schema, problem
 from app.engine.tools.types import ResponseFormat, ResponseKind
 from app.engine.tools.wire import call_problem, tool_use_from_openai
@@ -28,21 +31,11 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters":
         "city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["c", "f"]}}}}}
 
 
-class CallFormat:
-    """A family's call syntax as formats.py gives it, for these tests:
-    OPENER{"name": ..., "arguments": {...}}CLOSER."""
-
-    def __init__(self, opener: str = "<tool_call>", closer: str = "</tool_call>"):
-        self.opener, self.closer = opener, closer
-
-    def trigger_patterns(self, use):
-        return (r"[\s\S]*?(" + re.escape(self.opener) + r")[\s\S]*",)
-
-    def call_rules(self, use, argument_rule):
-        calls = " | ".join(f'"{{\\"name\\": \\"{tool.name}\\", \\"arguments\\": " {argument_rule(tool)} "}}"'
-                           for tool in use.tools)
-        return (f'root ::= {json.dumps(self.opener)} [ \\n]? test-call {json.dumps(self.closer)}\n'
-                f"test-call ::= {calls}\n")
+def call_format(opener: str = "<tool_call>", closer: str = "</tool_call>") -> ToolFormat:
+    """Hermes's row (formats.py) with other markers around the call, for the lazy tests:
+    OPENER {"name": ..., "arguments": {...}} CLOSER."""
+    return replace(BY_NAME["hermes"], openers=(Opener(opener),),
+                   spelling=opener + '\n{"name": {name_json}, "arguments": {arguments}}\n' + closer, call_end=closer)
 
 
 @pytest.fixture(scope="module")
@@ -53,19 +46,17 @@ def engine(gemma_path):
 
 
 def reply(engine, messages, params, grammar=None):
-    """A reply through the Engine's loop with the ReplySampler (the integrator's switch)."""
+    """A reply through the Engine's own loop, its sampler given `grammar` (the Engine builds
+    its grammar from a request's tools; these tests hand it one directly)."""
     made: list[ReplySampler] = []
 
-    def sampler(params, seed):
-        made.append(ReplySampler(engine._llm, params, seed, grammar, engine.stop_token_ids))
+    def sampler(llm, params, seed, _grammar, stop_tokens):
+        made.append(ReplySampler(llm, params, seed, grammar, stop_tokens))
         return made[-1]
 
-    engine._sampler = sampler
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(generator, "ReplySampler", sampler)
         chunks, stats = collect(engine.stream(messages, params))
-    finally:
-        del engine._sampler
-    made[-1].close()
     return "".join(chunks), stats, made[-1]
 
 
@@ -88,11 +79,11 @@ def test_a_base_model_under_a_schema_writes_valid_json(engine, params):
 
 def test_a_forced_call_is_a_valid_call(engine):
     use = tool_use_from_openai([WEATHER], "required")
-    grammar = reply_grammar(CallFormat(), use)
+    grammar = reply_grammar(call_format(), use)
     assert not grammar.lazy
     text, stats, _ = reply(engine, [{"role": "user", "content": "Weather in Oslo?"}], GREEDY.with_changes(max_tokens=48),
                            grammar)
-    call = json.loads(re.fullmatch(r"<tool_call>\s?(.*)</tool_call>", text, re.S).group(1))
+    call = json.loads(re.fullmatch(r"\s*<tool_call>\s?(.*)</tool_call>", text, re.S).group(1))
     assert call["name"] == "get_weather"
     assert call_problem(use, call["name"], json.dumps(call["arguments"])) is None
     assert stats.stop_reason is StopReason.END_OF_TURN
@@ -102,11 +93,11 @@ def test_a_lazy_grammar_waits_for_its_trigger(engine):
     use = tool_use_from_openai([WEATHER], "auto")
     plain, _, _ = reply(engine, PARIS, GREEDY)
     assert " Paris" in plain  # the base model echoes the prompt: "Paris" comes as one token, space first
-    never = calls_grammar(CallFormat("<never>"), use)
+    never = calls_grammar(call_format("<never>"), use)
     assert never.lazy
     assert reply(engine, PARIS, GREEDY, never)[0] == plain
     text, stats, sampler = reply(engine, PARIS, GREEDY.with_changes(max_tokens=48),
-                                 calls_grammar(CallFormat("Paris", "."), use))
+                                 calls_grammar(call_format("Paris", "."), use))
     before, _, after = text.partition("Paris")
     assert plain.startswith(before + " ") or plain.startswith(before)
     call = json.loads(after.strip()[:-1])
@@ -136,7 +127,7 @@ def test_every_accepted_shape_compiles_for_the_model(engine):
 def test_grammars_are_cached_per_request_shape():
     tools = [{"type": "function", "function": {"name": f"tool_{i}", "parameters": WEATHER["function"]["parameters"]}}
              for i in range(20)]
-    call_format = CallFormat()
-    first = calls_grammar(call_format, tool_use_from_openai(tools, "auto"))
-    assert calls_grammar(call_format, tool_use_from_openai(json.loads(json.dumps(tools)), "auto")) is first
+    hermes = call_format()
+    first = calls_grammar(hermes, tool_use_from_openai(tools, "auto"))
+    assert calls_grammar(hermes, tool_use_from_openai(json.loads(json.dumps(tools)), "auto")) is first
     assert first.gbnf.count("tool19-args ::=") == 1

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
-from llama_cpp._internals import LlamaSampler
 
 from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
 from ..context import Fitted, fit_conversation
@@ -57,7 +56,9 @@ from .devices import cpu_threads, offload_support, supports_gpu_offload
 from .draft_verifier import DraftVerifier
 from .load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
 from .machine import free_vram
+from .reply_sampler import ReplySampler
 from .state_keeper import StateKeeper
+from .tool_reply import ToolReply
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class Engine(Backend):
         self._piece_buffer = ctypes.create_string_buffer(64)
         self.last_draft_stats: DraftStats | None = None  # the last reply's drafting (None: it did not draft)
         self._keeper = StateKeeper(self._llm, states, self._prefix, self.info.path, self.device.gpu_layers,
-                                   self._render_finished, self._evaluate_prompt)
+                                   self._evaluate_prompt)
 
     # --- loading -----------------------------------------------------------------------------
 
@@ -220,15 +221,17 @@ class Engine(Backend):
                             | llama_c.LLAMA_TOKEN_ATTR_UNKNOWN))
 
     def fit(self, messages: list[dict], max_tokens: int) -> Fitted:
-        return self._fit(messages, max_tokens)[0]
+        return self._fit(messages, max_tokens, self.render)[0]
 
-    def _fit(self, messages: list[dict], max_tokens: int) -> tuple[Fitted, list[Segment]]:
-        """Fit the conversation, keeping the token segments of the prompt that fitted, so it
-        need not be tokenized again, and which turns were dropped, to drop the same next time."""
+    def _fit(self, messages: list[dict], max_tokens: int, render: Callable[[list[dict]], str]
+             ) -> tuple[Fitted, list[Segment]]:
+        """Fit the conversation as `render` writes it, keeping the token segments of the prompt
+        that fitted, so it need not be tokenized again, and which turns were dropped, to drop
+        the same next time."""
         measured: dict[int, list[Segment]] = {}  # by the candidate's message count
 
         def tokenize(candidate: list[dict]) -> list[int]:
-            tokens, measured[len(candidate)] = self._prefix.tokens_for(self.render(candidate))
+            tokens, measured[len(candidate)] = self._prefix.tokens_for(render(candidate))
             return tokens
 
         budget = self.n_ctx - max_tokens
@@ -259,17 +262,30 @@ class Engine(Backend):
         `conversation_id`: the stored conversation this reply belongs to (None: a served job or
         a one-off chat). Switching to another one saves the KV state of the one left; reopening
         one restores its saved state, so only its new tokens are evaluated.
+
+        `tools`: the prompt carries them as the template lays them out (tool_reply.py), calls
+        and structured output are held to their schemas by a grammar, and calls are parsed out
+        of the text as it streams. The tools are part of the prompt's text, so prefix reuse,
+        drafting and saved states work as for any prompt.
         """
         self._keeper.switch_to(conversation_id)
         cancel = cancel or threading.Event()
+        with_tools = None if tools.is_plain else ToolReply(self.template, tools, self.info.special_tokens)
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
-        fitted, segments = self._fit(messages, max_tokens)
+        fitted, segments = self._fit(messages, max_tokens, with_tools.prompt if with_tools else self.render)
         prompt = fitted.prompt_tokens
         stats = ReplyStats(
             prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()
         )
-        return self._keeper.replying(fitted.messages, self._generate(prompt, segments, params, stats, cancel,
-                                                                     max_tokens, prompt_progress))
+        # Made now, not at the first token: a grammar llama.cpp refuses fails the request.
+        sampler = ReplySampler(self._llm, params, stats.seed, with_tools.grammar if with_tools else None,
+                               self.stop_token_ids)
+        shown_tokens = with_tools.preserved if with_tools else frozenset()
+        events = self._keeper.replying(
+            fitted.messages, self._generate(prompt, segments, params, stats, cancel, max_tokens, prompt_progress,
+                                            sampler, shown_tokens),
+            with_tools.finished if with_tools else self._render_finished)
+        return with_tools.parsed(events) if with_tools else events
 
     # --- saved KV state (state_keeper.py) ------------------------------------------------------
 
@@ -286,7 +302,10 @@ class Engine(Backend):
 
     # --- decoding ------------------------------------------------------------------------------
 
-    def _generate(self, prompt, segments, params, stats, cancel, max_tokens, prompt_progress):
+    def _generate(self, prompt, segments, params, stats, cancel, max_tokens, prompt_progress, sampler: ReplySampler,
+                  shown_tokens: frozenset[int]):
+        """The decode loop. `shown_tokens`: control tokens whose text the reply shows (a call's
+        markers, for the parser to read; tool_reply.py)."""
         started = time.perf_counter()
         reply_tokens: list[int] = []
         reply_pieces: list[bytes] = []
@@ -299,7 +318,6 @@ class Engine(Backend):
         self.last_draft_stats = None
         try:
             stats.evaluated_prompt_tokens = self._evaluate_prompt(prompt, cancel, prompt_progress)
-            sampler = self._sampler(params, stats.seed)
             verifier = DraftVerifier(self._llm, prompt if self._drafts(params) else None)
             index = -1  # the logits the next token is sampled from: the batch row before it
             stats.stop_reason = StopReason.LENGTH
@@ -318,7 +336,7 @@ class Engine(Backend):
                     stats.stop_reason = StopReason.END_OF_TURN
                     break
                 reply_tokens.append(token)
-                piece = self._piece(token)
+                piece = self._piece(token, token in shown_tokens)
                 reply_pieces.append(piece)
                 shown = piece
                 if len(reply_tokens) == 1 and strip_space and piece.startswith(b" "):
@@ -339,6 +357,7 @@ class Engine(Backend):
             stats.stop_reason = StopReason.ERROR
             stats.error = f"The model failed while generating: {exc}"
         finally:
+            sampler.close()
             if verifier is not None:
                 verifier.finish()
                 self.last_draft_stats = verifier.draft_stats
@@ -382,32 +401,11 @@ class Engine(Backend):
         after the last accepted one, which are removed again."""
         return params.draft is Drafting.LOOKUP and not (self._llm._is_recurrent or self._llm._is_hybrid)
 
-    def _sampler(self, params: SamplingParams, seed: int) -> LlamaSampler:
-        sampler = LlamaSampler()
-        if params.logit_bias:
-            sampler.add_logit_bias(self._n_vocab, params.logit_bias)
-        sampler.add_penalties(
-            n_vocab=self._n_vocab,
-            penalty_last_n=params.repeat_last_n,
-            penalty_repeat=params.repeat_penalty,
-            penalty_freq=params.frequency_penalty,
-            penalty_present=params.presence_penalty,
-        )
-        if params.temperature == 0:
-            sampler.add_greedy()
-            return sampler
-        if params.top_k > 0:
-            sampler.add_top_k(params.top_k)
-        sampler.add_top_p(params.top_p, 1)
-        sampler.add_min_p(params.min_p, 1)
-        sampler.add_temp(params.temperature)
-        sampler.add_dist(seed)
-        return sampler
-
-    def _piece(self, token: int) -> bytes:
-        """The bytes of one token, however long (llama_token_to_piece says when to grow)."""
+    def _piece(self, token: int, shown: bool = False) -> bytes:
+        """The bytes of one token, however long (llama_token_to_piece says when to grow).
+        `shown`: a control token whose text the reply shows."""
         buffer = self._piece_buffer
-        text_token = token in self._eog_text_tokens  # retyped control by llama.cpp: ask for its text
+        text_token = shown or token in self._eog_text_tokens  # retyped control by llama.cpp: ask for its text
         n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, text_token)
         if n < 0:
             self._piece_buffer = buffer = ctypes.create_string_buffer(-n)

@@ -25,10 +25,11 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from llama_cpp.llama_grammar import SchemaConverter
 
+from ..tools.call_grammar import call_rules, trigger_patterns
+from ..tools.formats import ToolFormat
 from ..tools.pattern import converter_pattern
 from ..tools.schema import ANNOTATIONS, TYPES, shape
 from ..tools.types import ResponseKind, ResponseFormat, Tool, ToolChoiceMode, ToolUse
@@ -54,15 +55,7 @@ class Grammar:
     trigger_patterns: tuple[str, ...] = ()
 
 
-class CallFormat(Protocol):
-    """A model family's call syntax (tools/formats.py): the grammar around the arguments."""
-
-    def trigger_patterns(self, use: ToolUse) -> tuple[str, ...]: ...
-
-    def call_rules(self, use: ToolUse, argument_rule: Callable[[Tool], str]) -> str: ...
-
-
-def reply_grammar(call_format: CallFormat | None, use: ToolUse) -> Grammar | None:
+def reply_grammar(call_format: ToolFormat | None, use: ToolUse) -> Grammar | None:
     """The grammar a reply runs under, or None for a plain one.
 
     Calls under `required` or a named function: the calls grammar from the first token.
@@ -74,7 +67,7 @@ def reply_grammar(call_format: CallFormat | None, use: ToolUse) -> Grammar | Non
         return response_grammar(use.response_format) if wants_json else None
     if use.choice.mode is not ToolChoiceMode.AUTO or not wants_json:
         return calls_grammar(call_format, use)
-    key = ("either", _identity(call_format), _use_key(use), _schema_key(use.response_format))
+    key = ("either", call_format, _use_key(use), _schema_key(use.response_format))
     return _cached(key, lambda: _either(call_format, use))
 
 
@@ -85,10 +78,10 @@ def response_grammar(fmt: ResponseFormat) -> Grammar:
     return _cached(("response", _schema_key(fmt)), lambda: _response(_response_schema(fmt)))
 
 
-def calls_grammar(call_format: CallFormat, use: ToolUse) -> Grammar:
+def calls_grammar(call_format: ToolFormat, use: ToolUse) -> Grammar:
     """The calls of the offered tools in the family's syntax, each tool's arguments held to
     its schema: lazy under `auto`, from the first token under `required` or a name."""
-    return _cached(("calls", _identity(call_format), _use_key(use)), lambda: _calls(call_format, use))
+    return _cached(("calls", call_format, _use_key(use)), lambda: _calls(call_format, use))
 
 
 # --- building ----------------------------------------------------------------------------------
@@ -104,15 +97,15 @@ def _response(schema: dict) -> Grammar:
     return Grammar(f"root ::= {name}\n{converter.grammar_text()}")
 
 
-def _calls(call_format: CallFormat, use: ToolUse) -> Grammar:
+def _calls(call_format: ToolFormat, use: ToolUse) -> Grammar:
     converter = _Converter()
     rules = _call_rules(call_format, use, converter)
     lazy = use.choice.mode is ToolChoiceMode.AUTO
-    triggers = tuple(call_format.trigger_patterns(use)) if lazy else ()
+    triggers = trigger_patterns(call_format, use) if lazy else ()
     return Grammar(f"{rules.rstrip()}\n{converter.grammar_text()}", lazy=lazy, trigger_patterns=triggers)
 
 
-def _call_rules(call_format: CallFormat, use: ToolUse, converter: _Converter) -> str:
+def _call_rules(call_format: ToolFormat, use: ToolUse, converter: _Converter) -> str:
     """The format's rules around the calls, each tool's arguments a rule of the converter."""
     names: dict[str, str] = {}
 
@@ -121,10 +114,10 @@ def _call_rules(call_format: CallFormat, use: ToolUse, converter: _Converter) ->
             names[tool.name] = converter.add_schema(tool.parameters, f"tool{len(names)}-args")
         return names[tool.name]
 
-    return call_format.call_rules(use, argument_rule)
+    return call_rules(call_format, use, argument_rule)
 
 
-def _either(call_format: CallFormat, use: ToolUse) -> Grammar:
+def _either(call_format: ToolFormat, use: ToolUse) -> Grammar:
     """Calls or a JSON reply, from the first token: one converter for both (so their rule
     names never meet), the calls' root renamed beside the reply's."""
     converter = _Converter()
@@ -207,8 +200,6 @@ _grammars: OrderedDict[tuple, Grammar] = OrderedDict()
 
 
 def _cached(key: tuple, build: Callable[[], Grammar]) -> Grammar:
-    if None in key:
-        return build()  # a call format that is not hashable is not cached
     grammar = _grammars.get(key)
     if grammar is None:
         grammar = _grammars[key] = build()
@@ -216,15 +207,6 @@ def _cached(key: tuple, build: Callable[[], Grammar]) -> Grammar:
             _grammars.popitem(last=False)
     _grammars.move_to_end(key)
     return grammar
-
-
-def _identity(call_format: CallFormat) -> object:
-    """A call format as a cache key: itself where it is hashable (a frozen dataclass), else None."""
-    try:
-        hash(call_format)
-        return call_format
-    except TypeError:
-        return None
 
 
 def _schema_key(fmt: ResponseFormat) -> str:

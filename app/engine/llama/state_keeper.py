@@ -25,6 +25,8 @@ from ..templates.chat_template import TemplateError
 from ..types import ReplyStats
 from . import kv_seq
 
+RenderFinished = Callable[[list[dict]], str]  # messages -> the text of the finished conversation
+
 log = logging.getLogger(__name__)
 
 
@@ -39,20 +41,19 @@ class StateKeeper:
     """
 
     def __init__(self, llm: Llama, states: StateCache | None, prefix: PrefixReuse, model_path: Path, gpu_layers: int,
-                 render_finished: Callable[[list[dict]], str],
                  evaluate: Callable[[list[int], threading.Event], int]):
         self._llm = llm
         self._states = states
         self._prefix = prefix
         self._model_path = model_path
         self._gpu_layers = gpu_layers
-        self._render_finished = render_finished
         self._evaluate = evaluate
         self._state_key: StateKey | None = None
         self._owner: int | None = None
         self._owner_saved = True
         self._restore = False
-        self._last_exchange: tuple[list[dict], str] | None = None
+        # the last reply's messages, its text, and how its conversation renders finished
+        self._last_exchange: tuple[list[dict], str, RenderFinished] | None = None
 
     def switch_to(self, conversation_id: int | None) -> None:
         """Before a reply in `conversation_id`: keep the state of the conversation the cache
@@ -96,19 +97,23 @@ class StateKeeper:
             return len(saved.tokens) if kv_seq.restore(self._llm, saved.tokens, saved.payload) else 0
         return common
 
-    def replying(self, messages: list[dict], events: Iterator[str | ReplyStats]) -> Iterator[str | ReplyStats]:
+    def replying(self, messages: list[dict], events: Iterator[str | ReplyStats],
+                 render_finished: RenderFinished) -> Iterator[str | ReplyStats]:
         """A reply to `messages` in the conversation switched to begins: its state is no longer
-        saved as it is. The events, passed on, keep the exchange for keep_state as it ends."""
+        saved as it is. The events, passed on, keep the exchange for keep_state as it ends;
+        `render_finished` writes the conversation as a finished one (with the reply's tools,
+        where it has them: the saved state must begin the next prompt exactly)."""
         self._owner_saved, self._last_exchange = False, None
-        return self._remembering(messages, events)
+        return self._remembering(messages, events, render_finished)
 
-    def _remembering(self, messages: list[dict], events: Iterator[str | ReplyStats]) -> Iterator[str | ReplyStats]:
+    def _remembering(self, messages: list[dict], events: Iterator[str | ReplyStats],
+                     render_finished: RenderFinished) -> Iterator[str | ReplyStats]:
         """The events, passed on; the exchange kept for keep_state as the reply ends: before its
         ReplyStats is passed on, since a consumer stops there (Backend.stream)."""
         shown: list[str] = []
         for event in events:
             if isinstance(event, ReplyStats):
-                self._last_exchange = (messages, "".join(shown))
+                self._last_exchange = (messages, "".join(shown), render_finished)
             else:
                 shown.append(event)
             yield event
@@ -124,9 +129,9 @@ class StateKeeper:
         if self._owner_saved or self._owner is None or key is None or self._last_exchange is None:
             return
         self._owner_saved = True
-        messages, reply = self._last_exchange
+        messages, reply, render_finished = self._last_exchange
         try:
-            text = self._render_finished(messages + [{"role": "assistant", "content": reply}])
+            text = render_finished(messages + [{"role": "assistant", "content": reply}])
         except TemplateError:
             return  # a template that will not end on a reply: nothing to save
         tokens, segments = self._prefix.tokens_for(text)

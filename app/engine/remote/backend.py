@@ -38,10 +38,12 @@ from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..templates.limits import TemplateError
 from ..tools.types import PLAIN, ToolUse
+from ..tools.wire import call_problem
 from ..types import SERVER_TEMPLATE, DeviceInfo, ModelDescription, RemoteModel, ReplyStats, StopReason
 from .errors import RemoteError, RemoteFailure, bad_response, cut, error_text, stalled, status_error, transport_error
 from .http import MAX_ERROR_BODY, RemoteTimeouts, get_json, open_client, read_limited, where
 from .models import parse_models
+from .tool_calls import RemoteCalls
 from .request import REMOTE_EXTENSION_FIELDS, REMOTE_UNSENT_FIELDS, chat_body, names_an_extension
 
 log = logging.getLogger(__name__)
@@ -136,7 +138,7 @@ class RemoteBackend(Backend):
         watcher = _StopWatcher(self._sockets, cancel, self._client)
         started = time.perf_counter()
         try:
-            response = self._send(messages, params, seed)
+            response = self._send(messages, params, seed, tools)
         except RemoteError:
             watcher.stop()
             if cancel.is_set():  # Stop while the server had not answered yet
@@ -145,12 +147,13 @@ class RemoteBackend(Backend):
         except BaseException:
             watcher.stop()
             raise
-        return self._read(response, params, stats, started, cancel, watcher)
+        calls = RemoteCalls(lambda name, arguments: call_problem(tools, name, arguments))
+        return self._read(response, params, stats, started, cancel, watcher, calls)
 
-    def _send(self, messages: list[dict], params: SamplingParams, seed: int) -> httpx.Response:
+    def _send(self, messages: list[dict], params: SamplingParams, seed: int, tools: ToolUse) -> httpx.Response:
         """POST the request and return the open response of a stream that began."""
         extensions = not self.ignored_fields
-        body = chat_body(self.source.model_id, messages, params, seed, extensions)
+        body = chat_body(self.source.model_id, messages, params, seed, extensions, tools)
         request = self._client.build_request(
             "POST", "chat/completions", json=body, headers={"Accept": "text/event-stream", "Cache-Control": "no-store"})
         try:
@@ -162,7 +165,7 @@ class RemoteBackend(Backend):
             if error.status == 400 and extensions and names_an_extension(error.server_message):
                 log.info("%s refuses llama.cpp's sampling fields; sending without them", self._where)
                 self.ignored_fields = REMOTE_EXTENSION_FIELDS
-                return self._send(messages, params, seed)
+                return self._send(messages, params, seed, tools)
             raise error
         kind = response.headers.get("content-type", "").partition(";")[0].strip()
         if kind != "text/event-stream":
@@ -193,7 +196,7 @@ class RemoteBackend(Backend):
         return status_error(response, self._where, body, self.source.model_id)
 
     def _read(self, response: httpx.Response, params: SamplingParams, stats: ReplyStats, started: float,
-              cancel: threading.Event, watcher: _StopWatcher) -> Iterator[str | ReplyStats]:
+              cancel: threading.Event, watcher: _StopWatcher, calls: RemoteCalls) -> Iterator[ReplyEvent]:
         reply = _ReplyTally()
         try:
             for event in EventSource(response).iter_sse():
@@ -204,9 +207,10 @@ class RemoteBackend(Backend):
                     break
                 if not event.data:
                     continue
-                text = reply.take(_chunk(event.data, self._where))
+                text, call_pieces = reply.take(_chunk(event.data, self._where))
                 if text:
                     yield text
+                yield from calls.take(call_pieces)
         except RemoteError as exc:
             reply.error = exc
         except httpx.ReadTimeout:
@@ -219,6 +223,12 @@ class RemoteBackend(Backend):
             watcher.stop()
             response.close()
         reply.fill(stats, params, started, cancel.is_set(), self._where)
+        if calls:
+            cut_short = None if stats.stop_reason in (StopReason.TOOL_CALLS, StopReason.END_OF_TURN) else (
+                stats.error or stats.stop_reason.words)
+            yield from calls.complete(cut_short)
+            if stats.stop_reason is StopReason.END_OF_TURN:
+                stats.stop_reason = StopReason.TOOL_CALLS  # a server that ends calls with "stop"
         yield stats
 
 
@@ -256,8 +266,9 @@ class _ReplyTally:
         self.done = False  # "[DONE]" arrived
         self.error: RemoteError | None = None
 
-    def take(self, chunk: dict) -> str:
-        """The text in one chunk (the first choice's delta), noting its finish and usage."""
+    def take(self, chunk: dict) -> tuple[str, object]:
+        """The text and the tool-call pieces in one chunk (the first choice's delta), noting
+        its finish and usage."""
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
@@ -266,15 +277,17 @@ class _ReplyTally:
         if isinstance(choice.get("finish_reason"), str):
             self.finish_reason = choice["finish_reason"]
             self.stop_hint = choice.get("stop_reason")
-        delta = choice.get("delta")
-        text = delta.get("content") if isinstance(delta, dict) else None
-        if not isinstance(text, str) or not text:
-            return ""
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        text = delta.get("content")
+        text = text if isinstance(text, str) else ""
+        call_pieces = delta.get("tool_calls")
+        if not text and not call_pieces:
+            return "", None
         self.last_at = time.perf_counter()
         if self.first_at is None:
             self.first_at = self.last_at
         self.pieces += 1
-        return text
+        return text, call_pieces
 
     def fill(self, stats: ReplyStats, params: SamplingParams, started: float, cancelled: bool, where: str) -> None:
         stats.stop_reason = self._stop_reason(params, cancelled)
@@ -301,7 +314,9 @@ class _ReplyTally:
             return StopReason.LENGTH
         if self.finish_reason == "stop" and isinstance(self.stop_hint, str) and self.stop_hint in params.stop:
             return StopReason.STOP_STRING
-        return StopReason.END_OF_TURN  # "stop", "tool_calls", or a server's own word
+        if self.finish_reason == "tool_calls":
+            return StopReason.TOOL_CALLS
+        return StopReason.END_OF_TURN  # "stop", or a server's own word
 
     def _problem(self, where: str) -> RemoteError:
         if self.error is not None:

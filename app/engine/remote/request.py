@@ -12,6 +12,8 @@ describes the rest from these lists.
 from __future__ import annotations
 
 from ..sampling import SamplingParams
+from ..tools.types import PLAIN, ToolUse
+from ..tools.wire import tool_use_to_openai
 
 # Sent under OpenAI's own names, which every compatible server reads.
 REMOTE_STANDARD_FIELDS: tuple[str, ...] = (
@@ -25,13 +27,15 @@ REMOTE_UNSENT_FIELDS: tuple[str, ...] = ("repeat_last_n",)
 
 
 def chat_body(model_id: str, messages: list[dict], params: SamplingParams, seed: int,
-              extensions: bool = True) -> dict:
-    """The JSON body of a streamed `POST /chat/completions` for `messages` ({"role", "content"};
-    the server applies its own chat template). `seed` is the reply's resolved seed, sent so the
-    reply's record says which seed it was."""
+              extensions: bool = True, tools: ToolUse = PLAIN) -> dict:
+    """The JSON body of a streamed `POST /chat/completions` for `messages` ({"role", "content"},
+    with tool calls and results in OpenAI's form; the server applies its own chat template).
+    `seed` is the reply's resolved seed, sent so the reply's record says which seed it was.
+    `tools` go as OpenAI's fields (engine/tools/wire.py writes them): the server's own model
+    holds its calls to their schemas, or does not; the backend checks each call it returns."""
     body = {
         "model": model_id,
-        "messages": [{"role": message["role"], "content": message["content"]} for message in messages],
+        "messages": [_wire_message(message) for message in messages],
         "stream": True,
         "stream_options": {"include_usage": True},
         "temperature": params.temperature,
@@ -47,7 +51,20 @@ def chat_body(model_id: str, messages: list[dict], params: SamplingParams, seed:
         body["logit_bias"] = {str(token): bias for token, bias in params.logit_bias.items()}
     if extensions:
         body.update({name: getattr(params, name) for name in REMOTE_EXTENSION_FIELDS})
+    body.update(tool_use_to_openai(tools))
     return body
+
+
+def _wire_message(message: dict) -> dict:
+    """A message as OpenAI takes it: its role and content, an assistant's calls, a result's
+    call id; nothing else the house keeps on a message goes out (a result's tool `name` is for
+    the templates: OpenAI's tool messages have none, and a strict server refuses it)."""
+    wire = {"role": message["role"], "content": message["content"]}
+    if message.get("tool_calls"):
+        wire["tool_calls"] = message["tool_calls"]
+    if message["role"] == "tool":
+        wire["tool_call_id"] = message["tool_call_id"]
+    return wire
 
 
 def names_an_extension(message: str | None) -> bool:

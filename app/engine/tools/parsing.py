@@ -14,12 +14,13 @@ its calls is.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ...common.text import shorten
 from .call_readers import NotACall, ObjectCallsReader, partial_suffix
 from .formats import Shape, ToolFormat
 from .named_readers import NamedCallReader, XmlCallReader
+from ..types import ReplyStats, StopReason
 from .types import ToolCall, ToolCallDelta, ToolUse
 
 Event = str | ToolCallDelta | ToolCall
@@ -156,3 +157,28 @@ class ToolCallParser:
         except ValueError as exc:
             return f"the arguments are not valid JSON ({shorten(str(exc), 120)})"
         return self._check(name, arguments)
+
+
+def parsed_reply(events: Iterator, parser: ToolCallParser) -> Iterator:
+    """A backend's reply events (text pieces, then one ReplyStats) with the calls read out of
+    the text as it streams. The calls the reply ends with come before its ReplyStats (the
+    stream's last act), which then says TOOL_CALLS where the model ended its turn after them.
+    A reply cut short (max_tokens, Stop, an error) keeps its stop reason, and a call it cut
+    off says so in its `problem`."""
+    called = False
+    for event in events:
+        if isinstance(event, ReplyStats):
+            ended = event.stop_reason in (StopReason.END_OF_TURN, StopReason.STOP_STRING)
+            for last in parser.finish(None if ended else _CUT_REASONS.get(event.stop_reason, "the reply ended")):
+                called |= isinstance(last, ToolCall)
+                yield last
+            if called and ended:
+                event.stop_reason = StopReason.TOOL_CALLS
+            yield event
+            return
+        for piece in parser.feed(event):
+            called |= isinstance(piece, ToolCall)
+            yield piece
+
+
+_CUT_REASONS = {StopReason.LENGTH: "max_tokens", StopReason.CANCELLED: "stopped", StopReason.ERROR: "the model failed"}

@@ -87,7 +87,8 @@ class ToolUse:
 
     tools: tuple[Tool, ...] = ()
     choice: ToolChoice = ToolChoice()
-    parallel: bool = True  # parallel_tool_calls: several calls in one reply where the model makes them
+    # parallel_tool_calls: several calls in one reply. Off unless a request asks (wire.py says why).
+    parallel: bool = False
     response_format: ResponseFormat = ResponseFormat()
 
     @property

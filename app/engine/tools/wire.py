@@ -38,7 +38,10 @@ def tool_use_from_openai(tools: object = None, tool_choice: object = None, paral
     choice = _choice(tool_choice, offered)
     if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
         raise ToolsError("parallel_tool_calls must be true or false", "parallel_tool_calls")
-    return ToolUse(offered, choice, parallel_tool_calls is not False, _response_format(response_format))
+    # Several calls in one reply only when the request says so, as llama.cpp's server decides
+    # (OpenAI's default is on): under a grammar that allows another call after each, a small
+    # model writes the same call again and again until max_tokens, and its last one is cut.
+    return ToolUse(offered, choice, parallel_tool_calls is True, _response_format(response_format))
 
 
 def call_problem(use: ToolUse, name: str, arguments: str) -> str | None:
@@ -168,3 +171,22 @@ def _legacy_choice(function_call: object) -> object:
     if isinstance(function_call, dict) and "name" in function_call:
         return {"type": "function", "function": {"name": function_call["name"]}}
     raise ToolsError('function_call is "auto", "none" or {"name": ...}', "function_call")
+
+
+def tool_use_to_openai(use: ToolUse) -> dict:
+    """A ToolUse as the request fields OpenAI reads (nothing for a plain reply): what the remote
+    backend sends a server, the inverse of tool_use_from_openai."""
+    fields: dict = {}
+    if use.tools:
+        fields["tools"] = [tool.to_openai() for tool in use.tools]
+        choice = use.choice
+        fields["tool_choice"] = ({"type": "function", "function": {"name": choice.name}}
+                                 if choice.mode is ToolChoiceMode.FUNCTION else choice.mode.value)
+        fields["parallel_tool_calls"] = use.parallel
+    fmt = use.response_format
+    if fmt.kind is ResponseKind.JSON_SCHEMA:
+        fields["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": fmt.name, "schema": fmt.schema, "strict": fmt.strict}}
+    elif fmt.kind is ResponseKind.JSON_OBJECT:
+        fields["response_format"] = {"type": "json_object"}
+    return fields
