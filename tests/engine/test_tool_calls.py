@@ -1,0 +1,162 @@
+"""Tool calls from a real model to typed ToolCall events, through the Engine as the server,
+the command line and the window use it.
+
+The scripted models (support/model_files/scripted_models.py) write each family's call by
+construction, through llama.cpp, with the family's real tokenizer and template; the default
+Gemma 3 270M, a base model with no tool template, is held to a call by the grammar alone.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from support.model_files.scripted_models import SCRIPTED_FAMILIES, scripted_models
+
+from app.engine.backend import closing_reply
+from app.engine.llama.generator import Engine
+from app.engine.sampling import Drafting, SamplingParams
+from app.engine.tools.schema import check_schema, problem
+from app.engine.tools.types import ToolCall, ToolCallDelta, ToolsError
+from app.engine.tools.wire import tool_use_from_openai
+from app.engine.types import LoadOptions, ReplyStats, StopReason
+
+FAMILIES = sorted(SCRIPTED_FAMILIES)
+GREEDY = SamplingParams(temperature=0, max_tokens=80)
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather now in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+CLOCK = {"type": "function", "function": {
+    "name": "get_time", "description": "The time now in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+def events_of(engine: Engine, messages: list[dict], params: SamplingParams, tools) -> list:
+    """Every event of one reply, up to and with its ReplyStats."""
+    with closing_reply(engine.stream(messages, params, threading.Event(), tools=tools)) as stream:
+        out = []
+        for event in stream:
+            out.append(event)
+            if isinstance(event, ReplyStats):
+                return out
+    raise AssertionError("a reply ends with its ReplyStats")
+
+
+def check_streamed_as_openai(events: list) -> list[ToolCall]:
+    """The deltas of each call come before it, the first naming it; its arguments are exactly
+    its fragments joined. Returns the complete calls."""
+    calls = [event for event in events if isinstance(event, ToolCall)]
+    for call in calls:
+        deltas = [event for event in events[:events.index(call)]
+                  if isinstance(event, ToolCallDelta) and event.index == call.index]
+        assert (deltas[0].id, deltas[0].name) == (call.id, call.name)
+        assert all(delta.name is None for delta in deltas[1:])
+        assert "".join(delta.arguments for delta in deltas) == call.arguments
+    return calls
+
+
+@pytest.fixture(scope="module")
+def engines():
+    models, loaded = scripted_models(), {}
+
+    def engine(family: str) -> Engine:
+        if family not in loaded:
+            loaded[family] = Engine(models[family].path, LoadOptions(n_ctx=2048))
+        return loaded[family]
+
+    yield engine
+    for engine_ in loaded.values():
+        engine_.close()
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", {"type": "function", "function": {"name": "get_weather"}}],
+                         ids=["auto", "required", "named"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_familys_call_becomes_a_tool_call(engines, family, choice):
+    use = tool_use_from_openai([WEATHER, CLOCK], choice)
+    events = events_of(engines(family), ASK, GREEDY, use)
+    [call] = check_streamed_as_openai(events)
+    assert (call.name, json.loads(call.arguments), call.problem) == ("get_weather", {"city": "Paris"}, None)
+    assert events[-1].stop_reason is StopReason.TOOL_CALLS
+    assert not [event for event in events if isinstance(event, str) and event.strip()]  # no call text shown
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_drafting_keeps_the_same_call(engines, family):
+    use = tool_use_from_openai([WEATHER], "auto")
+    history = ASK + [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "Sunny, 21 C"},
+        {"role": "user", "content": "And again?"}]
+    calls = [[event for event in events_of(engines(family), history, GREEDY.with_changes(draft=draft), use)
+              if isinstance(event, ToolCall)] for draft in (Drafting.NONE, Drafting.LOOKUP)]
+    assert [(c.name, c.arguments) for c in calls[0]] == [(c.name, c.arguments) for c in calls[1]] != []
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_without_tool_choice_the_call_stays_text(engines, family):
+    """tool_choice none: the tools are in the prompt, but the reply is read as text."""
+    events = events_of(engines(family), ASK, GREEDY, tool_use_from_openai([WEATHER], "none"))
+    assert not [event for event in events if isinstance(event, (ToolCall, ToolCallDelta))]
+    assert "get_weather" in "".join(event for event in events if isinstance(event, str))
+    assert events[-1].stop_reason is StopReason.END_OF_TURN
+
+
+def test_a_call_cut_off_by_max_tokens_says_so(engines):
+    events = events_of(engines("qwen3"), ASK, GREEDY.with_changes(max_tokens=8), tool_use_from_openai([WEATHER]))
+    [call] = [event for event in events if isinstance(event, ToolCall)]
+    assert "cut off" in call.problem and "max_tokens" in call.problem
+    assert events[-1].stop_reason is StopReason.LENGTH
+
+
+def test_a_tool_choice_naming_no_offered_tool_fails_before_the_reply(engines):
+    from app.engine.tools.types import ToolChoice, ToolChoiceMode, ToolUse
+
+    use = ToolUse(tools=tool_use_from_openai([WEATHER]).tools, choice=ToolChoice(ToolChoiceMode.FUNCTION, "nope"))
+    with pytest.raises(ToolsError, match="nope"):
+        engines("qwen3").stream(ASK, GREEDY, threading.Event(), tools=use)
+
+
+@pytest.fixture(scope="module")
+def gemma(gemma_path):
+    engine = Engine(gemma_path, LoadOptions(n_ctx=2048))
+    yield engine
+    engine.close()
+
+
+def test_the_base_model_forced_to_call_writes_a_valid_call(gemma):
+    """Gemma 3 270M has no tool template (the system note carries the tools) and is no chat
+    model: the grammar alone makes its reply a call whose arguments satisfy the schema."""
+    tool = {"type": "function", "function": {"name": "book_table", "parameters": {
+        "type": "object", "additionalProperties": False, "required": ["guests", "day"],
+        "properties": {"guests": {"type": "integer"}, "day": {"enum": ["friday", "saturday"]}}}}}
+    use = tool_use_from_openai([tool, WEATHER], {"type": "function", "function": {"name": "book_table"}})
+    events = events_of(gemma, [{"role": "user", "content": "A table for four on Friday."}],
+                       SamplingParams(temperature=0.8, seed=5, max_tokens=96), use)
+    [call] = check_streamed_as_openai(events)
+    assert call.name == "book_table" and call.problem is None
+    assert problem(json.loads(call.arguments), check_schema(tool["function"]["parameters"], "p")) is None
+    assert events[-1].stop_reason is StopReason.TOOL_CALLS
+
+
+def test_the_base_model_under_a_schema_writes_json_that_satisfies_it(gemma):
+    schema = {"type": "object", "additionalProperties": False, "required": ["city", "rainy"],
+              "properties": {"city": {"type": "string", "maxLength": 20}, "rainy": {"type": "boolean"}}}
+    use = tool_use_from_openai(response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": schema}})
+    events = events_of(gemma, ASK, SamplingParams(temperature=0.8, seed=9, max_tokens=96), use)
+    assert events[-1].stop_reason is StopReason.END_OF_TURN
+    assert problem(json.loads("".join(e for e in events if isinstance(e, str))), check_schema(schema, "s")) is None
+
+
+def test_the_tools_are_part_of_the_reused_prefix(gemma):
+    """A second request with the same tools evaluates only its new turn (bench/tool_prompt.py
+    measures what that is worth with twenty)."""
+    tools = [{"type": "function", "function": {"name": f"tool_{n}", "description": f"Tool number {n}",
+                                               "parameters": WEATHER["function"]["parameters"]}} for n in range(4)]
+    use = tool_use_from_openai(tools, "auto")
+    first = events_of(gemma, ASK, GREEDY.with_changes(max_tokens=4), use)[-1]
+    follow = ASK + [{"role": "assistant", "content": "Let me see."}, {"role": "user", "content": "Well?"}]
+    second = events_of(gemma, follow, GREEDY.with_changes(max_tokens=4), use)[-1]
+    assert first.prompt_tokens > 300 and second.evaluated_prompt_tokens < 40
