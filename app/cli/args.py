@@ -144,7 +144,7 @@ def tool_use_from_args(args) -> ToolUse:
         return tool_use_from_openai(tools, choice, None, response_format)
     except ToolsError as exc:
         flag = "--json-schema" if (exc.param or "").startswith("response_format") else (
-            "--tool-choice" if exc.param == "tool_choice" else "--tools")
+            "--tool-choice" if (exc.param or "").startswith("tool_choice") else "--tools")
         raise UsageError(f"{flag}: {exc}") from None
 
 
