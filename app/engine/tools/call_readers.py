@@ -144,11 +144,12 @@ class ObjectCallsReader(Reader):
         return None
 
     def close(self, reason: str) -> None:
-        if self.in_call or self.begun:
+        """A call cut off after its name is reported with what it had; one cut off before it
+        named a function is no call but the reply's text (as NamedCallReader.close has it): a
+        call without a name could be neither run nor sent back in the history."""
+        if self.begun:
             self._stream_arguments()
-            if self.in_call:
-                self._announce()
-                self.sink.end(reason)
+            self.sink.end(reason)
             return
         raise NotACall()
 

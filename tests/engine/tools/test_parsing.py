@@ -161,6 +161,16 @@ def test_a_call_cut_off_by_the_token_limit_is_reported_with_what_it_had():
     assert calls == [(0, "get_time", '{"city": "Pa', "the call was cut off before it was complete (max_tokens)")]
 
 
+def test_a_call_cut_off_before_its_name_is_text():
+    """The generic row's opener and a call's first key, then the token limit (the base Gemma
+    under tool_choice auto): nothing a client could run or send back as history."""
+    cut = '{"tool_calls": [{"na'
+    assert summary(parse("generic", [cut], reason="max_tokens")) == (cut, [])
+    assert summary(parse("generic", list(cut), reason="max_tokens")) == (cut, [])
+    _, calls = summary(parse("generic", ['{"tool_calls": [{"name": "get_time", "arguments": {"ci'], reason="max_tokens"))
+    assert calls == [(0, "get_time", '{"ci', "the call was cut off before it was complete (max_tokens)")]
+
+
 def test_an_opener_followed_by_no_call_is_text():
     assert summary(parse("hermes", ["<tool_call> I will not call anything"])) == (
         "<tool_call> I will not call anything", [])
