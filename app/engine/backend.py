@@ -21,11 +21,12 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 
+from .logprobs import TokenLogprob
 from .sampling import SamplingParams
 from .tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
 from .types import LoadOptions, ModelDescription, ModelSource, ReplyStats
 
-ReplyEvent = str | ToolCallDelta | ToolCall | ReplyStats  # what a reply's stream yields
+ReplyEvent = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats  # what a reply's stream yields
 LoadProgress = Callable[[float], None]  # 0..1 while the model loads
 PromptProgress = Callable[[int, int], None]  # prompt tokens read so far, of how many
 
@@ -50,6 +51,7 @@ class Backend(ABC):
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
         tools: ToolUse = PLAIN,
+        logprobs: int | None = None,
     ) -> Iterator[ReplyEvent]:
         """Yield the reply's text in pieces, then exactly one ReplyStats; never raise mid-reply.
 
@@ -67,6 +69,13 @@ class Backend(ABC):
         `ToolCall` (with its `problem`, if it cannot run as written); the ReplyStats then says
         StopReason.TOOL_CALLS. A tool list or schema the backend cannot use raises ToolsError
         before the first piece. With the default (PLAIN) only text and the ReplyStats come.
+
+        `logprobs`: None (the default) asks for nothing, and nothing comes. A count asks for a
+        `TokenLogprob` per token, with that many alternatives (engine/logprobs.py), each just
+        before the text it completes; a backend that cannot say raises LogprobsUnavailable
+        before the first piece. It is a request's question, not a sampling setting: it is
+        not stored with the settings nor shown in the parameters panel, and only the server
+        asks it, so the window's and the command line's replies carry no such events.
 
         The ReplyStats is the stream's last act, not just its last item: consumers stop when
         it comes and never ask for another (the window's worker, the server's run_job), so
@@ -95,7 +104,7 @@ class Backend(ABC):
 
 
 @contextlib.contextmanager
-def closing_reply(stream: Iterable[str | ReplyStats]) -> Iterator[Iterator[str | ReplyStats]]:
+def closing_reply(stream: Iterable[ReplyEvent]) -> Iterator[Iterator[ReplyEvent]]:
     """Read a Backend's stream, and close it when the reading ends (at its ReplyStats, or on a
     failure): a generator's `finally` then runs here, on the backend's own thread, not later
     wherever the abandoned generator happens to be collected."""

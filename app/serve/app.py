@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..engine.tools.types import ToolCallDelta
 from ..engine.types import ReplyStats, StopReason
 from . import errors
 from .completions import Completions, Job, QueueFull, Refusal, Refused, ServedModel
@@ -88,14 +87,16 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         served = completions.model()  # once: the window's model may change while this runs
         parsed = parse_chat(await read_body(request), served.sampling)
         check_model(parsed.model, served)
-        return await answer(request, parsed, Job(parsed.params, messages=parsed.messages, tools=parsed.tools), ChatShape)
+        job = Job(parsed.params, messages=parsed.messages, tools=parsed.tools, n=parsed.n, logprobs=parsed.logprobs)
+        return await answer(request, parsed, job, ChatShape)
 
     async def complete(request: Request) -> Response:
         authorize(request)
         served = completions.model()
         parsed = parse_completion(await read_body(request), served.sampling)
         check_model(parsed.model, served)
-        return await answer(request, parsed, Job(parsed.params, prompt=parsed.prompt), CompletionShape)
+        job = Job(parsed.params, prompt=parsed.prompt, n=parsed.n, logprobs=parsed.logprobs)
+        return await answer(request, parsed, job, CompletionShape)
 
     async def respond(request: Request) -> Response:
         authorize(request)
@@ -110,7 +111,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
             reply = Reply(completions, job)
         except QueueFull as full:
             raise errors.queue_full(full.waiting) from None
-        shape = shape_type(parsed.model, parsed.include_usage)
+        shape = shape_type(parsed.model, parsed.include_usage, parsed.logprobs is not None)
         try:
             first = await reply.first(request.receive)
             if isinstance(first, Refused):
@@ -121,26 +122,14 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
                 stopped = first.stop_reason is StopReason.CANCELLED
                 raise (errors.unavailable if stopped else errors.server_error)(failure(first))
             if parsed.stream:
-                return StreamingResponse(stream(reply, first, shape), media_type="text/event-stream",
+                return StreamingResponse(shape.stream(reply.rest(first)), media_type="text/event-stream",
                                          headers=SSE_HEADERS)
-            whole = await reply.collect(first, request.receive)
+            choices = await reply.collect(first, request.receive)
         except ClientGone:
             return Response(status_code=499)  # nobody reads it; uvicorn drops it
-        if finish_reason(whole.stats) is None:
-            raise errors.server_error(failure(whole.stats))
-        return JSONResponse(shape.whole(whole))
-
-    async def stream(reply: Reply, first, shape):
-        if start := shape.start():  # a chat's role chunk; a completion has none
-            yield start
-        async for event in reply.rest(first):
-            if isinstance(event, str):
-                yield shape.piece(event)
-            elif isinstance(event, ToolCallDelta):
-                yield shape.call_piece(event)
-            elif isinstance(event, ReplyStats):
-                yield shape.end(event)
-            # a complete ToolCall: its pieces went out already
+        if finish_reason(choices[-1].stats) is None:
+            raise errors.server_error(failure(choices[-1].stats))
+        return JSONResponse(shape.whole(choices))
 
     async def on_api_error(request: Request, exc: ApiError) -> Response:
         return exc.response()
@@ -184,6 +173,8 @@ def refusal_error(refused: Refused, param: str) -> ApiError:
         return errors.bad_request(refused.message, param=refused.param or param, code="invalid_prompt")
     if refused.reason is Refusal.CONTEXT:
         return errors.bad_request(refused.message, param=param, code="context_length_exceeded")
+    if refused.reason is Refusal.UNSUPPORTED:
+        return errors.bad_request(refused.message, param=refused.param or param, code="unsupported_parameter")
     if refused.reason is Refusal.UNAVAILABLE:
         return errors.unavailable(refused.message)
     return errors.server_error(refused.message)

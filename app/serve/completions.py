@@ -8,14 +8,21 @@ the GUI's own replies, and never interleave with them.
 
 A job's events, delivered by calling `deliver` from any thread, in this order:
 
+    TokenLogprob   a token's log-probability, just before the text it completes (job.logprobs only)
     str            a piece of the reply's text (none or many)
     ToolCallDelta  a piece of a tool call as the model writes it (with job.tools only)
     ToolCall       a complete call, after its deltas
-    ReplyStats     exactly once, last: how the reply ended (CANCELLED when it was cancelled)
+    ChoiceEnd      one choice ended and the next begins (job.n > 1): its events follow
+    ReplyStats     exactly once, last: how the last choice ended (CANCELLED when it was cancelled)
 
 or a single `Refused`, when the job could not start: its template failed, the conversation
 does not fit the context, or the server is shutting down. A job is refused before any text,
 so the server can still answer with an error status.
+
+A job with n choices is one job: it takes one place in line and runs its choices one after
+another on the engine (the 2nd..nth prompt is in the KV cache already, so only their replies
+cost anything), and one cancel stops it, the choices not begun included. A choice that does
+not finish (cancelled, failed) ends the job there.
 """
 
 from __future__ import annotations
@@ -25,25 +32,49 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, Union
 
-from ..engine.sampling import SamplingParams
+from ..engine.logprobs import MAX_TOP_LOGPROBS, TokenLogprob
+from ..engine.sampling import BOUNDS, SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
 from ..engine.types import ModelDescription, ReplyStats
+
+
+# Choices per job: each holds the engine for a whole reply while every other client waits, and
+# the queue counts a job once, so this bounds how long one request can hold the line
+# (n × max_tokens). Eight covers what clients ask for (a few samples to compare or vote on).
+MAX_CHOICES = 8
+_SEEDS = BOUNDS["seed"].high + 1
 
 
 @dataclass(frozen=True)
 class Job:
     """One reply to write: to a conversation (`messages`, through the model's chat template,
     its stops and end-of-turn tokens, as the GUI replies) or to raw text (`prompt`, no template).
-    `tools`: the tools and response format a chat's reply may use (engine/tools/types.py)."""
+    `tools`: the tools and response format a chat's reply may use (engine/tools/types.py).
+    `n`: how many replies (choices) to write, one after another. `logprobs`: None, or how many
+    alternatives to report with each token's log-probability (engine/logprobs.py)."""
 
     params: SamplingParams
     messages: list[dict] | None = None
     prompt: str | None = None
     tools: ToolUse = PLAIN
+    n: int = 1
+    logprobs: int | None = None
 
     def __post_init__(self):
         if (self.messages is None) == (self.prompt is None):
             raise ValueError("a Job has either messages or a prompt")
+        if not 1 <= self.n <= MAX_CHOICES:
+            raise ValueError(f"a Job has 1 to {MAX_CHOICES} choices, not {self.n}")
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_TOP_LOGPROBS:
+            raise ValueError(f"a Job reports 0 to {MAX_TOP_LOGPROBS} alternatives per token, not {self.logprobs}")
+
+    def choice_params(self, choice: int) -> SamplingParams:
+        """The sampling of choice `choice` (from 0): with a seed, choice i samples with seed + i
+        (wrapping at 2³²), so the choices differ and the request still repeats exactly; without
+        one, each choice draws its own fresh seed as any reply does."""
+        if self.params.seed is None or choice == 0:
+            return self.params
+        return self.params.with_changes(seed=(self.params.seed + choice) % _SEEDS)
 
 
 class Refusal(Enum):
@@ -53,6 +84,7 @@ class Refusal(Enum):
     CONTEXT = "context"  # the conversation does not fit the model's context: 400
     UNAVAILABLE = "unavailable"  # the server is shutting down: 503
     FAILED = "failed"  # the model failed before its first token: 500
+    UNSUPPORTED = "unsupported"  # the backend cannot do what was asked (logprobs of a remote model): 400
 
 
 @dataclass(frozen=True)
@@ -62,7 +94,14 @@ class Refused:
     param: str | None = None  # the request field at fault, where one is (a tool's schema, say)
 
 
-Event = Union[str, ToolCallDelta, ToolCall, ReplyStats, Refused]
+@dataclass(frozen=True)
+class ChoiceEnd:
+    """A choice of a job with several ended (as `stats` says, a finish) and the next begins."""
+
+    stats: ReplyStats
+
+
+Event = Union[str, TokenLogprob, ToolCallDelta, ToolCall, ChoiceEnd, ReplyStats, Refused]
 Deliver = Callable[[Event], None]
 
 
@@ -73,6 +112,7 @@ class Collected:
     text: str
     calls: list[ToolCall]
     stats: ReplyStats
+    logprobs: tuple[TokenLogprob, ...] = ()  # with job.logprobs: each token's, in order
 
 @dataclass(frozen=True)
 class ServedModel:

@@ -15,9 +15,10 @@ from collections.abc import AsyncIterator, Awaitable
 
 from starlette.types import Receive
 
+from ..engine.logprobs import TokenLogprob
 from ..engine.tools.types import ToolCall
 from ..engine.types import ReplyStats
-from .completions import Collected, Completions, Event, Job, Refused
+from .completions import ChoiceEnd, Collected, Completions, Event, Job, Refused
 
 
 class ClientGone(Exception):
@@ -60,19 +61,26 @@ class Reply:
             if not isinstance(event, (ReplyStats, Refused)):
                 self.cancel()
 
-    async def collect(self, first: Event, receive: Receive) -> Collected:
-        """The whole reply (its text, its complete tool calls, its ReplyStats), for a reply
-        that is not streamed."""
+    async def collect(self, first: Event, receive: Receive) -> list[Collected]:
+        """The whole reply, a Collected per choice (its text, its complete tool calls, its
+        tokens' log-probabilities, its ReplyStats), for a reply that is not streamed. The last
+        one's stats say how the job ended."""
 
-        async def read() -> Collected:
-            pieces, calls = [], []
+        async def read() -> list[Collected]:
+            choices, pieces, calls, tokens = [], [], [], []
             async for event in self.rest(first):
                 if isinstance(event, str):
                     pieces.append(event)
                 elif isinstance(event, ToolCall):
                     calls.append(event)
-                elif isinstance(event, ReplyStats):
-                    return Collected("".join(pieces), calls, event)
+                elif isinstance(event, TokenLogprob):
+                    tokens.append(event)
+                elif isinstance(event, (ChoiceEnd, ReplyStats)):
+                    stats = event.stats if isinstance(event, ChoiceEnd) else event
+                    choices.append(Collected("".join(pieces), calls, stats, tuple(tokens)))
+                    if isinstance(event, ReplyStats):
+                        return choices
+                    pieces, calls, tokens = [], [], []
             raise AssertionError("a reply ends with its ReplyStats")
 
         return await until_disconnect(read(), receive, self.cancel)

@@ -10,7 +10,7 @@ engine/tools/wire.py, which `hearth chat` shares; tool-use history (assistant ca
 results) is read here into the dicts the chat templates take.
 
 What the engine cannot do is refused rather than ignored, so a client is never told it got
-something it did not: audio, images, predicted outputs. Fields that change nothing about the
+something it did not: audio, images, predicted outputs, best_of. Fields that change nothing about the
 reply (`user`, `metadata`, `store`, ...) are ignored, as llama.cpp's server ignores what it
 does not know.
 """
@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..engine.logprobs import MAX_TOP_LOGPROBS
 from ..engine.sampling import BOUNDS, SamplingError, SamplingParams
 from ..engine.tools.types import PLAIN, ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
+from .completions import MAX_CHOICES
 from .errors import bad_request
 
 MAX_BODY_BYTES = 16 * 2**20  # a 4-million-character message (the longest any prompt may be) as UTF-8
@@ -36,8 +38,7 @@ SAMPLING_FIELDS = ("temperature", "top_p", "presence_penalty", "frequency_penalt
                    "top_k", "min_p", "repeat_penalty")
 # Fields whose meaning the engine cannot honour, refused when they ask for anything.
 _UNSUPPORTED = {
-    "logprobs": "log-probabilities", "top_logprobs": "log-probabilities", "audio": "audio",
-    "prediction": "predicted outputs", "echo": "echoing the prompt", "suffix": "a suffix",
+    "audio": "audio", "prediction": "predicted outputs", "echo": "echoing the prompt", "suffix": "a suffix",
 }
 MAX_LOGIT_BIAS = 1024  # entries; OpenAI takes 300
 LOGIT_BIAS_RANGE = 100.0  # OpenAI's: -100 bans a token, 100 all but forces it
@@ -52,6 +53,8 @@ class ChatRequest:
     params: SamplingParams
     stream: bool
     include_usage: bool  # stream_options.include_usage: a last chunk with the token counts
+    n: int  # choices to write
+    logprobs: int | None  # None: none asked; else alternatives per token (top_logprobs; 0 without it)
     tools: ToolUse = PLAIN
 
 
@@ -64,6 +67,8 @@ class CompletionRequest:
     params: SamplingParams
     stream: bool
     include_usage: bool
+    n: int
+    logprobs: int | None  # the legacy `logprobs`: alternatives per token, None for none
 
 
 def parse_chat(body: bytes, defaults: SamplingParams) -> ChatRequest:
@@ -75,7 +80,7 @@ def parse_chat(body: bytes, defaults: SamplingParams) -> ChatRequest:
                                      function_call=data.get("function_call"))
     except ToolsError as exc:
         raise bad_request(str(exc), param=exc.param, code="invalid_tools") from None
-    return ChatRequest(messages=_messages(data.get("messages")), tools=tools, **common)
+    return ChatRequest(messages=_messages(data.get("messages")), tools=tools, logprobs=_chat_logprobs(data), **common)
 
 
 def parse_completion(body: bytes, defaults: SamplingParams) -> CompletionRequest:
@@ -89,7 +94,10 @@ def parse_completion(body: bytes, defaults: SamplingParams) -> CompletionRequest
         raise bad_request("response_format: a raw completion writes plain text; use /v1/chat/completions "
                           "for JSON.", param="response_format", code="unsupported_parameter")
     common = _common(data, defaults)
-    return CompletionRequest(prompt=_prompt(data.get("prompt")), **common)
+    logprobs = data.get("logprobs")
+    if logprobs is not None:
+        logprobs = _top_count("logprobs", logprobs)
+    return CompletionRequest(prompt=_prompt(data.get("prompt")), logprobs=logprobs, **common)
 
 
 def json_object(body: bytes) -> dict:
@@ -112,9 +120,13 @@ def _common(data: dict, defaults: SamplingParams) -> dict:
     for name, what in _UNSUPPORTED.items():
         if data.get(name) not in (None, False, [], {}, ""):
             raise bad_request(f"{name}: this server does not support {what}.", param=name, code="unsupported_parameter")
-    for name in ("n", "best_of"):
-        if data.get(name) not in (None, 1):
-            raise bad_request(f"{name}: this server writes one choice per request; {name} must be 1.", param=name)
+    if data.get("best_of") not in (None, 1):
+        raise bad_request("best_of: this server does not rank candidates; leave best_of out (or 1), and use n "
+                          "for several choices.", param="best_of", code="unsupported_parameter")
+    n = data.get("n")
+    if n is not None and (type(n) is not int or not 1 <= n <= MAX_CHOICES):
+        raise bad_request(f"n must be a whole number from 1 to {MAX_CHOICES} (the choices are written one after "
+                          "another while other requests wait).", param="n", code="invalid_value")
     model = data.get("model")
     if not isinstance(model, str) or not model:
         raise bad_request("model: name the model to use (GET /v1/models lists it).", param="model")
@@ -125,7 +137,27 @@ def _common(data: dict, defaults: SamplingParams) -> dict:
     if options is not None and not isinstance(options, dict):
         raise bad_request("stream_options must be an object.", param="stream_options")
     include_usage = _optional(options or {}, "include_usage", bool, False, "stream_options.include_usage")
-    return {"model": model, "params": _sampling(data, defaults), "stream": stream, "include_usage": include_usage}
+    return {"model": model, "params": _sampling(data, defaults), "stream": stream, "include_usage": include_usage,
+            "n": n or 1}
+
+
+def _chat_logprobs(data: dict) -> int | None:
+    """A chat's `logprobs` (true or false) and `top_logprobs` (alternatives per token, which
+    needs logprobs true, as OpenAI has it), as the number of alternatives; None for none."""
+    asked = _optional(data, "logprobs", bool, False)
+    top = data.get("top_logprobs")
+    if top is None:
+        return 0 if asked else None
+    if not asked:
+        raise bad_request("top_logprobs: only allowed when logprobs is true.", param="top_logprobs")
+    return _top_count("top_logprobs", top)
+
+
+def _top_count(name: str, value) -> int:
+    if type(value) is not int or not 0 <= value <= MAX_TOP_LOGPROBS:
+        raise bad_request(f"{name} must be a whole number from 0 to {MAX_TOP_LOGPROBS}.", param=name,
+                          code="invalid_value")
+    return value
 
 
 def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:

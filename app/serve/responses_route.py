@@ -59,7 +59,7 @@ async def answer_response(request: Request, parsed: ResponsesRequest, completion
         if parsed.stream:
             return StreamingResponse(_events(reply, first, shape, finish), media_type="text/event-stream",
                                      headers=SSE_HEADERS)
-        whole = await reply.collect(first, request.receive)
+        [whole] = await reply.collect(first, request.receive)  # a Response has one choice
     except ClientGone:
         return Response(status_code=499)  # nobody reads it; uvicorn drops it
     await _written(finish(whole.text, whole.calls, whole.stats))

@@ -4,6 +4,9 @@ bridge share, so a job ends the same way whichever runs it.
 The caller owns the Backend's thread and its template: `use_template(raw)` is asked to set
 RAW_TEMPLATE for a raw prompt (/v1/completions) or to put the caller's own template back; a
 TemplateError from it refuses the job like a template that fails to render.
+
+A job's n choices run here, one after another on the same thread (completions.py says why),
+so whichever runs jobs runs them the same way and counts a job once.
 """
 
 from __future__ import annotations
@@ -14,26 +17,43 @@ from collections.abc import Callable
 
 from ..engine.backend import Backend, closing_reply
 from ..engine.context import ContextFullError
+from ..engine.logprobs import LogprobsUnavailable
 from ..engine.remote.errors import RemoteError, RemoteFailure
 from ..engine.templates.chat_template import TemplateError
 from ..engine.tools.types import ToolsError
 from ..engine.types import ReplyStats, StopReason
-from .completions import Job, Refusal, Refused
+from ..engine.sampling import SamplingParams
+from .completions import ChoiceEnd, Deliver, Job, Refusal, Refused
+from .shapes import finish_reason
 
 log = logging.getLogger(__name__)
 
 RAW_TEMPLATE = "{{ messages[0]['content'] }}"  # a raw prompt, written as it is
 
 
-def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Callable[[str], None],
+def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Deliver,
             use_template: Callable[[bool], None]) -> ReplyStats | Refused:
-    """Run the job, delivering its text as it comes; return its last event (the ReplyStats, or
-    why it could not start), for the caller to deliver once the engine is free: a client that
-    asks again on reading it must find the engine free."""
+    """Run the job's choices, delivering their events as they come, a ChoiceEnd between two;
+    return its last event (the last choice's ReplyStats, or why it could not start), for the
+    caller to deliver once the engine is free: a client that asks again on reading it must
+    find the engine free. A choice that does not finish ends the job; one that cannot start
+    after another has been delivered fails it (its client has had a 200 already)."""
+    choice = 0
+    last = _run_choice(backend, job, job.params, cancel, deliver, use_template)
+    while choice + 1 < job.n and isinstance(last, ReplyStats) and finish_reason(last) is not None:
+        deliver(ChoiceEnd(last))
+        choice += 1
+        last = _run_choice(backend, job, job.choice_params(choice), cancel, deliver, use_template)
+    return ReplyStats.failed(last.message) if isinstance(last, Refused) and choice > 0 else last
+
+
+def _run_choice(backend: Backend, job: Job, params: SamplingParams, cancel: threading.Event, deliver: Deliver,
+                use_template: Callable[[bool], None]) -> ReplyStats | Refused:
+    """One reply, its events delivered up to its last, which is returned."""
     try:
         use_template(job.prompt is not None)
         messages = job.messages if job.prompt is None else [{"role": "user", "content": job.prompt}]
-        stream = backend.stream(messages, job.params, cancel, tools=job.tools)
+        stream = backend.stream(messages, params, cancel, tools=job.tools, logprobs=job.logprobs)
     except Exception as exc:
         return _refusal(exc)
     with closing_reply(stream) as events:
@@ -59,6 +79,8 @@ def _refusal(exc: Exception) -> Refused:
         return Refused(Refusal.BAD_REQUEST, str(exc), exc.param)
     if isinstance(exc, ContextFullError):
         return Refused(Refusal.CONTEXT, str(exc))
+    if isinstance(exc, LogprobsUnavailable):
+        return Refused(Refusal.UNSUPPORTED, str(exc), "logprobs")
     if isinstance(exc, RemoteError):  # a model on a server, served on
         return upstream_refusal(exc)
     log.error("a served reply failed to start", exc_info=exc)

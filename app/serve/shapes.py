@@ -7,6 +7,11 @@ them), the last one the finish reason; with
 `stream_options.include_usage` one more chunk follows with empty `choices` and the `usage`,
 as OpenAI sends it. A reply that fails midway ends with an `error` event instead (the status
 line went out with the first chunk), which OpenAI's clients raise as an APIError.
+
+With n choices, each choice's chunks come in turn (its own role chunk, pieces and finish
+chunk, all with its `index`), and the usage (prompt tokens once, completion tokens summed, as
+OpenAI counts them) after the last. With logprobs, a chunk of text carries the tokens whose
+text it completes, and the finish chunk any the text did not show (logprob_shapes.py).
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ import json
 import secrets
 import time
 
+from collections.abc import AsyncIterator, Sequence
+
+from ..engine.logprobs import TokenLogprob
 from ..engine.tools.types import ToolCall, ToolCallDelta
 from ..engine.types import ReplyStats, StopReason
-from .completions import Collected
+from .completions import ChoiceEnd, Collected, Event
+from .logprob_shapes import LegacyOffsets, chat_logprobs
 
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no cache or proxy holds a stream back
@@ -40,10 +49,12 @@ def failure(stats: ReplyStats) -> str:
     return stats.error or SHUT_DOWN
 
 
-def usage(stats: ReplyStats) -> dict:
-    completion = stats.completion_tokens or 0
-    return {"prompt_tokens": stats.prompt_tokens, "completion_tokens": completion,
-            "total_tokens": stats.prompt_tokens + completion}
+def usage(*choices: ReplyStats) -> dict:
+    """The token counts of a request's choices: the prompt once (every choice reads the same
+    one), the completions summed."""
+    prompt = choices[0].prompt_tokens
+    completion = sum(stats.completion_tokens or 0 for stats in choices)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def event(data: dict) -> bytes:
@@ -55,33 +66,58 @@ def error_event(message: str) -> bytes:
 
 
 class _Shape:
-    """One reply's id, time and model, shared by all its chunks."""
+    """One reply's id, time and model, shared by all its chunks and choices."""
 
     object_name: str  # a whole reply's "object"
     chunk_object: str  # a stream chunk's
     id_prefix: str
 
-    def __init__(self, model_id: str, include_usage: bool):
+    def __init__(self, model_id: str, include_usage: bool, logprobs: bool = False):
         self.id = self.id_prefix + secrets.token_hex(12)
         self.created = int(time.time())
         self.model_id = model_id
         self.include_usage = include_usage
+        self.logprobs = logprobs  # asked for: each choice carries them (else "logprobs": null)
 
     def _chunk(self, choices: list[dict], **extra) -> bytes:
         return event({"id": self.id, "object": self.chunk_object, "created": self.created,
                       "model": self.model_id, "choices": choices, **extra})
 
-    def end(self, stats: ReplyStats) -> bytes:
-        """The chunks after the last piece: the finish reason, the usage if asked, [DONE]."""
+    async def stream(self, events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+        """The chunks of a reply's events, from its first to its ReplyStats: each choice's in
+        turn, the tokens' log-probabilities held until the text they complete goes out."""
+        choice, ended, tokens = 0, [], []
+        yield self.start(choice)
+        async for item in events:
+            if isinstance(item, TokenLogprob):
+                tokens.append(item)
+            elif isinstance(item, str):
+                yield self.piece(choice, item, tokens)
+                tokens = []
+            elif isinstance(item, ToolCallDelta):
+                yield self.call_piece(choice, item)
+            elif isinstance(item, ChoiceEnd):
+                yield self._chunk([self._choice_end(choice, finish_reason(item.stats), tokens)])
+                ended.append(item.stats)
+                choice, tokens = choice + 1, []
+                yield self.start(choice)
+            elif isinstance(item, ReplyStats):
+                yield self.end(choice, item, tokens, ended)
+            # a complete ToolCall: its pieces went out already
+
+    def end(self, choice: int, stats: ReplyStats, tokens: Sequence[TokenLogprob] = (),
+            ended: Sequence[ReplyStats] = ()) -> bytes:
+        """The chunks after the last piece: the finish reason, the usage if asked, [DONE].
+        `ended`: the choices before this one, for the usage."""
         reason = finish_reason(stats)
         if reason is None:
             return error_event(failure(stats))
-        last = self._chunk([self._choice_end(reason)])
+        last = self._chunk([self._choice_end(choice, reason, tokens)])
         if self.include_usage:
-            last += self._chunk([], usage=usage(stats))
+            last += self._chunk([], usage=usage(*ended, stats))
         return last + DONE
 
-    def _choice_end(self, reason: str) -> dict:
+    def _choice_end(self, choice: int, reason: str, tokens: Sequence[TokenLogprob]) -> dict:
         raise NotImplementedError
 
 
@@ -90,14 +126,19 @@ class ChatShape(_Shape):
     chunk_object = "chat.completion.chunk"
     id_prefix = "chatcmpl-"
 
-    def start(self) -> bytes:
-        return self._chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+    def _logprobs(self, tokens: Sequence[TokenLogprob]) -> dict | None:
+        """A chunk's: its tokens, where it has any (else null, as OpenAI's role chunk has)."""
+        return chat_logprobs(tokens) if self.logprobs and tokens else None
+
+    def start(self, choice: int) -> bytes:
+        return self._chunk([{"index": choice, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                              "finish_reason": None}])
 
-    def piece(self, text: str) -> bytes:
-        return self._chunk([{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}])
+    def piece(self, choice: int, text: str, tokens: Sequence[TokenLogprob] = ()) -> bytes:
+        return self._chunk([{"index": choice, "delta": {"content": text}, "logprobs": self._logprobs(tokens),
+                             "finish_reason": None}])
 
-    def call_piece(self, delta: ToolCallDelta) -> bytes:
+    def call_piece(self, choice: int, delta: ToolCallDelta) -> bytes:
         """A piece of a tool call: the first names it, the rest carry argument text."""
         call: dict = {"index": delta.index}
         if delta.id is not None:
@@ -106,20 +147,25 @@ class ChatShape(_Shape):
         if delta.name is not None:
             function = {"name": delta.name, **function}
         call["function"] = function
-        return self._chunk([{"index": 0, "delta": {"tool_calls": [call]}, "logprobs": None, "finish_reason": None}])
+        return self._chunk([{"index": choice, "delta": {"tool_calls": [call]}, "logprobs": None,
+                             "finish_reason": None}])
 
-    def _choice_end(self, reason: str) -> dict:
-        return {"index": 0, "delta": {}, "logprobs": None, "finish_reason": reason}
+    def _choice_end(self, choice: int, reason: str, tokens: Sequence[TokenLogprob]) -> dict:
+        return {"index": choice, "delta": {}, "logprobs": self._logprobs(tokens), "finish_reason": reason}
 
-    def whole(self, reply: Collected) -> dict:
+    def whole(self, choices: Sequence[Collected]) -> dict:
+        return {"id": self.id, "object": self.object_name, "created": self.created, "model": self.model_id,
+                "choices": [self._whole_choice(index, reply) for index, reply in enumerate(choices)],
+                "usage": usage(*(reply.stats for reply in choices))}
+
+    def _whole_choice(self, index: int, reply: Collected) -> dict:
         message: dict = {"role": "assistant", "content": reply.text}
         if reply.calls:
             message["content"] = reply.text or None  # OpenAI's form of a reply that is only calls
             message["tool_calls"] = [wire_call(call) for call in reply.calls]
-        return {"id": self.id, "object": self.object_name, "created": self.created, "model": self.model_id,
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": finish_reason(reply.stats)}],
-                "usage": usage(reply.stats)}
+        return {"index": index, "message": message,
+                "logprobs": chat_logprobs(reply.logprobs) if self.logprobs else None,
+                "finish_reason": finish_reason(reply.stats)}
 
 
 def wire_call(call: ToolCall) -> dict:
@@ -137,17 +183,24 @@ class CompletionShape(_Shape):
     chunk_object = "text_completion"  # OpenAI's completion chunks are named as whole replies
     id_prefix = "cmpl-"
 
-    def start(self) -> bytes:
+    def start(self, choice: int) -> bytes:
+        """Nothing to send (a completion has no role chunk); the choice's text offsets begin."""
+        self._offsets = LegacyOffsets()
         return b""
 
-    def piece(self, text: str) -> bytes:
-        return self._chunk([{"index": 0, "text": text, "logprobs": None, "finish_reason": None}])
+    def _logprobs(self, tokens: Sequence[TokenLogprob]) -> dict | None:
+        return self._offsets.logprobs(tokens) if self.logprobs else None
 
-    def _choice_end(self, reason: str) -> dict:
-        return {"index": 0, "text": "", "logprobs": None, "finish_reason": reason}
+    def piece(self, choice: int, text: str, tokens: Sequence[TokenLogprob] = ()) -> bytes:
+        return self._chunk([{"index": choice, "text": text, "logprobs": self._logprobs(tokens),
+                             "finish_reason": None}])
 
-    def whole(self, reply: Collected) -> dict:
+    def _choice_end(self, choice: int, reason: str, tokens: Sequence[TokenLogprob]) -> dict:
+        return {"index": choice, "text": "", "logprobs": self._logprobs(tokens), "finish_reason": reason}
+
+    def whole(self, choices: Sequence[Collected]) -> dict:
         return {"id": self.id, "object": self.object_name, "created": self.created, "model": self.model_id,
-                "choices": [{"index": 0, "text": reply.text, "logprobs": None,
-                             "finish_reason": finish_reason(reply.stats)}],
-                "usage": usage(reply.stats)}
+                "choices": [{"index": index, "text": reply.text,
+                             "logprobs": LegacyOffsets().logprobs(reply.logprobs) if self.logprobs else None,
+                             "finish_reason": finish_reason(reply.stats)} for index, reply in enumerate(choices)],
+                "usage": usage(*(reply.stats for reply in choices))}

@@ -20,7 +20,7 @@ class RecordingBackend:
         self.after_stats_ran = False
         self.closed = False
 
-    def stream(self, messages, params, cancel, tools):
+    def stream(self, messages, params, cancel, tools, logprobs):
         try:
             yield "Hello"
             yield ReplyStats(stop_reason=StopReason.END_OF_TURN)

@@ -67,7 +67,7 @@ class ScriptedBackend(Backend):
         return self._description
 
     def stream(self, messages, params, cancel: threading.Event, prompt_progress=None, conversation_id=None,
-               tools=None):
+               tools=None, logprobs=None):
         script = self._script
         script.requests.append((messages, params))
         script.conversations.append(conversation_id)

@@ -55,6 +55,7 @@ from . import log_shim as llama_log
 from .devices import cpu_threads, offload_support, supports_gpu_offload
 from .draft_verifier import DraftVerifier
 from .load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
+from .logprob_reader import NO_LOGPROBS, LogprobReader
 from .machine import free_vram
 from .reply_sampler import ReplySampler
 from .state_keeper import StateKeeper
@@ -250,6 +251,7 @@ class Engine(Backend):
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
         tools: ToolUse = PLAIN,
+        logprobs: int | None = None,
     ) -> Iterator[ReplyEvent]:
         """Yield text chunks of the reply, then one ReplyStats. Never raises mid-reply.
 
@@ -267,6 +269,9 @@ class Engine(Backend):
         and structured output are held to their schemas by a grammar, and calls are parsed out
         of the text as it streams. The tools are part of the prompt's text, so prefix reuse,
         drafting and saved states work as for any prompt.
+
+        `logprobs`: each token's log-probability with that many alternatives, read from the
+        logits row it was sampled from (logprob_reader.py); None reads nothing.
         """
         self._keeper.switch_to(conversation_id)
         cancel = cancel or threading.Event()
@@ -281,9 +286,11 @@ class Engine(Backend):
         sampler = ReplySampler(self._llm, params, stats.seed, with_tools.grammar if with_tools else None,
                                self.stop_token_ids)
         shown_tokens = with_tools.preserved if with_tools else frozenset()
+        reader = NO_LOGPROBS if logprobs is None else LogprobReader(
+            self._llm._ctx, self._n_vocab, min(logprobs, self._n_vocab), lambda token: self._piece(token, True))
         events = self._keeper.replying(
             fitted.messages, self._generate(prompt, segments, params, stats, cancel, max_tokens, prompt_progress,
-                                            sampler, shown_tokens),
+                                            sampler, shown_tokens, reader),
             with_tools.finished if with_tools else self._render_finished)
         return with_tools.parsed(events) if with_tools else events
 
@@ -303,9 +310,11 @@ class Engine(Backend):
     # --- decoding ------------------------------------------------------------------------------
 
     def _generate(self, prompt, segments, params, stats, cancel, max_tokens, prompt_progress, sampler: ReplySampler,
-                  shown_tokens: frozenset[int]):
+                  shown_tokens: frozenset[int], logprobs: LogprobReader = NO_LOGPROBS):
         """The decode loop. `shown_tokens`: control tokens whose text the reply shows (a call's
-        markers, for the parser to read; tool_reply.py)."""
+        markers, for the parser to read; tool_reply.py). `logprobs` notes each kept token's
+        log-probability before the next decode, and its notes go out just before the text
+        they complete (those of text a stop string cut off never do)."""
         started = time.perf_counter()
         reply_tokens: list[int] = []
         reply_pieces: list[bytes] = []
@@ -336,6 +345,7 @@ class Engine(Backend):
                     stats.stop_reason = StopReason.END_OF_TURN
                     break
                 reply_tokens.append(token)
+                logprobs.note(index, token)
                 piece = self._piece(token, token in shown_tokens)
                 reply_pieces.append(piece)
                 shown = piece
@@ -344,12 +354,15 @@ class Engine(Backend):
                     stripped_space = True
                 text, stopped = stops.feed(decoder.decode(shown))
                 if text:
+                    yield from logprobs.release()
                     yield text
                 if stopped:
                     stats.stop_reason = StopReason.STOP_STRING
                     break
                 index = verifier.advance(token, max_tokens - len(reply_tokens))
             tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason is not StopReason.STOP_STRING else ""
+            if stats.stop_reason is not StopReason.STOP_STRING:
+                yield from logprobs.release()
             if tail:
                 yield tail
         except Exception as exc:  # llama.cpp decode failure (e.g. out of memory)

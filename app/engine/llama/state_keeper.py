@@ -114,7 +114,7 @@ class StateKeeper:
         for event in events:
             if isinstance(event, ReplyStats):
                 self._last_exchange = (messages, "".join(shown), render_finished)
-            else:
+            elif isinstance(event, str):  # not a token's log-probability
                 shown.append(event)
             yield event
 

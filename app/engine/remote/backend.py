@@ -35,6 +35,7 @@ from httpx_sse import EventSource, SSEError
 
 from ...common.text import shorten
 from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
+from ..logprobs import LogprobsUnavailable
 from ..sampling import SamplingParams
 from ..templates.limits import TemplateError
 from ..tools.types import PLAIN, ToolUse
@@ -127,11 +128,19 @@ class RemoteBackend(Backend):
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
         tools: ToolUse = PLAIN,
+        logprobs: int | None = None,
     ) -> Iterator[ReplyEvent]:
         """Send the request and return the reply's stream; raises RemoteError before the first
         piece if the server does not start one. `prompt_progress` is never called: a server
         does not say how far it has read a prompt. `conversation_id` is not used: whatever a
-        server keeps between requests is its own business."""
+        server keeps between requests is its own business.
+
+        `logprobs` is refused (LogprobsUnavailable) rather than passed on: servers differ in
+        whether they report them and in which distribution (llama.cpp's reports the sampler's
+        by default, OpenAI the model's), so what came back could not be called one thing."""
+        if logprobs is not None:
+            raise LogprobsUnavailable("logprobs: this model runs on another server, and Hearth does not ask "
+                                      "a remote model's server for log-probabilities.")
         cancel = cancel or threading.Event()
         seed = params.resolved_seed()
         stats = ReplyStats(seed=seed, completion_tokens=None)

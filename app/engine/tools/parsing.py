@@ -176,6 +176,9 @@ def parsed_reply(events: Iterator, parser: ToolCallParser) -> Iterator:
                 event.stop_reason = StopReason.TOOL_CALLS
             yield event
             return
+        if not isinstance(event, str):  # a token's log-probability: the parser reads text only
+            yield event
+            continue
         for piece in parser.feed(event):
             called |= isinstance(piece, ToolCall)
             yield piece
