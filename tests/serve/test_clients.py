@@ -1,9 +1,17 @@
 """The client libraries people point at a local server, each talking to a real `hearth serve` on
 the real Gemma as its users write it: LangChain's ChatOpenAI, Pydantic AI's Agent, OpenAI's Agents
 SDK, LiteLLM, and Simon Willison's llm (its Python API and its CLI). The official `openai`
-client is tested on its own in test_serve_openai.py; here it gives the reference: greedy, every
+client is tested on its own in test_serve_openai.py (and on /v1/responses, function tools
+included, in test_serve_responses_model.py); here it gives the reference: greedy, every
 library must get back byte for byte the reply the official client gets to the same message,
 whole and streamed (a stream in more than one piece).
+
+Tools and structured output, through each library as its users ask for them: a forced tool
+(tool_choice required or named) or a JSON schema, on a base model that would write neither by
+itself, so what is checked is what the grammar guarantees and a user relies on: a call to the
+right tool whose arguments parse and satisfy the schema the library sent, JSON that validates,
+never the model's wording. The official client's calls, streamed and in the history, are here
+too, as the wire the libraries build on.
 
 One server for the module, short greedy replies. Each library is built by a fixture from
 `served` (the server's base URL and model id), so that a test of another feature (tools,
@@ -18,16 +26,31 @@ reports, any name looked up but this machine's.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import subprocess
 import sys
+from typing import Literal
 
 import openai
 import pytest
+from pydantic import BaseModel
 from support.served import ROOT, Served
+
+from app.engine.tools.schema import check_schema, problem
 
 PROMPT = "Say hello."
 MAX_TOKENS = 8
+CALL_TOKENS = 64  # room for a whole call or JSON reply: one cut off would prove nothing
+WEATHER_PROMPT = "What is the weather in Paris?"
+CITY_PROMPT = "Name a city and its country."
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+                   "required": ["city", "unit"], "additionalProperties": False}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "The time now in a time zone.",
+    "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}}}
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 LLM_MODEL = "hearth"  # the id the llm tests give the server in extra-openai-models.yaml
 
@@ -64,11 +87,16 @@ def served(gemma_path, offline):
 
 
 @pytest.fixture(scope="module")
-def expected(served) -> str:
-    """The official client's greedy reply to PROMPT, alone in the conversation."""
+def client(served):
     with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=60) as client:
-        reply = client.chat.completions.create(model=served.model_id, messages=[{"role": "user", "content": PROMPT}],
-                                               max_tokens=MAX_TOKENS, temperature=0)
+        yield client
+
+
+@pytest.fixture(scope="module")
+def expected(served, client) -> str:
+    """The official client's greedy reply to PROMPT, alone in the conversation."""
+    reply = client.chat.completions.create(model=served.model_id, messages=[{"role": "user", "content": PROMPT}],
+                                           max_tokens=MAX_TOKENS, temperature=0)
     assert reply.choices[0].message.content
     return reply.choices[0].message.content
 
@@ -76,6 +104,64 @@ def expected(served) -> str:
 def check_streamed(pieces: list[str], expected: str) -> None:
     assert len([piece for piece in pieces if piece]) > 1, pieces  # it came as it was written
     assert "".join(pieces) == expected
+
+
+def valid(value: str | dict, schema: dict) -> dict:
+    """`value` (JSON text, or what a library parsed from it), which must satisfy `schema`: the
+    one the client sent, which the server must have held the model to."""
+    parsed = json.loads(value) if isinstance(value, str) else value
+    assert problem(parsed, check_schema(schema, "schema")) is None, parsed
+    return parsed
+
+
+class City(BaseModel):
+    """The structured reply the libraries ask for, as their users declare it."""
+
+    name: str
+    country: str
+
+
+# The official client ----------------------------------------------------------------------------
+
+
+def ask_weather(client, served, **fields):
+    return client.chat.completions.create(model=served.model_id, messages=[{"role": "user", "content": WEATHER_PROMPT}],
+                                          tools=[WEATHER, TIME], max_tokens=CALL_TOKENS, temperature=0, **fields)
+
+
+def test_openai_streams_a_required_call_as_openai_does(client, served):
+    chunks = list(ask_weather(client, served, tool_choice="required", stream=True))
+    deltas = [call for chunk in chunks for call in chunk.choices[0].delta.tool_calls or []]
+    assert deltas and {delta.index for delta in deltas} == {0}  # one call: parallel_tool_calls is off
+    first, rest = deltas[0], deltas[1:]
+    assert first.id and first.function.name in ("get_weather", "get_time") and first.type == "function"
+    assert rest and all(delta.id is None and delta.function.name is None for delta in rest)  # fragments after
+    tool = WEATHER if first.function.name == "get_weather" else TIME
+    valid("".join(delta.function.arguments or "" for delta in deltas), tool["function"]["parameters"])
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_openai_named_call_and_its_result_in_the_history(client, served):
+    called = ask_weather(client, served, tool_choice={"type": "function", "function": {"name": "get_time"}})
+    (call,) = called.choices[0].message.tool_calls
+    assert call.function.name == "get_time" and called.choices[0].finish_reason == "tool_calls"
+    valid(call.function.arguments, TIME["function"]["parameters"])
+    history = [{"role": "user", "content": WEATHER_PROMPT}, called.choices[0].message.model_dump(exclude_none=True),
+               {"role": "tool", "tool_call_id": call.id, "content": "12:00"}]
+    # tool_choice "none" asks for the answer in words; under "auto" the base model may call again.
+    answer = client.chat.completions.create(model=served.model_id, messages=history, tools=[WEATHER, TIME],
+                                            tool_choice="none", max_tokens=MAX_TOKENS, temperature=0)
+    assert answer.choices[0].message.content and not answer.choices[0].message.tool_calls
+    assert answer.usage.prompt_tokens > called.usage.prompt_tokens  # the call and its result were read
+
+
+def test_openai_strict_json_schema(client, served):
+    schema = City.model_json_schema() | {"additionalProperties": False}
+    reply = client.chat.completions.create(
+        model=served.model_id, messages=[{"role": "user", "content": CITY_PROMPT}], max_tokens=CALL_TOKENS,
+        temperature=0, response_format={"type": "json_schema", "json_schema": {"name": "city", "schema": schema,
+                                                                               "strict": True}})
+    assert set(valid(reply.choices[0].message.content, schema)) == {"name", "country"}
 
 
 # LangChain -------------------------------------------------------------------------------------
@@ -93,6 +179,22 @@ def test_langchain_chat_openai(chat_openai, expected):
     reply = chat_openai.invoke(PROMPT)
     assert reply.content == expected and reply.response_metadata["finish_reason"] == "length"
     check_streamed([chunk.content for chunk in chat_openai.stream(PROMPT)], expected)
+
+
+def test_langchain_forced_tool_and_structured_output(chat_openai):
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    @tool
+    def get_weather(city: str, unit: Literal["c", "f"]) -> str:
+        """The current weather in a city."""
+        raise AssertionError("LangChain's model only asks for the call; nothing here runs it")
+
+    chat = chat_openai.model_copy(update={"max_tokens": CALL_TOKENS})
+    (call,) = chat.bind_tools([get_weather], tool_choice="get_weather").invoke(WEATHER_PROMPT).tool_calls
+    assert call["name"] == "get_weather" and call["id"]
+    valid(call["args"], convert_to_openai_tool(get_weather)["function"]["parameters"])
+    assert isinstance(chat.with_structured_output(City, method="json_schema").invoke(CITY_PROMPT), City)
 
 
 # Pydantic AI -----------------------------------------------------------------------------------
@@ -115,12 +217,25 @@ def test_pydantic_ai_agent(pydantic_ai_model, expected):
         check_streamed(list(run.stream_text(delta=True, debounce_by=None)), expected)
 
 
+def test_pydantic_ai_output_type(pydantic_ai_model):
+    """Both ways Pydantic AI asks for a typed output: its default, a tool it forces the model to
+    call, and native structured output (response_format json_schema)."""
+    from pydantic_ai import Agent, NativeOutput
+
+    settings = {"max_tokens": CALL_TOKENS, "temperature": 0}
+    for output_type in (City, NativeOutput(City)):
+        run = Agent(pydantic_ai_model, output_type=output_type, model_settings=settings).run_sync(CITY_PROMPT)
+        assert isinstance(run.output, City)
+
+
 # OpenAI Agents SDK -----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def agents_model(served):
-    """The SDK's Chat Completions model (its default, the Responses API, is not served yet)."""
+    """The SDK's Chat Completions model (its default, the Responses API model, is tested in
+    test_serve_responses_model.py), one per test: an async client's pooled connections belong
+    to the event loop that opened them, and each test runs its own."""
     from agents import OpenAIChatCompletionsModel, set_tracing_disabled
 
     set_tracing_disabled(True)
@@ -145,6 +260,27 @@ def test_openai_agents(agents_model, expected):
     check_streamed(pieces, expected)
 
 
+def test_openai_agents_function_tool(agents_model):
+    """The SDK runs the tool the model must call, with arguments of the types its signature
+    declares; its output ends the run (stop_on_first_tool), so what the base model would write
+    after it is not what this is about. The Responses model: test_serve_responses_model.py."""
+    from agents import Agent, ModelSettings, Runner, function_tool
+
+    calls: list[tuple[str, int]] = []
+
+    @function_tool
+    def forecast(city: str, days: int) -> str:
+        """The weather in a city over the next days."""
+        calls.append((city, days))
+        return "sunny"
+
+    agent = Agent(name="Weather", model=agents_model, tools=[forecast], tool_use_behavior="stop_on_first_tool",
+                  model_settings=ModelSettings(tool_choice="required", max_tokens=CALL_TOKENS, temperature=0))
+    result = Runner.run_sync(agent, "The weather in Paris for the next 3 days?", max_turns=2)
+    assert [(type(city), type(days)) for city, days in calls] == [(str, int)]
+    assert result.final_output == "sunny"
+
+
 # LiteLLM ---------------------------------------------------------------------------------------
 
 
@@ -167,17 +303,28 @@ def test_litellm_completion(litellm_call, expected):
     check_streamed([chunk.choices[0].delta.content or "" for chunk in chunks], expected)
 
 
+def test_litellm_forced_tool(litellm_call):
+    reply = litellm_call(messages=[{"role": "user", "content": WEATHER_PROMPT}], tools=[WEATHER, TIME],
+                         tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                         max_tokens=CALL_TOKENS, temperature=0)
+    (call,) = reply.choices[0].message.tool_calls
+    assert call.function.name == "get_weather" and call.id and reply.choices[0].finish_reason == "tool_calls"
+    valid(call.function.arguments, WEATHER["function"]["parameters"])
+
+
 # llm -------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def llm_model(served):
     """The server as an llm model, as its documentation says: an entry in extra-openai-models.yaml
-    of the user's llm directory (LLM_USER_PATH, a temporary one: `offline`)."""
+    of the user's llm directory (LLM_USER_PATH, a temporary one: `offline`), saying it takes
+    schemas (llm refuses --schema otherwise)."""
     import llm
 
     (llm.user_dir() / "extra-openai-models.yaml").write_text(
-        f"- model_id: {LLM_MODEL}\n  model_name: {served.model_id}\n  api_base: {served.base_url}\n")
+        f"- model_id: {LLM_MODEL}\n  model_name: {served.model_id}\n  api_base: {served.base_url}\n"
+        "  supports_schema: true\n")
     return llm.get_model(LLM_MODEL)
 
 
@@ -198,3 +345,11 @@ def test_llm_cli(llm_model, expected):
     options = ["-o", "max_tokens", str(MAX_TOKENS), "-o", "temperature", "0"]
     assert llm_cli("-m", LLM_MODEL, PROMPT, "--no-stream", *options) == expected + "\n"
     assert llm_cli("-m", LLM_MODEL, PROMPT, *options) == expected + "\n"  # streamed to the terminal
+
+
+def test_llm_cli_schema(llm_model):
+    import llm
+
+    printed = llm_cli("-m", LLM_MODEL, "--schema", "name, country", CITY_PROMPT,
+                      "-o", "max_tokens", str(CALL_TOKENS), "-o", "temperature", "0")
+    assert set(valid(printed, llm.schema_dsl("name, country"))) == {"name", "country"}
