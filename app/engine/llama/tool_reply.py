@@ -61,10 +61,11 @@ class ToolReply:
 def _marker_tokens(fmt: ToolFormat | None, special_tokens: dict[str, int]) -> frozenset[int]:
     """The control tokens a call is written with ("[TOOL_CALLS]", "<|python_tag|>"): a reply
     shows no control token's text, but the parser must read these, as llama.cpp's server keeps
-    a format's "preserved tokens"."""
+    a format's "preserved tokens". Found by looking up each piece of the format's few short
+    markers, not by walking the vocabulary's thousands of control tokens at every reply."""
     if fmt is None:
         return frozenset()
-    markers = (fmt.spelling, fmt.block_open, fmt.block_close, fmt.separator, fmt.call_end, fmt.id_marker,
-               fmt.arguments_marker, *fmt.name_ends, *fmt.ignored_markers, *(opener.text for opener in fmt.openers))
-    return frozenset(token for text, token in special_tokens.items()
-                     if len(text) > 1 and any(text in marker for marker in markers))
+    markers = {fmt.spelling, fmt.block_open, fmt.block_close, fmt.separator, fmt.call_end, fmt.id_marker,
+               fmt.arguments_marker, *fmt.name_ends, *fmt.ignored_markers, *(opener.text for opener in fmt.openers)}
+    return frozenset(special_tokens[piece] for marker in markers for start in range(len(marker))
+                     for end in range(start + 2, len(marker) + 1) if (piece := marker[start:end]) in special_tokens)

@@ -19,7 +19,7 @@ _NOTE = """You can call the following tools to answer the user. To call one, wri
 
 {example}
 
-{several}The tools, as JSON schemas:
+{several}The tools, one per line, as JSON schemas:
 {tools}"""
 
 
@@ -52,7 +52,10 @@ def system_note(fmt: ToolFormat, use: ToolUse) -> str:
     example = fmt.calls_text([(first.name, json.dumps(example_arguments, ensure_ascii=False), "")])
     several = ("To call several tools at once, write the calls one after another in that form.\n\n"
                if use.parallel and fmt.parallel_capable else "")
-    tools = json.dumps([tool.to_openai()["function"] for tool in use.tools], ensure_ascii=False, indent=2)
+    # One compact line per tool, as the templates with tool support write them (Qwen's, Hermes'):
+    # indented JSON reads no better to a model and costs about half as many tokens again, which
+    # every reply of the conversation then attends to.
+    tools = "\n".join(json.dumps(tool.to_openai()["function"], ensure_ascii=False) for tool in use.tools)
     return _NOTE.format(example=example, several=several, tools=tools)
 
 
