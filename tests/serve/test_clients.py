@@ -217,15 +217,26 @@ def test_pydantic_ai_agent(pydantic_ai_model, expected):
         check_streamed(list(run.stream_text(delta=True, debounce_by=None)), expected)
 
 
-def test_pydantic_ai_output_type(pydantic_ai_model):
-    """Both ways Pydantic AI asks for a typed output: its default, a tool it forces the model to
-    call, and native structured output (response_format json_schema)."""
+@pytest.fixture(scope="module")
+def pydantic_ai_responses_model(served):
+    """Pydantic AI's model for the Responses API (/v1/responses)."""
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIResponsesModel(served.model_id, provider=OpenAIProvider(base_url=served.base_url, api_key="unused"))
+
+
+def test_pydantic_ai_output_type(pydantic_ai_model, pydantic_ai_responses_model):
+    """Both ways Pydantic AI asks for a typed output, through both its OpenAI models: its
+    default, a tool it forces the model to call, and native structured output (response_format
+    json_schema; the Responses API's text.format)."""
     from pydantic_ai import Agent, NativeOutput
 
     settings = {"max_tokens": CALL_TOKENS, "temperature": 0}
-    for output_type in (City, NativeOutput(City)):
-        run = Agent(pydantic_ai_model, output_type=output_type, model_settings=settings).run_sync(CITY_PROMPT)
-        assert isinstance(run.output, City)
+    for model in (pydantic_ai_model, pydantic_ai_responses_model):
+        for output_type in (City, NativeOutput(City)):
+            run = Agent(model, output_type=output_type, model_settings=settings).run_sync(CITY_PROMPT)
+            assert isinstance(run.output, City)
 
 
 # OpenAI Agents SDK -----------------------------------------------------------------------------
@@ -279,6 +290,14 @@ def test_openai_agents_function_tool(agents_model):
     result = Runner.run_sync(agent, "The weather in Paris for the next 3 days?", max_turns=2)
     assert [(type(city), type(days)) for city, days in calls] == [(str, int)]
     assert result.final_output == "sunny"
+
+
+def test_openai_agents_output_type(agents_model):
+    from agents import Agent, ModelSettings, Runner
+
+    agent = Agent(name="Cities", model=agents_model, output_type=City,
+                  model_settings=ModelSettings(max_tokens=CALL_TOKENS, temperature=0))
+    assert isinstance(Runner.run_sync(agent, CITY_PROMPT, max_turns=1).final_output, City)
 
 
 # LiteLLM ---------------------------------------------------------------------------------------
