@@ -37,7 +37,6 @@ from ..engine.sampling import BOUNDS, SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
 from ..engine.types import ModelDescription, ReplyStats
 
-
 # Choices per job: each holds the engine for a whole reply while every other client waits, and
 # the queue counts a job once, so this bounds how long one request can hold the line
 # (n × max_tokens). Eight covers what clients ask for (a few samples to compare or vote on).

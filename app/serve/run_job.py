@@ -19,10 +19,10 @@ from ..engine.backend import Backend, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.logprobs import LogprobsUnavailable
 from ..engine.remote.errors import RemoteError, RemoteFailure
+from ..engine.sampling import SamplingParams
 from ..engine.templates.chat_template import TemplateError
 from ..engine.tools.types import ToolsError
 from ..engine.types import ReplyStats, StopReason
-from ..engine.sampling import SamplingParams
 from .completions import ChoiceEnd, Deliver, Job, Refusal, Refused
 from .shapes import finish_reason
 

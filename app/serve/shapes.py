@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-
 from collections.abc import AsyncIterator, Sequence
 
 from ..engine.logprobs import TokenLogprob
@@ -87,7 +86,8 @@ class _Shape:
         """The chunks of a reply's events, from its first to its ReplyStats: each choice's in
         turn, the tokens' log-probabilities held until the text they complete goes out."""
         choice, ended, tokens = 0, [], []
-        yield self.start(choice)
+        if start := self.start(choice):  # a chat's role chunk; a completion has none
+            yield start
         async for item in events:
             if isinstance(item, TokenLogprob):
                 tokens.append(item)
@@ -100,7 +100,8 @@ class _Shape:
                 yield self._chunk([self._choice_end(choice, finish_reason(item.stats), tokens)])
                 ended.append(item.stats)
                 choice, tokens = choice + 1, []
-                yield self.start(choice)
+                if start := self.start(choice):
+                    yield start
             elif isinstance(item, ReplyStats):
                 yield self.end(choice, item, tokens, ended)
             # a complete ToolCall: its pieces went out already

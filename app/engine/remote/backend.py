@@ -44,8 +44,8 @@ from ..types import SERVER_TEMPLATE, DeviceInfo, ModelDescription, RemoteModel, 
 from .errors import RemoteError, RemoteFailure, bad_response, cut, error_text, stalled, status_error, transport_error
 from .http import MAX_ERROR_BODY, RemoteTimeouts, get_json, open_client, read_limited, where
 from .models import parse_models
-from .tool_calls import RemoteCalls
 from .request import REMOTE_EXTENSION_FIELDS, REMOTE_UNSENT_FIELDS, chat_body, names_an_extension
+from .tool_calls import RemoteCalls
 
 log = logging.getLogger(__name__)
 
