@@ -16,7 +16,7 @@ from .args import UsageError, check_context
 def run_serve(args) -> int:
     from ..engine.opening import open_backend
     from ..engine.types import LocalModel
-    from ..owners.paths import database_path
+    from ..owners.paths import served_responses_path
     from ..serve import addresses, server
     from ..serve.app import create_app
     from ..serve.kept_responses import KeptResponses
@@ -61,8 +61,7 @@ def run_serve(args) -> int:
               flush=True)
 
     try:
-        # Responses are kept with the window's conversations (the same database, HEARTH_HOME or the user's).
-        kept = KeptResponses(database_path())
+        kept = KeptResponses(served_responses_path())
         server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins, kept=kept), sock,
                    on_stop=queue.stop)
     finally:

@@ -63,6 +63,14 @@ def database_path() -> Path:
     return data_dir() / "conversations.sqlite3"
 
 
+def served_responses_path() -> Path:
+    """Where `hearth serve` keeps the responses /v1/responses may continue: a conversation
+    database of its own beside the window's, because an agent that sends its whole history
+    every turn would otherwise add a conversation to the user's list at every request (OpenAI
+    keeps API responses apart from its chat history for the same reason)."""
+    return data_dir() / "served-responses.sqlite3"
+
+
 # The file a running Hearth locks in its data folder (ui/app/single_instance.py); the command line's
 # conversation commands test it before touching the database.
 INSTANCE_LOCK_FILE = "hearth.lock"

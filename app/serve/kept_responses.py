@@ -1,5 +1,6 @@
-"""Responses kept in Hearth's conversation database, so a later request can continue one
-with `previous_response_id`, and the window lists them as the conversations they are.
+"""Responses kept as conversations in a store of Hearth's (`hearth serve` keeps them in a
+database of their own beside the window's: owners/paths.served_responses_path), so a later
+request can continue one with `previous_response_id`.
 
 A chain of responses is one stored conversation: a response stores its new input messages
 and then its reply (the assistant's text and tool calls) as one more exchange, and its id

@@ -4,8 +4,8 @@
 Greedy replies, so a Response's text is byte for byte the chat reply to the same message.
 The base model is weak; under `tool_choice: "required"` the grammar holds it to a call whose
 arguments satisfy the tool's schema, which is the point. The responses are kept in the test
-profile's conversation database (HEARTH_HOME, set by conftest.py), as `hearth serve` keeps
-them in the user's, and continued by id.
+profile's served-responses database (HEARTH_HOME, set by conftest.py), as `hearth serve`
+keeps them in the user's, apart from the window's conversations, and continued by id.
 """
 
 from __future__ import annotations
@@ -113,3 +113,20 @@ def test_an_agents_sdk_agent_calls_its_function_tool(served):
     result = agents.Runner.run_sync(agent, "What is the weather in Paris?", max_turns=2)
     assert len(cities) == 1 and isinstance(cities[0], str)
     assert result.final_output == "22 C and sunny"
+
+
+def test_served_responses_stay_out_of_the_windows_conversations(client, served):
+    """An agent's every request would otherwise be a conversation in the user's list."""
+    from app.owners.paths import database_path, served_responses_path
+    from app.store import ConversationStore
+
+    question = "Which conversation list keeps this question, asked by an agent?"
+    respond(client, served, input=question, max_output_tokens=4)
+
+    def holds_it(path) -> bool:
+        if not path.exists():
+            return False
+        with ConversationStore(path) as store:
+            return bool(store.search("conversation list keeps this question"))
+
+    assert holds_it(served_responses_path()) and not holds_it(database_path())
