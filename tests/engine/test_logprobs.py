@@ -17,6 +17,8 @@ from app.engine.logprobs import LogprobsUnavailable, TokenLogprob, token_text
 from app.engine.remote.backend import RemoteBackend
 from app.engine.remote.http import RemoteTimeouts
 from app.engine.sampling import SamplingParams
+from app.engine.tools.types import ToolCall
+from app.engine.tools.wire import tool_use_from_openai
 from app.engine.types import LoadOptions, RemoteModel, ReplyStats, ServerConfig, StopReason
 from app.serve.completions import Job, Refusal
 from app.serve.run_job import run_job
@@ -82,6 +84,16 @@ def test_a_character_split_over_byte_tokens_is_reported_per_token_with_its_bytes
     assert [e.token for e in asked if isinstance(e, TokenLogprob)] == ["bytes:\\xc3", "bytes:\\xa9"]
     assert [e for e in asked if isinstance(e, str)] == ["é"]  # both tokens come before it
     assert token_text("é".encode()) == "é"
+
+
+def test_a_reply_held_to_a_tool_call_passes_its_tokens_logprobs_through_the_parser(engine):
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    asked = list(engine.stream([{"role": "user", "content": "Weather in Paris?"}], GREEDY.with_changes(max_tokens=40),
+                               threading.Event(), tools=tool_use_from_openai([weather], "required"), logprobs=1))
+    assert [e.name for e in asked if isinstance(e, ToolCall)] == ["get_weather"]
+    assert len([e for e in asked if isinstance(e, TokenLogprob)]) == asked[-1].completion_tokens
+    assert asked[-1].stop_reason is StopReason.TOOL_CALLS
 
 
 def test_a_remote_model_refuses_logprobs_before_sending_anything(stand_in):  # noqa: F811
