@@ -105,8 +105,9 @@ def test_without_tool_choice_the_call_stays_text(engines, family):
 
 
 def test_a_call_cut_off_by_max_tokens_says_so(engines):
-    events = events_of(engines("qwen3"), ASK, GREEDY.with_changes(max_tokens=8), tool_use_from_openai([WEATHER]))
+    events = events_of(engines("qwen3"), ASK, GREEDY.with_changes(max_tokens=15), tool_use_from_openai([WEATHER]))
     [call] = [event for event in events if isinstance(event, ToolCall)]
+    assert call.name == "get_weather" and call.arguments == '{"city":'  # what it had when cut
     assert "cut off" in call.problem and "max_tokens" in call.problem
     assert events[-1].stop_reason is StopReason.LENGTH
 
@@ -159,4 +160,4 @@ def test_the_tools_are_part_of_the_reused_prefix(gemma):
     first = events_of(gemma, ASK, GREEDY.with_changes(max_tokens=4), use)[-1]
     follow = ASK + [{"role": "assistant", "content": "Let me see."}, {"role": "user", "content": "Well?"}]
     second = events_of(gemma, follow, GREEDY.with_changes(max_tokens=4), use)[-1]
-    assert first.prompt_tokens > 300 and second.evaluated_prompt_tokens < 40
+    assert first.prompt_tokens > 250 and second.evaluated_prompt_tokens < 40

@@ -239,10 +239,14 @@ class ObjectCallsReader(Reader):
                 self.pending = ""
 
     def _end_call(self) -> None:
+        if not self.name and not self.begun:
+            # An object that names no function is no call: it stays the reply's text, as a call
+            # cut off before its name does (a client that sent it back would be refused).
+            raise NotACall()
         self._announce()
         if not self.saw_arguments:
             self.sink.arguments("{}")
-        self.sink.end(None if self.name else "the call names no function")
+        self.sink.end(None)
         self.begun = False
         self._reset_call()
 

@@ -171,6 +171,14 @@ def test_a_call_cut_off_before_its_name_is_text():
     assert calls == [(0, "get_time", '{"ci', "the call was cut off before it was complete (max_tokens)")]
 
 
+def test_a_whole_call_that_names_no_function_is_text():
+    """A complete object without a name is nothing a client could run, or send back as history
+    (the server refuses a call without a name there)."""
+    text = '<tool_call>\n{"arguments": {"city": "Oslo"}}\n</tool_call>'
+    assert summary(parse("hermes", [text])) == (text, [])
+    assert summary(parse("hermes", list(text))) == (text, [])
+
+
 def test_an_opener_followed_by_no_call_is_text():
     assert summary(parse("hermes", ["<tool_call> I will not call anything"])) == (
         "<tool_call> I will not call anything", [])
