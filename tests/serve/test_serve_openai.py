@@ -127,7 +127,9 @@ def test_a_served_reply_is_byte_identical_to_hearth_chat(client, served, gemma_p
 
 def test_concurrent_requests_wait_their_turn_and_never_interleave(client, served):
     prompts = ["Name three rivers.", "Describe a cat.", "What is rain?"]
-    alone = [chat(client, served, messages=[{"role": "user", "content": p}], max_tokens=8, seed=7)
+    # Greedy: a seeded draw can fall the other way within the rounding between a cold prompt
+    # and one read after another's (DraftVerifier's docstring), which is no interleaving.
+    alone = [chat(client, served, messages=[{"role": "user", "content": p}], max_tokens=8, temperature=0)
              .choices[0].message.content for p in prompts]
     together: dict[int, str] = {}
     errors: list[BaseException] = []
@@ -135,7 +137,7 @@ def test_concurrent_requests_wait_their_turn_and_never_interleave(client, served
     def ask(index: int) -> None:
         try:
             text, _ = streamed(client, served, messages=[{"role": "user", "content": prompts[index]}],
-                               max_tokens=8, seed=7)
+                               max_tokens=8, temperature=0)
             together[index] = text
         except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
             errors.append(exc)
