@@ -37,6 +37,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
+    from app.engine.llama import generator
     from app.engine.llama.generator import Engine
     from app.engine.llama.grammar import Grammar, response_grammar
     from app.engine.llama.reply_sampler import ReplySampler
@@ -62,20 +63,24 @@ def main() -> int:
                 spent["s"] = spent.get("s", 0.0) + time.perf_counter() - started
 
     def reply(grammar: Grammar | None, max_tokens: int) -> tuple[str, ReplyStats, ReplySampler]:
+        """A reply through the Engine's loop, its sampler given `grammar` (the Engine makes its
+        own from a request's tools; the bench hands it this one), closed by the Engine."""
         made: list[ReplySampler] = []
 
-        def sampler(sampling, seed):
-            made.append(TimedSampler(engine._llm, sampling, seed, grammar, engine.stop_token_ids))
+        def sampler(llm, sampling, seed, _grammar, stop_tokens):
+            made.append(TimedSampler(llm, sampling, seed, grammar, stop_tokens))
             return made[-1]
 
-        engine._sampler = sampler  # the integrator's switch, made here by hand
-        text = []
-        for event in engine.stream(messages, params.with_changes(max_tokens=max_tokens)):
-            if isinstance(event, ReplyStats):
-                stats = event
-            else:
-                text.append(event)
-        made[-1].close()
+        generator.ReplySampler = sampler
+        try:
+            text = []
+            for event in engine.stream(messages, params.with_changes(max_tokens=max_tokens)):
+                if isinstance(event, ReplyStats):
+                    stats = event
+                else:
+                    text.append(event)
+        finally:
+            generator.ReplySampler = ReplySampler
         return "".join(text), stats, made[-1]
 
     free, _, _ = reply(None, params.max_tokens)
