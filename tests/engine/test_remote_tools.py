@@ -14,15 +14,15 @@ import threading
 
 import pytest
 from support.model_files.scripted_models import scripted_models
+from support.reply_events import every_event
 from support.served import Served
 
-from app.engine.backend import closing_reply
 from app.engine.opening import open_backend
 from app.engine.remote.tool_calls import MAX_ARGUMENT_CHARS, RemoteCalls
 from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall, ToolCallDelta
 from app.engine.tools.wire import call_problem, tool_use_from_openai
-from app.engine.types import LoadOptions, RemoteModel, ReplyStats, ServerConfig, StopReason
+from app.engine.types import LoadOptions, RemoteModel, ServerConfig, StopReason
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
@@ -41,13 +41,7 @@ def remote():
 
 
 def events_of(backend, messages, tools) -> list:
-    with closing_reply(backend.stream(messages, GREEDY, threading.Event(), tools=tools)) as stream:
-        out = []
-        for event in stream:
-            out.append(event)
-            if isinstance(event, ReplyStats):
-                return out
-    raise AssertionError("a reply ends with its ReplyStats")
+    return every_event(backend.stream(messages, GREEDY, threading.Event(), tools=tools))
 
 
 def test_a_servers_call_comes_back_typed_and_streamed(remote):

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.model_files.scripted_models import SCRIPTED_FAMILIES, plan_steps, scripted_models
+from support.model_files.scripted_models import SCRIPTED_FAMILIES, plan_steps, scripted_engines, scripted_models
 from support.reply_events import collect
 
 from app.engine.llama.generator import Engine
 from app.engine.sampling import Drafting, SamplingParams
-from app.engine.types import LoadOptions, StopReason
+from app.engine.types import StopReason
 
 FAMILIES = sorted(SCRIPTED_FAMILIES)
 GREEDY = SamplingParams(temperature=0, max_tokens=80)
@@ -26,18 +26,9 @@ def models():
 
 
 @pytest.fixture(scope="module")
-def engines(models):
-    """family -> Engine, loaded on first use, closed with the module."""
-    loaded: dict[str, Engine] = {}
-
-    def engine(family: str) -> Engine:
-        if family not in loaded:
-            loaded[family] = Engine(models[family].path, LoadOptions(n_ctx=2048))
-        return loaded[family]
-
-    yield engine
-    for engine_ in loaded.values():
-        engine_.close()
+def engines():
+    with scripted_engines() as engine:
+        yield engine
 
 
 def reply(engine: Engine, messages: list[dict], params: SamplingParams = GREEDY) -> tuple[str, str]:

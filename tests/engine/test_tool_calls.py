@@ -12,15 +12,15 @@ import json
 import threading
 
 import pytest
-from support.model_files.scripted_models import SCRIPTED_FAMILIES, scripted_models
+from support.model_files.scripted_models import SCRIPTED_FAMILIES, scripted_engines
+from support.reply_events import every_event
 
-from app.engine.backend import closing_reply
 from app.engine.llama.generator import Engine
 from app.engine.sampling import Drafting, SamplingParams
 from app.engine.tools.schema import check_schema, problem
 from app.engine.tools.types import ToolCall, ToolCallDelta, ToolsError
 from app.engine.tools.wire import tool_use_from_openai
-from app.engine.types import LoadOptions, ReplyStats, StopReason
+from app.engine.types import LoadOptions, StopReason
 
 FAMILIES = sorted(SCRIPTED_FAMILIES)
 GREEDY = SamplingParams(temperature=0, max_tokens=80)
@@ -34,14 +34,7 @@ CLOCK = {"type": "function", "function": {
 
 
 def events_of(engine: Engine, messages: list[dict], params: SamplingParams, tools) -> list:
-    """Every event of one reply, up to and with its ReplyStats."""
-    with closing_reply(engine.stream(messages, params, threading.Event(), tools=tools)) as stream:
-        out = []
-        for event in stream:
-            out.append(event)
-            if isinstance(event, ReplyStats):
-                return out
-    raise AssertionError("a reply ends with its ReplyStats")
+    return every_event(engine.stream(messages, params, threading.Event(), tools=tools))
 
 
 def check_streamed_as_openai(events: list) -> list[ToolCall]:
@@ -59,16 +52,8 @@ def check_streamed_as_openai(events: list) -> list[ToolCall]:
 
 @pytest.fixture(scope="module")
 def engines():
-    models, loaded = scripted_models(), {}
-
-    def engine(family: str) -> Engine:
-        if family not in loaded:
-            loaded[family] = Engine(models[family].path, LoadOptions(n_ctx=2048))
-        return loaded[family]
-
-    yield engine
-    for engine_ in loaded.values():
-        engine_.close()
+    with scripted_engines() as engine:
+        yield engine
 
 
 @pytest.mark.parametrize("choice", ["auto", "required", {"type": "function", "function": {"name": "get_weather"}}],

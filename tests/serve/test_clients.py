@@ -35,7 +35,7 @@ from typing import Literal
 import openai
 import pytest
 from pydantic import BaseModel
-from support.served import ROOT, Served
+from support.served import ROOT, openai_client, serving
 
 from app.engine.tools.schema import check_schema, problem
 
@@ -81,14 +81,13 @@ def offline(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(gemma_path, offline):
-    server = Served(gemma_path, "--ctx", "1024")
-    yield server
-    assert server.stop() == 0, server.stderr
+    with serving(gemma_path, "--ctx", "1024") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def client(served):
-    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=60) as client:
+    with openai_client(served, timeout=60) as client:
         yield client
 
 

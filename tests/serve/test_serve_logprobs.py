@@ -12,9 +12,8 @@ import math
 import time
 
 import httpx
-import openai
 import pytest
-from support.served import Served
+from support.served import openai_client, serving
 
 MESSAGES = [{"role": "user", "content": "Write two sentences about the sea."}]
 GREEDY = {"temperature": 0, "extra_body": {"repeat_penalty": 1.0}}
@@ -23,14 +22,13 @@ COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy, Gemma counts on for thousands of
 
 @pytest.fixture(scope="module")
 def served(gemma_path):
-    server = Served(gemma_path, "--max-waiting", "2")
-    yield server
-    assert server.stop() == 0, server.stderr
+    with serving(gemma_path, "--max-waiting", "2") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def client(served):
-    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=120) as client:
+    with openai_client(served) as client:
         yield client
 
 

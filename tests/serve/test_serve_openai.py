@@ -16,7 +16,7 @@ import time
 import httpx
 import openai
 import pytest
-from support.served import ROOT, Served
+from support.served import ROOT, openai_client, serving
 
 MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Write two sentences about the sea."}]
@@ -25,14 +25,13 @@ COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy, Gemma counts on for thousands of
 
 @pytest.fixture(scope="module")
 def served(gemma_path):
-    server = Served(gemma_path, "--max-waiting", "2")
-    yield server
-    assert server.stop() == 0, server.stderr
+    with serving(gemma_path, "--max-waiting", "2") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def client(served):
-    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=60) as client:
+    with openai_client(served, timeout=60) as client:
         yield client
 
 

@@ -14,7 +14,7 @@ import json
 
 import openai
 import pytest
-from support.served import Served
+from support.served import openai_client, serving
 
 PROMPT = "Say hello."
 WEATHER = {"type": "function", "name": "get_weather", "description": "Get the current weather in a city.",
@@ -24,14 +24,13 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Get the cu
 
 @pytest.fixture(scope="module")
 def served(gemma_path):
-    server = Served(gemma_path, "--ctx", "2048")
-    yield server
-    assert server.stop() == 0, server.stderr
+    with serving(gemma_path, "--ctx", "2048") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def client(served):
-    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=120) as client:
+    with openai_client(served) as client:
         yield client
 
 

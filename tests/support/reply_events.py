@@ -25,3 +25,15 @@ def collect(events: Iterable[str | ReplyStats], cancel: threading.Event | None =
             if len(pieces) == cancel_after:
                 cancel.set()
     return pieces, None
+
+
+def every_event(events: Iterable) -> list:
+    """Every event of one reply (text, tool-call deltas and calls, logprobs), up to and with
+    its ReplyStats, read and closed as `collect` reads it."""
+    seen = []
+    with closing_reply(events) as stream:
+        for event in stream:
+            seen.append(event)
+            if isinstance(event, ReplyStats):
+                return seen
+    raise AssertionError("a reply ends with its ReplyStats")

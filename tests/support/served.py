@@ -6,11 +6,13 @@ stdout, and stops it with a signal, returning the exit status and what it wrote 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +74,22 @@ class Served:
             raise AssertionError(f"hearth serve did not stop within {STOP_TIMEOUT_S} s (signal: {sig!r})") from None
         finally:
             self._process.stdout.close()
+
+
+@contextlib.contextmanager
+def serving(model: Path, *args: str) -> Iterator[Served]:
+    """`hearth serve MODEL *args` for the length of a block (a module's fixture), which must
+    then stop cleanly: exit status 0, or its stderr in the failure."""
+    server = Served(model, *args)
+    yield server
+    assert server.stop() == 0, server.stderr
+
+
+@contextlib.contextmanager
+def openai_client(served: Served, timeout: float = 120):
+    """The official client pointed at `served`, as a user's script points it (no retries, so a
+    failure shows as itself)."""
+    import openai
+
+    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=timeout) as client:
+        yield client

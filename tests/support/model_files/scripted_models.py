@@ -60,10 +60,12 @@ arguments), built once per source key into tests/.cache/scripted-models/<key>/;
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -378,3 +380,24 @@ def _build_all(directory: Path) -> None:
 def scripted_models(cache_root: Path = CACHE_ROOT) -> dict[str, ScriptedModel]:
     """family -> its scripted model, built on first use and cached by source key."""
     return _paths(tiny.cached_build(cache_root, source_key(), _build_all))
+
+
+@contextlib.contextmanager
+def scripted_engines(n_ctx: int = 2048) -> Iterator[Callable[[str], object]]:
+    """family -> its scripted model in Hearth's Engine, each loaded on first use and closed
+    when the block ends (a test module's fixture)."""
+    from app.engine.llama.generator import Engine
+    from app.engine.types import LoadOptions
+
+    models, loaded = scripted_models(), {}
+
+    def engine(family: str) -> Engine:
+        if family not in loaded:
+            loaded[family] = Engine(models[family].path, LoadOptions(n_ctx=n_ctx))
+        return loaded[family]
+
+    try:
+        yield engine
+    finally:
+        for each in loaded.values():
+            each.close()
