@@ -19,8 +19,10 @@ def imported_after(module: str) -> set[str]:
     return set(result.stdout.split())
 
 
-def test_the_window_does_not_load_llama_cpp():
-    assert "llama_cpp" not in imported_after("app.ui.window.main_window")
+def test_the_window_loads_neither_llama_cpp_nor_the_servers_starlette():
+    loaded = imported_after("app.ui.window.main_window")
+    assert "llama_cpp" not in loaded
+    assert not {"starlette", "uvicorn"} & loaded  # until it serves: the Serve dialog checks origins as text
 
 
 @pytest.mark.parametrize("module", [

@@ -370,3 +370,12 @@ def test_the_address_served_at_is_kept_and_a_hand_edited_one_falls_back(tmp_path
     store.setValue("serve/port", 70_000)
     store.setValue("serve/host", "  ")
     assert Settings(store).serve_address == ServeAddress()
+
+
+def test_the_web_pages_origins_are_kept_and_a_hand_edited_non_origin_is_skipped(tmp_path):
+    store = ini_file(tmp_path / "hearth.ini")
+    assert Settings(store).serve_origins == ()  # no page of any site by default
+    Settings(store).serve_origins = ("http://localhost:3000", "*")
+    assert Settings(store).serve_origins == ("http://localhost:3000", "*")
+    store.setValue("serve/cors_origins", ["HTTP://Example.com", "example.com/", "http://example.com"])
+    assert Settings(store).serve_origins == ("http://example.com",)

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..engine.gguf.reading import inspect_model
 from ..engine.options import LOAD_OPTION, NOTHING_STORED, Overrides, resolve
 from ..engine.types import api_key_problem
+from ..serve.origins import check_origins, pages_may_call
 from .args import UsageError, check_context
 
 
@@ -55,8 +56,7 @@ def run_serve(args) -> int:
         print(address, flush=True)
         device = backend.describe().device.describe()
         keyed = "; requests need the API key" if api_key else ""
-        sites = "every site" if "*" in origins else ", ".join(origins)
-        pages = f"; web pages from {sites} may call it" if origins else ""
+        pages = f"; {pages_may_call(origins)}" if origins else ""
         print(f"hearth: serving {path.name} on {device} at {address}{keyed}{pages}. Ctrl+C stops.", file=sys.stderr,
               flush=True)
 
@@ -90,11 +90,9 @@ def _serve_key(args) -> str | None:
 
 
 def _cors_origins(given: list[str]) -> list[str]:
-    """The --cors-origin values, checked before loading (app/serve/cors.py says why each form)."""
-    from ..serve.cors import check_origin
-
+    """The --cors-origin values, checked before loading (app/serve/origins.py says why each form)."""
     try:
-        return list(dict.fromkeys(check_origin(origin) for origin in given))
+        return check_origins(given)
     except ValueError as exc:
         raise UsageError(f"--cors-origin {exc}") from None
 

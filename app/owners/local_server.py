@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..engine.types import api_key_problem
 from ..serve.addresses import is_loopback
+from ..serve.origins import check_origins
 from ..serve.server_thread import ServerThread
 from .bridge import EngineBridge
 from .bridge_completions import BridgeCompletions
@@ -63,6 +64,7 @@ class LocalServer(QObject):
         self._state = _State.OFF
         self._url: str | None = None
         self._on_network = False
+        self._cors_origins: tuple[str, ...] = ()
         self._thread: ServerThread | None = None
         self._completions: BridgeCompletions | None = None
         self._relay = _Relay(self)
@@ -80,6 +82,11 @@ class LocalServer(QObject):
     def on_network(self) -> bool:
         """Other computers can reach it: it serves (or starts to) at a host beyond loopback."""
         return self.active and self._on_network
+
+    @property
+    def cors_origins(self) -> tuple[str, ...]:
+        """The origins whose web pages may call it (checked; `*`: every site's), while active."""
+        return self._cors_origins if self.active else ()
 
     @property
     def active(self) -> bool:
@@ -104,14 +111,11 @@ class LocalServer(QObject):
         if api_key is not None and (problem := api_key_problem(api_key)):
             self.failed.emit(problem)
             return True
-        if cors_origins:
-            from ..serve.cors import check_origin  # Starlette: only when some page may call it
-
-            try:
-                cors_origins = [check_origin(origin) for origin in cors_origins]
-            except ValueError as exc:
-                self.failed.emit(f"CORS: {exc}")
-                return True
+        try:
+            cors_origins = check_origins(cors_origins)
+        except ValueError as exc:
+            self.failed.emit(f"CORS: {exc}")
+            return True
         completions = BridgeCompletions(self._bridge)
         completions.follow(self._models.current)
 
@@ -125,7 +129,7 @@ class LocalServer(QObject):
                               on_started=lambda url: relay.started.emit(thread, url),
                               on_ended=lambda error: relay.ended.emit(thread, error))
         self._state, self._thread, self._completions = _State.STARTING, thread, completions
-        self._on_network = on_network
+        self._on_network, self._cors_origins = on_network, tuple(cors_origins)
         thread.start()
         return True
 

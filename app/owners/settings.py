@@ -14,7 +14,8 @@ ignored and logged like any unreadable value.
 
 Remote servers are kept by name and address only: an API key is a secret, kept in the system
 keyring (`library/server_keys.py`), never in this file. Likewise "Serve the loaded model" keeps
-the host and port it last served at, never its API key (asked for each time it is needed).
+the host, port and web pages' origins it last served with, never its API key (asked for each
+time it is needed).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..engine.types import (
     RemoteModel,
     ServerConfig,
 )
+from ..serve.origins import check_origin
 from . import paths
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ WINDOW_SPLITTER = "window/splitter"
 APPEARANCE = "window/appearance"
 SERVE_HOST = "serve/host"
 SERVE_PORT = "serve/port"
+SERVE_ORIGINS = "serve/cors_origins"  # the origins whose web pages may call it, as check_origin gives them
 MODEL_SETTINGS = "model_settings"
 SAVED_STATE_BUDGET = "cache/saved_state_budget_mb"  # megabytes of disk for conversations' KV states
 MB = 1024**2
@@ -251,6 +254,23 @@ class Settings:
     def serve_address(self, address: ServeAddress) -> None:
         self._store.setValue(SERVE_HOST, address.host)
         self._store.setValue(SERVE_PORT, address.port)
+
+    @property
+    def serve_origins(self) -> tuple[str, ...]:
+        """The web pages' origins it last let call it (none by default: no page of any site).
+        Not secret, unlike its API key. One that is not an origin (a hand edit) is skipped and
+        logged: offered again, it would only stop Serve until the user deleted it."""
+        origins = []
+        for stored in self._strings(SERVE_ORIGINS):
+            try:
+                origins.append(check_origin(stored))
+            except ValueError as exc:
+                log.warning("ignoring a stored CORS origin: %s", exc)
+        return tuple(dict.fromkeys(origins))
+
+    @serve_origins.setter
+    def serve_origins(self, origins: tuple[str, ...]) -> None:
+        self._store.setValue(SERVE_ORIGINS, list(origins))
 
 
 _REMOTE = "remote:"  # how a RemoteModel's settings_key starts

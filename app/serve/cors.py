@@ -6,8 +6,9 @@ lets the page read a reply only when it carries that header too. Without origins
 CORS layer at all: a preflight is a 405 like any OPTIONS, and no reply carries a CORS header, so
 no page on any site can read a reply through a visitor's browser.
 
-With origins (`hearth serve --cors-origin ORIGIN`, repeatable), each is matched exactly as the
-browser sends it, `scheme://host[:port]`; `*` lets every page of every site call the server and
+With origins (`hearth serve --cors-origin ORIGIN`, repeatable, or the window's Serve dialog;
+checked by serve/origins.py), each is matched exactly as the browser sends it,
+`scheme://host[:port]`; `*` lets every page of every site call the server and
 is only ever that when given as `*` itself. Origins are not patterns: a page elsewhere gets no
 CORS header, its preflight a 403. `null` (what file:// pages and sandboxed frames send) is
 refused as an origin: any site can make its page send it.
@@ -16,7 +17,6 @@ refused as an origin: any site can make its page send it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -24,36 +24,13 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
 from .errors import ApiError
+from .origins import ANY
 
-ANY = "*"
 METHODS = ("GET", "POST")
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def check_origin(origin: str) -> str:
-    """`origin` in the form browsers send (lowercase: scheme and host are case-blind), or
-    ValueError saying how to write it. An origin with a path, a trailing `/` or a default port
-    would never equal what a browser sends, and would fail silently at every request."""
-    if origin == ANY:
-        return origin
-    form = ("an origin is scheme://host[:port] exactly as a browser sends it, such as "
-            "http://localhost:3000: no path, not even a trailing /")
-    try:
-        parts = urlsplit(origin)
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"{origin!r} is not an origin: {form}") from None
-    rebuilt = f"{parts.scheme}://{parts.netloc}"  # urlsplit lowers the scheme
-    if not parts.hostname or origin.lower() != rebuilt.lower() or "@" in parts.netloc:
-        raise ValueError(f"{origin!r} is not an origin: {form}")
-    if port is not None and DEFAULT_PORTS.get(parts.scheme.lower()) == port:
-        raise ValueError(f"{origin!r}: browsers leave out {parts.scheme}'s default port {port}; "
-                         f"give {parts.scheme}://{parts.hostname}")
-    return origin.lower()
 
 
 def cors_middleware(origins: Sequence[str]) -> list[Middleware]:
-    """The app's CORS layer for `origins` (checked by check_origin): none without any.
+    """The app's CORS layer for `origins` (checked by origins.check_origins): none without any.
 
     Any request header is allowed (clients send their own, such as the OpenAI SDKs'
     x-stainless-*), and so is a private-network preflight: a listed page that is public

@@ -1,12 +1,16 @@
 """Serve the loaded model, in the window: the File menu's action and its dialog, the address in
-the status bar, a Send that waits for a served request, and Hearth as the client of Hearth as a
-server (`hearth serve` in a process of its own, chatted with through a remote model)."""
+the status bar, the web pages that may call it (CORS), a Send that waits for a served request,
+and Hearth as the client of Hearth as a server (`hearth serve` in a process of its own, chatted
+with through a remote model)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QAccessible, QGuiApplication
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.modal_answers import answering
@@ -26,6 +30,7 @@ from app.ui.window import appearance
 
 WAIT_MS = 10_000
 REPLY_MS = 60_000
+PAGE, ELSEWHERE = "http://localhost:3000", "http://evil.example"
 
 
 @pytest.fixture
@@ -43,6 +48,29 @@ def dialog(qtbot):
     dialog.activateWindow()
     qtbot.waitUntil(dialog.isActiveWindow, timeout=WAIT_MS)
     return dialog
+
+
+@pytest.fixture
+def announcements(monkeypatch):
+    """The texts announced to assistive technology."""
+    heard = []
+
+    def update(event):
+        if event.type() == QAccessible.Event.Announcement:
+            heard.append(event.message())
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", update)
+    return heard
+
+
+def preflight(qtbot, url: str, origin: str) -> httpx.Response:
+    """A browser's preflight for a page of `origin` that posts a chat, sent from another thread
+    as a browser would, Qt's loop running meanwhile."""
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(httpx.options, url + "/chat/completions",
+                             headers={"Origin": origin, "Access-Control-Request-Method": "POST"})
+        qtbot.waitUntil(answer.done, timeout=WAIT_MS)
+        return answer.result()
 
 
 def serve_on_any_port(dialog) -> None:
@@ -131,8 +159,9 @@ def test_the_dialog_and_the_address_read_in_both_appearances(qtbot, qapp, dialog
     try:
         dialog.host_edit.selectAll()
         QTest.keyClicks(dialog.host_edit, "0.0.0.0")
-        colour = dialog.reach_label.palette().color(dialog.reach_label.foregroundRole())
-        assert worst_contrast(colour, dialog.palette()) >= MIN_CONTRAST
+        dialog.origins_edit.setText("localhost:3000")
+        for label in (dialog.reach_label, dialog.origins_problem):
+            assert worst_contrast(label.palette().color(label.foregroundRole()), dialog.palette()) >= MIN_CONTRAST
         dialog.grab().save(str(tmp_path / f"serve-dialog-{'dark' if dark else 'light'}.png"))
         window = opened.window
         with qtbot.waitSignal(window.local_server.started, timeout=WAIT_MS):
@@ -189,3 +218,66 @@ def test_hearth_chats_with_hearth_serve_through_a_remote_model(qtbot, qapp, tmp_
         stack.close()
         QApplication.processEvents()
         assert serving.stop() == 0, serving.stderr
+
+
+def test_web_pages_origins_are_checked_as_typed_and_a_bad_one_says_how_to_write_it(qtbot, dialog, announcements):
+    edit, problem = dialog.origins_edit, dialog.origins_problem
+    assert unnamed_widgets(dialog) == [] and edit.accessibleDescription()
+    assert edit.text() == "" and problem.isHidden() and dialog.request().cors_origins == ()  # none by default
+    dialog.key_edit.setFocus()
+    QTest.keyClick(dialog.key_edit, Qt.Key.Key_Tab)
+    assert edit.hasFocus()  # next after the key
+    dialog.host_edit.setFocus()
+    QTest.keyClick(dialog, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
+    assert edit.hasFocus()
+
+    QTest.keyClicks(edit, "http://localhost:3000/")
+    assert problem.isVisible() and not dialog.serve_button.isEnabled()
+    assert problem.text().startswith("'http://localhost:3000/' is not an origin") and "not even a trailing /" in problem.text()
+    assert problem.text() in edit.accessibleDescription() and announcements == []  # not at every keystroke
+    assert dialog.height() >= dialog.layout().totalHeightForWidth(dialog.width())  # its lines all shown
+    QTest.keyClick(edit, Qt.Key.Key_Tab)  # leaving the field says it
+    assert announcements == [problem.text()] and not edit.hasFocus()
+
+    QTest.keyClick(dialog, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
+    QTest.keyClick(edit, Qt.Key.Key_End)
+    QTest.keyClick(edit, Qt.Key.Key_Backspace)
+    assert problem.isHidden() and dialog.serve_button.isEnabled()
+    QTest.keyClicks(edit, ", https://app.example:443")
+    assert "browsers leave out https's default port 443; give https://app.example" in problem.text()
+    assert not dialog.serve_button.isEnabled()
+    for _ in ":443":
+        QTest.keyClick(edit, Qt.Key.Key_Backspace)
+    QTest.keyClicks(edit, " HTTP://LocalHost:3000")  # spaces separate too; the same origin once
+    assert problem.isHidden() and dialog.serve_button.isEnabled()
+    assert dialog.request().cors_origins == (PAGE, "https://app.example")
+
+
+def test_listed_web_pages_may_call_the_server_are_said_and_offered_again(qtbot, opened):
+    window = opened.window
+    action = find_action(window, "Serve the loaded model")
+
+    def list_pages(dialog) -> None:
+        QTest.keyClick(dialog, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
+        QTest.keyClicks(dialog.origins_edit, f"{PAGE}, https://app.example")
+        serve_on_any_port(dialog)
+
+    with qtbot.waitSignal(window.local_server.started, timeout=WAIT_MS) as started:
+        with answering(answer=list_pages):
+            action.trigger()
+    url = started.args[0]
+    said = f"web pages from {PAGE}, https://app.example may call it"  # as hearth serve's start-up line
+    assert window.serving_label.text() == f"Serving at {url}; {said}"
+    assert window.statusBar().currentMessage() == f"Serving the loaded model at {url}; {said}"
+    allowed = preflight(qtbot, url, PAGE)
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == PAGE
+    refused = preflight(qtbot, url, ELSEWHERE)
+    assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+
+    with qtbot.waitSignal(window.local_server.stopped, timeout=WAIT_MS):
+        action.trigger()
+    window.settings.sync()
+    assert f"{PAGE}, https://app.example" in (opened.folder / "hearth.ini").read_text(encoding="utf-8")
+    with answering(look=lambda dialog: dialog.origins_edit.text()) as answered:  # then Cancel
+        action.trigger()
+    assert answered.notes == [f"{PAGE}, https://app.example"] and not window.local_server.active

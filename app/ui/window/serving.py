@@ -1,8 +1,9 @@
 """What the window shows of "Serve the loaded model": the File menu's action, the dialog it opens,
-the status bar's address, and a reply of the user's that waits for served requests.
+the status bar's address (and which web pages may call it), and a reply of the user's that waits
+for served requests.
 
 A controller the window owns, given what it works with: the LocalServer
-(app.owners.local_server), the settings (where to serve), the models (the loaded one's name),
+(app.owners.local_server), the settings (where to serve, which pages may call it), the models (the loaded one's name),
 the session (a reply waiting), the chat (where a waiting reply is announced) and the status bar.
 
 The action is checked while Hearth serves (or is starting to): checking it asks where to serve,
@@ -21,6 +22,7 @@ from ...owners.chat_session import ChatSession
 from ...owners.local_server import LocalServer
 from ...owners.model_session import ModelSession
 from ...owners.settings import Settings
+from ...serve.origins import pages_may_call
 from ..chat.view import ChatView
 from ..dialogs.serve import ServeDialog
 from ..widgets.announce import announce
@@ -88,11 +90,12 @@ class ServingDisplay(QObject):
             server.stop()
         else:
             current = self._models.current
-            dialog = ServeDialog(self._settings.serve_address, printable(current.name) if current else None, self._window)
+            dialog = ServeDialog(self._settings.serve_address, printable(current.name) if current else None, self._window,
+                                 origins=self._settings.serve_origins)
             if dialog.exec() == QDialog.DialogCode.Accepted:
                 request = dialog.request()
-                self._settings.serve_address = request.address
-                server.start(request.address.host, request.address.port, request.api_key)
+                self._settings.serve_address, self._settings.serve_origins = request.address, request.cors_origins
+                server.start(request.address.host, request.address.port, request.api_key, request.cors_origins)
                 self._status_bar.showMessage("Starting the server…", 5000)
         self.serve_action.setChecked(server.active)
 
@@ -110,11 +113,12 @@ class ServingDisplay(QObject):
 
     def _on_serving_started(self, url: str) -> None:
         reach = " (reachable from the network)" if self._server.on_network else ""
-        self.serving_label.setText(f"Serving at {url}{reach}")
+        pages = f"; {said}" if (said := pages_may_call(self._server.cors_origins)) else ""
+        self.serving_label.setText(f"Serving at {url}{reach}{pages}")
         self.serving_status.show()
         self.serve_action.setChecked(True)
         self.copy_address_action.setEnabled(True)
-        message = f"Serving the loaded model at {url}"
+        message = f"Serving the loaded model at {url}{pages}"
         self._status_bar.showMessage(message, 5000)
         announce(self.serving_label, message)
 
