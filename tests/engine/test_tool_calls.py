@@ -146,3 +146,11 @@ def test_the_tools_are_part_of_the_reused_prefix(gemma):
     follow = ASK + [{"role": "assistant", "content": "Let me see."}, {"role": "user", "content": "Well?"}]
     second = events_of(gemma, follow, GREEDY.with_changes(max_tokens=4), use)[-1]
     assert first.prompt_tokens > 250 and second.evaluated_prompt_tokens < 40
+
+
+def test_a_bias_on_a_token_past_the_vocabulary_is_skipped_under_a_grammar(gemma):
+    """llama.cpp skips such a bias; the grammar's resample must too, not fail the reply."""
+    use = tool_use_from_openai(response_format={"type": "json_object"})
+    events = events_of(gemma, ASK, SamplingParams(temperature=0, max_tokens=48, logit_bias={300_000: 1.0, 5: -1.0}),
+                       use)
+    assert events[-1].error is None and events[-1].stop_reason is not StopReason.ERROR

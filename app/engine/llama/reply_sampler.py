@@ -30,6 +30,7 @@ reply as one of the Engine's stop tokens.
 from __future__ import annotations
 
 import ctypes
+import logging
 import re
 import weakref
 
@@ -39,6 +40,8 @@ from llama_cpp import llama_cpp as llama_c
 
 from ..sampling import SamplingParams
 from .grammar import Grammar
+
+log = logging.getLogger(__name__)
 
 TRIGGER_LOOKBACK = 256  # bytes: a trigger found by search is at most this long
 RESAMPLE_SHORTLIST = 1024  # candidates the grammar sees first when it refuses the chain's pick
@@ -96,7 +99,8 @@ class ReplySampler:
             self._active = not grammar.lazy
             self._triggers = _Triggers(grammar.trigger_patterns) if grammar.lazy else None
             self._cur = np.empty(self._n_vocab, dtype=_TOKEN_DATA)
-            self._biased = np.array(sorted(params.logit_bias), dtype=np.int64)
+            # Only ids in the vocabulary: llama.cpp skips others, and so must the resample's index.
+            self._biased = np.array(sorted(t for t in params.logit_bias if 0 <= t < self._n_vocab), dtype=np.int64)
             self._ids = np.arange(self._n_vocab, dtype=np.int32)
             self._one = llama_c.llama_token_data()
             self._one_array = llama_c.llama_token_data_array(
@@ -136,6 +140,7 @@ class ReplySampler:
             self.rejections += 1
             if len(refused) > MAX_REFUSED_TRIGGERS:
                 llama_c.llama_sampler_free(snapshot)
+                log.warning("ending the reply: %d tokens in a row began a call the grammar refuses", len(refused))
                 return self._end  # nothing the model wants to write fits: end the reply
             self._restore(snapshot)
             snapshot = llama_c.llama_sampler_clone(self._owned["chain"])
@@ -168,7 +173,8 @@ class ReplySampler:
         through the whole vocabulary."""
         logits = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(ctx.ctx, index), shape=(self._n_vocab,))
         if grammar:
-            shortlist = np.union1d(np.argpartition(logits, -RESAMPLE_SHORTLIST)[-RESAMPLE_SHORTLIST:], self._biased)
+            head = min(RESAMPLE_SHORTLIST, self._n_vocab)
+            shortlist = np.union1d(np.argpartition(logits, -head)[-head:], self._biased)
             token = self._pick(logits, shortlist.astype(np.int32), grammar=True)
             if token is not None:
                 return token

@@ -16,7 +16,7 @@ from functools import partial
 
 from ..templates.chat_template import ChatTemplate
 from ..tools.detection import detect_format
-from ..tools.formats import ToolFormat
+from ..tools.formats import GEMMA_QUOTE, ArgumentNotation, ToolFormat
 from ..tools.parsing import ToolCallParser, parsed_reply
 from ..tools.tool_prompt import prompt_messages, template_tools
 from ..tools.types import ToolUse
@@ -67,5 +67,7 @@ def _marker_tokens(fmt: ToolFormat | None, special_tokens: dict[str, int]) -> fr
         return frozenset()
     markers = {fmt.spelling, fmt.block_open, fmt.block_close, fmt.separator, fmt.call_end, fmt.id_marker,
                fmt.arguments_marker, *fmt.name_ends, *fmt.ignored_markers, *(opener.text for opener in fmt.openers)}
+    if fmt.notation is ArgumentNotation.GEMMA:
+        markers.add(GEMMA_QUOTE)  # inside the arguments: without its text, no string argument reads
     return frozenset(special_tokens[piece] for marker in markers for start in range(len(marker))
                      for end in range(start + 2, len(marker) + 1) if (piece := marker[start:end]) in special_tokens)

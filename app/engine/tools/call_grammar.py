@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable
 
-from .formats import ArgumentNotation, Shape, ToolFormat
+from .formats import ArgumentNotation, Opener, Shape, ToolFormat
 from .types import Tool, ToolChoiceMode, ToolsError, ToolUse
 
 _PLACEHOLDER = re.compile(r"\{(name|name_json|id|arguments)\}")
@@ -37,16 +37,19 @@ tool-call-gemma-list ::= "[" ( tool-call-gemma-value ( "," tool-call-gemma-value
 
 
 def trigger_patterns(fmt: ToolFormat, use: ToolUse) -> tuple[str, ...]:
-    """The regexes that start the lazy grammar: the text a call of this family begins with,
-    as the first capture group. They are written to work both ways llama.cpp has matched
-    them (a full match of the text so far, or a search in it)."""
+    """The regexes that start the lazy grammar, in llama.cpp's convention: the text a call of
+    this family begins with as the first capture group, searched for in the reply so far; an
+    opener that counts only at the reply's start (Llama 3's bare JSON) as a whole-text pattern,
+    ^...$. A searched pattern is the marker alone: any-text around it would make every token's
+    search scan the text again (engine/llama/reply_sampler.py matches them)."""
     if not use.calls_possible:
         return ()
     spelled = fmt.block_open + fmt.spelling
-    starts = [opener.text for opener in fmt.openers if spelled.startswith(opener.text)]
+    starts = [opener for opener in fmt.openers if spelled.startswith(opener.text)]
     if not starts:
-        starts = [fmt.block_open or _PLACEHOLDER.split(fmt.spelling, maxsplit=1)[0]]
-    return tuple(r"[\s\S]*?(" + _regex_literal(text) + r")[\s\S]*" for text in starts if text)
+        starts = [Opener(fmt.block_open or _PLACEHOLDER.split(fmt.spelling, maxsplit=1)[0])]
+    return tuple(r"^\s*(" + _regex_literal(opener.text) + r")[\s\S]*$" if opener.at_start
+                 else "(" + _regex_literal(opener.text) + ")" for opener in starts if opener.text)
 
 
 def call_rules(fmt: ToolFormat, use: ToolUse, argument_rule: Callable[[Tool], str]) -> str:

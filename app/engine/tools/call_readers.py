@@ -115,6 +115,7 @@ class ObjectCallsReader(Reader):
     def __init__(self, fmt: ToolFormat, sink: CallSink):
         super().__init__(fmt, sink)
         self.outer = JsonValue()
+        self.calls_made = 0  # in this block
         self._reset_call()
 
     def _reset_call(self):
@@ -240,13 +241,19 @@ class ObjectCallsReader(Reader):
 
     def _end_call(self) -> None:
         if not self.name and not self.begun:
-            # An object that names no function is no call: it stays the reply's text, as a call
-            # cut off before its name does (a client that sent it back would be refused).
-            raise NotACall()
+            # An object that names no function is no call (a client that sent it back would be
+            # refused). Alone it is the reply's text, as a call cut off before its name is; in a
+            # block that has made calls already it is passed over, so that however the reply
+            # was split, the calls before it stand and the block reads on.
+            if not self.calls_made:
+                raise NotACall()
+            self._reset_call()
+            return
         self._announce()
         if not self.saw_arguments:
             self.sink.arguments("{}")
         self.sink.end(None)
+        self.calls_made += 1
         self.begun = False
         self._reset_call()
 

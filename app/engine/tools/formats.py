@@ -41,10 +41,14 @@ class ArgumentNotation(Word):
 @dataclass(frozen=True)
 class Opener:
     """Text that starts a call. `inclusive`: the text is the call's own first characters (Llama
-    3's `{"name"`), read again by the call's reader; otherwise the call starts after it."""
+    3's `{"name"`), read again by the call's reader; otherwise the call starts after it.
+    `at_start`: it starts a call only where a reply (or the text after a call) begins, as
+    llama.cpp reads Llama 3's bare JSON: `{"name"` in the middle of prose is the user's JSON,
+    not a call, and must neither vanish from the text nor be forced into one."""
 
     text: str
     inclusive: bool = False
+    at_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,10 +141,13 @@ def xml_parameters(arguments: dict) -> str:
                    "\n</parameter>\n" for key, value in arguments.items())
 
 
+GEMMA_QUOTE = '<|"|>'  # Gemma 4 quotes a string argument with this token, on both sides
+
+
 def gemma_notation(value: object) -> str:
     """A JSON value in Gemma 4's argument notation, as its template writes it."""
     if isinstance(value, str):
-        return '<|"|>' + value + '<|"|>'
+        return GEMMA_QUOTE + value + GEMMA_QUOTE
     if isinstance(value, dict):
         return "{" + ",".join(f"{key}:{gemma_notation(item)}" for key, item in value.items()) + "}"
     if isinstance(value, list):
@@ -163,7 +170,7 @@ FORMATS: tuple[ToolFormat, ...] = (
         '<tool_call>\n{"name": {name_json}, "arguments": {arguments}}\n</tool_call>', separator="\n",
         call_end="</tool_call>", signature=r'<tool_call>\s*\{"name": "hearth_probe", "arguments"'),
     ToolFormat(
-        "llama3", Shape.OBJECT, (Opener("<|python_tag|>"), Opener('{"name"', inclusive=True)),
+        "llama3", Shape.OBJECT, (Opener("<|python_tag|>"), Opener('{"name"', inclusive=True, at_start=True)),
         '{"name": {name_json}, "parameters": {arguments}}', parallel_capable=False,
         call_end="<|eom_id|>", signature=r'\{"name": "hearth_probe", "parameters"'),
     ToolFormat(

@@ -16,10 +16,9 @@ from .call_readers import (
     Reader,
     partial_suffix,
 )
-from .formats import ArgumentNotation, ToolFormat
+from .formats import GEMMA_QUOTE, ArgumentNotation, ToolFormat
 
 MAX_HEADER_CHARS = 128  # gpt-oss: the channel header between a call's name and its arguments
-_GEMMA_QUOTE = '<|"|>'
 
 
 class NamedCallReader(Reader):
@@ -75,6 +74,8 @@ class NamedCallReader(Reader):
         segment = rest[:index]
         if self.fmt.header_before_arguments:
             segment = re.match(r"[^\s<]*", segment).group()
+        if not segment.strip():
+            raise NotACall()  # a call that names no function is the reply's text (as in call_readers)
         self.name = segment[:MAX_NAME_CHARS]
         self.pos += index + (0 if self.fmt.name_end_opens_arguments else len(end))
         self.phase = "id" if end == self.fmt.id_marker and end else "arguments"
@@ -132,19 +133,19 @@ class GemmaArguments:
         out = []
         while pos < len(buf) and not self.done:
             if self.in_string:
-                index = buf.find(_GEMMA_QUOTE, pos)
-                stop = index if index >= 0 else len(buf) - partial_suffix(buf[pos:], _GEMMA_QUOTE)
+                index = buf.find(GEMMA_QUOTE, pos)
+                stop = index if index >= 0 else len(buf) - partial_suffix(buf[pos:], GEMMA_QUOTE)
                 out.append(json.dumps(buf[pos:stop], ensure_ascii=False)[1:-1])
                 if index < 0:
                     return "".join(out), stop
                 out.append('"')
-                self.in_string, pos = False, index + len(_GEMMA_QUOTE)
+                self.in_string, pos = False, index + len(GEMMA_QUOTE)
                 continue
-            if buf.startswith(_GEMMA_QUOTE, pos):
+            if buf.startswith(GEMMA_QUOTE, pos):
                 out.append('"')
-                self.in_string, pos = True, pos + len(_GEMMA_QUOTE)
+                self.in_string, pos = True, pos + len(GEMMA_QUOTE)
                 continue
-            if _GEMMA_QUOTE.startswith(buf[pos:]) and buf[pos] == "<":
+            if GEMMA_QUOTE.startswith(buf[pos:]) and buf[pos] == "<":
                 break
             out.append(self._char(buf[pos]))
             pos += 1

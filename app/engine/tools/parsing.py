@@ -17,10 +17,10 @@ import json
 from collections.abc import Callable, Iterator
 
 from ...common.text import shorten
+from ..types import ReplyStats, StopReason
 from .call_readers import NotACall, ObjectCallsReader, partial_suffix
 from .formats import Shape, ToolFormat
 from .named_readers import NamedCallReader, XmlCallReader
-from ..types import ReplyStats, StopReason
 from .types import ToolCall, ToolCallDelta, ToolUse
 
 Event = str | ToolCallDelta | ToolCall
@@ -85,7 +85,8 @@ class ToolCallParser:
             buffer = self._held + text
             self._held = ""
             found = min(((buffer.find(marker), marker, opener) for marker, opener in self._markers
-                         if marker in buffer), default=None, key=lambda hit: hit[0])
+                         if marker in buffer and self._may_open(opener, buffer[:buffer.find(marker)])),
+                        default=None, key=lambda hit: hit[0])
             if found is None:
                 keep = 0 if final else max((partial_suffix(buffer, marker) for marker, _ in self._markers), default=0)
                 self._text(buffer[:len(buffer) - keep])
@@ -101,6 +102,11 @@ class ToolCallParser:
             text = buffer[index:] if opener.inclusive else buffer[index + len(marker):]
             self._call_text = "" if opener.inclusive else marker
         self._held = ""
+
+    def _may_open(self, opener, before: str) -> bool:
+        """Whether a marker found after `before` starts something here: an opener that counts
+        only where a reply begins (Opener.at_start) needs nothing but whitespace before it."""
+        return opener is None or not opener.at_start or (self._quiet and not before.strip())
 
     def _new_reader(self):
         if self._fmt.shape is Shape.OBJECT:

@@ -161,11 +161,19 @@ def test_ids_take_the_form_the_family_requires():
 def test_trigger_patterns_find_the_call_and_capture_where_the_grammar_starts(fmt):
     import re
 
-    text = "Let me check.\n" + fmt.calls_text([("get_weather", '{"city": "Paris"}', fmt.new_id())])
+    call = fmt.calls_text([("get_weather", '{"city": "Paris"}', fmt.new_id())])
     patterns = trigger_patterns(fmt, USE)
     assert patterns
-    matches = [re.fullmatch(pattern, text) for pattern in patterns]
-    starts = [match.start(1) for match in matches if match]
+    starts = []
+    for pattern in patterns:  # llama.cpp's convention: ^...$ matches the whole text, others are searched
+        whole = pattern.startswith("^") and pattern.endswith("$")
+        text = (" \n" if whole else "Let me check.\n") + call
+        match = re.fullmatch(pattern, text) if whole else re.search(pattern, text)
+        if match:
+            starts.append((text, match.start(1)))
+    assert starts
+    text, start = min(starts, key=lambda hit: hit[1])
+    starts = [start]
     assert starts and text[min(starts):].startswith(fmt.block_open or text[min(starts):][:1])
     assert trigger_patterns(fmt, ToolUse(tools=USE.tools, choice=ToolChoice(ToolChoiceMode.NONE))) == ()
 

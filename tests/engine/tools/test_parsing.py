@@ -171,6 +171,25 @@ def test_a_call_cut_off_before_its_name_is_text():
     assert calls == [(0, "get_time", '{"ci', "the call was cut off before it was complete (max_tokens)")]
 
 
+@pytest.mark.parametrize("fmt", ["mistral-nemo", "granite"])
+def test_an_object_without_a_name_after_a_call_reads_the_same_however_split(fmt):
+    opener = BY_NAME[fmt].openers[0].text
+    text, calls = sweep(fmt, opener + '[{"name": "special_function", "arguments": {"arg1": 1}}, {"x": 1}]')
+    assert [name for _, name, _, _ in calls] == ["special_function"] and not text.strip()
+
+
+def test_a_named_call_without_a_name_is_text():
+    assert sweep("devstral", '[TOOL_CALLS][ARGS]{"a": 1}') == ('[TOOL_CALLS][ARGS]{"a": 1}', [])
+
+
+def test_json_in_the_middle_of_a_llama_reply_is_the_users_text():
+    """Llama 3's bare-JSON call counts only where the reply begins, as llama.cpp reads it."""
+    text = 'Here is the person as JSON: {"name": "Alice", "age": 30}. Anything else?'
+    assert sweep("llama3", text) == (text, [])
+    assert summary(parse("llama3", [' {"name": "special_function", "parameters": {"arg1": 1}}']))[1] == [
+        (0, "special_function", '{"arg1": 1}', None)]
+
+
 def test_a_whole_call_that_names_no_function_is_text():
     """A complete object without a name is nothing a client could run, or send back as history
     (the server refuses a call without a name there)."""
