@@ -61,21 +61,22 @@ def run_chat(args) -> int:
 
 
 def _print_reply(events) -> ReplyStats:
-    """The reply's text to stdout as it comes; each complete tool call as one JSON line of its
-    own (after the text so far, which ends its line first), for a script to read."""
+    """The reply's text to stdout as it comes, then a newline, as ever; each complete tool
+    call as one JSON line of its own (starting a line of its own where text came before it),
+    for a script to read."""
     out = sys.stdout
-    at_line_start = True
+    at_line_start, ends_with_call = True, False
     for event in events:
         if isinstance(event, str):
             out.write(event)
-            at_line_start = event.endswith("\n")
+            at_line_start, ends_with_call = event.endswith("\n"), False
         elif isinstance(event, ToolCall):
             out.write(("" if at_line_start else "\n") + call_line(event) + "\n")
-            at_line_start = True
+            at_line_start, ends_with_call = True, True
         elif isinstance(event, ReplyStats):
             stats = event
         out.flush()
-    if not at_line_start:
+    if not ends_with_call:
         out.write("\n")
     out.flush()
     return stats

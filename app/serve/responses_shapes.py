@@ -62,6 +62,13 @@ def text_part(text: str) -> dict:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
+def call_state(call: ToolCall) -> str:
+    """A function_call item's status: "incomplete" for a call the reply ended before it did, as
+    OpenAI marks an item the token limit cut (one that is whole but cannot run says so in its
+    `problem`)."""
+    return "completed" if call.complete else "incomplete"
+
+
 def call_item(item: str, call_id: str, name: str, arguments: str, state: str, problem: str | None = None) -> dict:
     """A function_call item. A call that cannot run as written (a tool that was not offered,
     arguments cut off or failing their schema) carries `problem`, as a chat's call does."""
@@ -103,7 +110,7 @@ class ResponseShape:
     def whole(self, reply: Collected) -> dict:
         """A reply that was not streamed, as one Response."""
         output = [message_item(item_id("msg"), reply.text, "completed")] if reply.text or not reply.calls else []
-        output += [call_item(item_id("fc"), call.id, call.name, call.arguments, "completed", call.problem)
+        output += [call_item(item_id("fc"), call.id, call.name, call.arguments, call_state(call), call.problem)
                    for call in reply.calls]
         return self.body(status(reply.stats), output, reply.stats)
 
@@ -139,7 +146,7 @@ class ResponseShape:
         """A call complete: its arguments whole, its item done."""
         output_index = self._calls[call.index]
         begun = self._output[output_index]
-        item = call_item(begun["id"], call.id, call.name, call.arguments, "completed", call.problem)
+        item = call_item(begun["id"], call.id, call.name, call.arguments, call_state(call), call.problem)
         self._output[output_index] = item
         return (self._event("response.function_call_arguments.done", item_id=item["id"], output_index=output_index,
                             name=call.name, arguments=call.arguments)

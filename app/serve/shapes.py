@@ -102,9 +102,11 @@ class _Shape:
                 choice, tokens = choice + 1, []
                 if start := self.start(choice):
                     yield start
+            elif isinstance(item, ToolCall) and item.problem is not None:
+                yield self.call_problem(choice, item)
             elif isinstance(item, ReplyStats):
                 yield self.end(choice, item, tokens, ended)
-            # a complete ToolCall: its pieces went out already
+            # a complete ToolCall without a problem: its pieces went out already
 
     def end(self, choice: int, stats: ReplyStats, tokens: Sequence[TokenLogprob] = (),
             ended: Sequence[ReplyStats] = ()) -> bytes:
@@ -149,6 +151,13 @@ class ChatShape(_Shape):
             function = {"name": delta.name, **function}
         call["function"] = function
         return self._chunk([{"index": choice, "delta": {"tool_calls": [call]}, "logprobs": None,
+                             "finish_reason": None}])
+
+    def call_problem(self, choice: int, call: ToolCall) -> bytes:
+        """Why a streamed call cannot run as written, once it is complete: one more piece of it
+        with no argument text and `problem` beside OpenAI's fields (wire_call's, streamed)."""
+        piece = {"index": call.index, "function": {"arguments": ""}, "problem": call.problem}
+        return self._chunk([{"index": choice, "delta": {"tool_calls": [piece]}, "logprobs": None,
                              "finish_reason": None}])
 
     def _choice_end(self, choice: int, reason: str, tokens: Sequence[TokenLogprob]) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...common.text import printable
+from ..tools.parsing import CUT_OFF
 from ..tools.types import ToolCall, ToolCallDelta, new_call_id
 
 MAX_CALLS = 128  # in one reply
@@ -59,12 +60,12 @@ class RemoteCalls:
         calls = []
         for index in sorted(self._calls):
             call = self._calls[index]
-            problem = call.problem or (cut_short and f"The call was cut off: {cut_short}")
+            problem = call.problem or (cut_short and f"{CUT_OFF} ({cut_short})")
             if problem is None and not call.name:
                 problem = "The server sent a call without a function name."
             if problem is None:
                 problem = self._check(call.name, call.arguments)
-            calls.append(ToolCall(index, call.id, call.name, call.arguments, problem))
+            calls.append(ToolCall(index, call.id, call.name, call.arguments, problem, complete=cut_short is None))
         return calls
 
 

@@ -147,7 +147,8 @@ class ToolCallParser:
         arguments = "".join(self._arguments)
         if problem is None:
             problem = self._problem(name, arguments)
-        self._events.append(ToolCall(index, call_id, name, arguments, problem))
+        self._events.append(ToolCall(index, call_id, name, arguments, problem,
+                                     complete=not (problem or "").startswith(CUT_OFF)))
         self._current, self._arguments, self._call_text = None, [], ""
 
     def give_up(self, problem: str) -> None:

@@ -142,6 +142,7 @@ class ToolCall:
     name: str
     arguments: str
     problem: str | None = None
+    complete: bool = True  # False: the reply ended before the call did (max_tokens, Stop); `problem` says so
 
     def parsed_arguments(self) -> object:
         """The arguments as a value (raises ValueError if they are not JSON)."""
