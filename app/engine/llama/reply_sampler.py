@@ -260,14 +260,24 @@ class _Triggers:
         self._spans: list[tuple[int, int, bytes]] = []  # (start, token, piece) of each token so far
 
     def fires(self, piece: bytes) -> int | None:
-        """Where the constrained text starts if `piece` joined the reply, or None."""
-        text = bytes(self._text) + piece
-        for pattern, whole in self._patterns:
-            match = pattern.fullmatch(text) if whole else pattern.search(text, max(0, len(self._text) - TRIGGER_LOOKBACK))
-            if match:
-                return next((match.start(g) for g in range(1, len(match.groups()) + 1)
-                             if match.start(g) >= 0 and match.end(g) > match.start(g)), match.start())
-        return None
+        """Where the constrained text starts if `piece` joined the reply, or None. The piece is
+        tried in place and taken off again, so no token copies the reply so far. A whole-text
+        pattern is an opener at the reply's start (Llama 3's bare JSON): it fires within the
+        reply's first bytes or not at all, so past them it is not tried again."""
+        mark = len(self._text)
+        self._text += piece
+        try:
+            for pattern, whole in self._patterns:
+                if whole:
+                    match = pattern.fullmatch(self._text) if mark <= TRIGGER_LOOKBACK else None
+                else:
+                    match = pattern.search(self._text, max(0, mark - TRIGGER_LOOKBACK))
+                if match:
+                    return next((match.start(g) for g in range(1, len(match.groups()) + 1)
+                                 if match.start(g) >= 0 and match.end(g) > match.start(g)), match.start())
+            return None
+        finally:
+            del self._text[mark:]
 
     def spans(self, token: int, piece: bytes) -> list[tuple[int, int, bytes]]:
         return self._spans + [(len(self._text), token, piece)]
