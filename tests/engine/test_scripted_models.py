@@ -1,7 +1,12 @@
 """The scripted models (support/model_files/scripted_models.py) through the engine: each
 family's greedy reply is exactly its call text, then end of turn, whatever the conversation
 before it and however the engine decodes it. This is what lets the tool-calling tests start
-from a real model writing a real call through llama.cpp."""
+from a real model writing a real call through llama.cpp.
+
+These replies have no tools, so they show no control token's text: a family whose call
+markers are control tokens (Mistral Nemo's `[TOOL_CALLS]`, Llama 3.1's `<|python_tag|>`,
+Granite's `<|tool_call|>`) shows the call without them (`plain`), as llama.cpp prints such a
+reply. Only a reply that may call a tool shows them, for the parser (test_tool_calls.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ def reply(engine: Engine, messages: list[dict], params: SamplingParams = GREEDY)
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_reply_is_the_call_then_end_of_turn(engines, models, family):
-    assert reply(engines(family), ASK) == (models[family].text, StopReason.END_OF_TURN)
+    assert reply(engines(family), ASK) == (models[family].plain, StopReason.END_OF_TURN)
 
 
 def test_each_family_says_the_same_call_in_its_own_syntax(models):
@@ -53,6 +58,17 @@ def test_each_family_says_the_same_call_in_its_own_syntax(models):
     assert json.loads(phi.removeprefix("<|tool_call|>").removesuffix("<|/tool_call|>")) == [
         {"name": "get_weather", "arguments": {"city": "Paris"}}
     ]
+    # Control-token markers: in the text a reply with tools shows, not in a plain reply's.
+    for family, marker, call in [
+        ("llama-3.1-python-tag", "<|python_tag|>", {"name": "get_weather", "parameters": {"city": "Paris"}}),
+        ("mistral-nemo", "[TOOL_CALLS]", [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcdef123"}]),
+        ("granite", "<|tool_call|>", [{"name": "get_weather", "arguments": {"city": "Paris"}}]),
+    ]:
+        model = models[family]
+        assert model.text == marker + model.plain and json.loads(model.plain) == call, family
+    assert [family for family, model in models.items() if model.text == model.plain] == [
+        "qwen3", "llama-3.1", "phi-4-mini"]
+    assert models["mistral-nemo"].call_id == "abcdef123"
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -67,7 +83,7 @@ def test_each_family_says_the_same_call_in_its_own_syntax(models):
     ids=["short", "system-and-call-like-text", "long"],
 )
 def test_the_prompt_does_not_change_the_reply(engines, models, family, messages):
-    assert reply(engines(family), messages) == (models[family].text, StopReason.END_OF_TURN)
+    assert reply(engines(family), messages) == (models[family].plain, StopReason.END_OF_TURN)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -75,7 +91,7 @@ def test_drafting_on_and_off_give_the_same_reply(engines, models, family):
     """With the same call earlier in the conversation, lookup drafting copies it and checks
     several tokens per decode, read from the rows of one batch; the sampler still picks every
     token, so the text is the same."""
-    engine, text = engines(family), models[family].text
+    engine, text = engines(family), models[family].plain
     again = ASK + [{"role": "assistant", "content": text}, {"role": "user", "content": "And again?"}]
     assert reply(engine, again, GREEDY.with_changes(draft=Drafting.NONE)) == (text, StopReason.END_OF_TURN)
     assert engine.last_draft_stats is None

@@ -2,8 +2,11 @@
 the command line and the window use it.
 
 The scripted models (support/model_files/scripted_models.py) write each family's call by
-construction, through llama.cpp, with the family's real tokenizer and template; the default
-Gemma 3 270M, a base model with no tool template, is held to a call by the grammar alone.
+construction, through llama.cpp, with the family's tokenizer and template; the default Gemma
+3 270M, a base model with no tool template, is held to a call by the grammar alone. Some
+families write their call markers with control tokens (`[TOOL_CALLS]`, `<|python_tag|>`,
+Granite's `<|tool_call|>`), whose text a reply shows only while it may call a tool, for the
+parser to read (engine/llama/tool_reply.py); never in the text events.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import json
 import threading
 
 import pytest
-from support.model_files.scripted_models import SCRIPTED_FAMILIES, scripted_engines
+from support.model_files.scripted_models import SCRIPTED_FAMILIES, scripted_engines, scripted_models
 from support.reply_events import every_event
 
 from app.engine.llama.generator import Engine
 from app.engine.sampling import Drafting, SamplingParams
+from app.engine.tools.detection import detect_format
 from app.engine.tools.schema import check_schema, problem
 from app.engine.tools.types import ToolCall, ToolCallDelta, ToolsError
 from app.engine.tools.wire import tool_use_from_openai
@@ -56,6 +60,16 @@ def engines():
         yield engine
 
 
+# Each family's template is read as its own row (detection.py), whatever the vocabulary.
+FORMAT_OF = {"qwen3": "hermes", "llama-3.1": "llama3", "llama-3.1-python-tag": "llama3", "phi-4-mini": "phi4-mini",
+             "mistral-nemo": "mistral-nemo", "granite": "granite"}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_familys_template_is_read_as_its_format(engines, family):
+    assert detect_format(engines(family).template).name == FORMAT_OF[family]
+
+
 @pytest.mark.parametrize("choice", ["auto", "required", {"type": "function", "function": {"name": "get_weather"}}],
                          ids=["auto", "required", "named"])
 @pytest.mark.parametrize("family", FAMILIES)
@@ -66,15 +80,21 @@ def test_each_familys_call_becomes_a_tool_call(engines, family, choice):
     assert (call.name, json.loads(call.arguments), call.problem) == ("get_weather", {"city": "Paris"}, None)
     assert events[-1].stop_reason is StopReason.TOOL_CALLS
     assert not [event for event in events if isinstance(event, str) and event.strip()]  # no call text shown
+    fmt = detect_format(engines(family).template)
+    if fmt.id_length:  # Mistral's 9 alphanumerics: the next turn's template refuses any other
+        assert len(call.id) == fmt.id_length and call.id.isalnum()
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_drafting_keeps_the_same_call(engines, family):
     use = tool_use_from_openai([WEATHER], "auto")
+    # A 9-character id and an answer before the next question: Mistral's template refuses
+    # any other id, and a user turn right after a tool result.
+    call = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
     history = ASK + [{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "Sunny, 21 C"},
-        {"role": "user", "content": "And again?"}]
+        {"id": "call00001", "type": "function", "function": call}]},
+        {"role": "tool", "tool_call_id": "call00001", "name": "get_weather", "content": "Sunny, 21 C"},
+        {"role": "assistant", "content": "Sunny, 21 C."}, {"role": "user", "content": "And again?"}]
     calls = [[event for event in events_of(engines(family), history, GREEDY.with_changes(draft=draft), use)
               if isinstance(event, ToolCall)] for draft in (Drafting.NONE, Drafting.LOOKUP)]
     assert [(c.name, c.arguments) for c in calls[0]] == [(c.name, c.arguments) for c in calls[1]] != []
@@ -85,7 +105,8 @@ def test_without_tool_choice_the_call_stays_text(engines, family):
     """tool_choice none: the tools are in the prompt, but the reply is read as text."""
     events = events_of(engines(family), ASK, GREEDY, tool_use_from_openai([WEATHER], "none"))
     assert not [event for event in events if isinstance(event, (ToolCall, ToolCallDelta))]
-    assert "get_weather" in "".join(event for event in events if isinstance(event, str))
+    # A control-token marker is no text: the reply shows the call without it, as a plain reply.
+    assert "".join(event for event in events if isinstance(event, str)) == scripted_models()[family].plain
     assert events[-1].stop_reason is StopReason.END_OF_TURN
 
 

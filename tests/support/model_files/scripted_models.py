@@ -31,38 +31,26 @@ How much context each step needs is computed, not assumed: the shortest run of t
 at the step (the current token alone, then one more back, ...) that no other place in the
 sequence shares with a different successor, counting the unknown prompt tokens before the
 generation prompt as matching anything, so the reply starts the same whatever came before.
-The number of heads is the longest lookback any step needs (2 for the calls below: repeated
+The number of heads is the longest lookback any step needs (2 for the families' calls: repeated
 tokens such as `":` and ` "` are told apart by the key before them).
 
-The families and what stands for what:
-- qwen3: the suite's Qwen3 tokenizer (tiny_models.py: the real Qwen2 vocab with Qwen3's added
-  tokens; `<tool_call>` is user-defined there, as in Qwen's own files) and Qwen3's template.
-  Hermes/Qwen form: `<tool_call>\\n{json}\\n</tool_call>`, then `<|im_end|>`.
-- llama-3.1: the suite's Llama 3.1 tokenizer and template; Meta's JSON form
-  `{"name": ..., "parameters": {...}}`, then `<|eot_id|>`. (`<|python_tag|>` is a control
-  token, whose text llama.cpp does not put in the reply, so the JSON form is the one spelled.)
-- phi-4-mini: the real Phi-3 SentencePiece vocab (its `<|assistant|>`, `<|end|>`... control
-  tokens) has no tool tokens; its first four placeholders become Phi-4-mini's `<|tool|>` and
-  `<|/tool|>` (control) and `<|tool_call|>` and `<|/tool_call|>` (user-defined, so their text is
-  part of the reply), with Phi-4-mini's template. Form: `<|tool_call|>[{json}]<|/tool_call|>`,
-  then `<|end|>`. A SentencePiece vocab also exercises the word-start "▁" in replies.
-- Mistral's `[TOOL_CALLS]` is not here: the Llama 2 SentencePiece vocab we have lacks the
-  token (Mistral v0.3 added it), and renaming a real token would not be Mistral's tokenizer.
+The families (scripted_families.py) and what stands for what are described there. A reply
+may hold control tokens (a call marker such as `[TOOL_CALLS]`): spelled by their text, and
+checked to vanish, they and only they, from the reply as printed without tools.
 
-The three files have 64 to 80 dimensions, 17 to 25 FFN units and two heads; the vocabulary's
-embedding and output matrices (f16) make them 11 to 45 MB, and llama.cpp loads them in 0.1 to
+The files have 64 to 80 dimensions, 17 to 27 FFN units and two heads; the vocabulary's
+embedding and output matrices (f16) make them 11 to 48 MB, and llama.cpp loads them in 0.1 to
 0.6 s (mostly the tokenizer).
 
-Usage: `scripted_models()` -> family -> ScriptedModel (the file, its text, the call's name and
-arguments), built once per source key into tests/.cache/scripted-models/<key>/;
-`write_scripted_model()` writes one for any tokenizer, template and text.
+Usage: `scripted_models()` -> family -> ScriptedModel (the file, its text with and without
+its control-token markers, the call's name, arguments and id), built once per source key into
+tests/.cache/scripted-models/<key>/; `write_scripted_model()` writes one for any tokenizer, template and text.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
 import tempfile
 from collections.abc import Callable, Iterator
@@ -74,7 +62,9 @@ from gguf import GGUFWriter, LlamaFileType
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
+from support.model_files import scripted_families
 from support.model_files import tiny_models as tiny
+from support.model_files.scripted_families import CALL_ARGUMENTS, CALL_NAME, SCRIPTED_FAMILIES
 from support.model_files.tiny_gguf import write_gguf
 
 CACHE_ROOT = tiny.TESTS / ".cache" / "scripted-models"
@@ -87,45 +77,15 @@ NEXT_STRENGTH = 10.0  # the next token's slot against the current token's 1
 LOGIT_SCALE = 4.0
 MAX_LOOKBACK = 3
 
-# The call every model makes, in each family's own syntax.
-CALL_NAME = "get_weather"
-CALL_ARGUMENTS = {"city": "Paris"}
-_CALL_JSON = json.dumps({"name": CALL_NAME, "arguments": CALL_ARGUMENTS})
-
-
-@dataclass(frozen=True)
-class ScriptedFamily:
-    tokenizer: tiny.Family  # the vocab file and its renames, BOS/EOS
-    template_family: str  # whose chat template (tests/data/families.json)
-    prompt_tail: str  # the end of every prompt: the generation prompt, from the last fixed token
-    text: str  # the reply, spelled exactly
-    end: str  # the token that ends the turn after it
-
-
 @dataclass(frozen=True)
 class ScriptedModel:
     family: str
     path: Path
-    text: str  # the reply's whole text; it ends by end of turn
+    text: str  # the reply's whole text, control-token markers shown (as a reply that may call a tool shows it)
+    plain: str  # the reply as a reply that cannot call a tool shows it (no control token's text)
     name: str  # the call in it
     arguments: dict
-
-
-_FAMILIES = {f.name: f for f in tiny.TINY_FAMILIES}
-_PHI3_TOOL_TOKENS = {32002: ("<|tool|>", tiny.CONTROL), 32003: ("<|/tool|>", tiny.CONTROL),
-                     32004: ("<|tool_call|>", tiny.USER_DEFINED), 32005: ("<|/tool_call|>", tiny.USER_DEFINED)}
-
-SCRIPTED_FAMILIES: dict[str, ScriptedFamily] = {
-    "qwen3": ScriptedFamily(_FAMILIES["qwen3"], "qwen3", "<|im_start|>assistant\n",
-                            f"<tool_call>\n{_CALL_JSON}\n</tool_call>", "<|im_end|>"),
-    "llama-3.1": ScriptedFamily(
-        _FAMILIES["llama-3.1"], "llama-3.1", "<|start_header_id|>assistant<|end_header_id|>\n\n",
-        json.dumps({"name": CALL_NAME, "parameters": CALL_ARGUMENTS}), "<|eot_id|>"),
-    "phi-4-mini": ScriptedFamily(
-        tiny.Family("phi-4-mini", "llama", "ggml-vocab-phi-3.gguf", "Phi-3 SentencePiece with Phi-4-mini's tool tokens",
-                    "<s>", "<|endoftext|>", True, _PHI3_TOOL_TOKENS),
-        "phi-4-mini", "<|end|><|assistant|>", f"<|tool_call|>[{_CALL_JSON}]<|/tool_call|>", "<|end|>"),
-}
+    call_id: str  # the id the call carries, or ""
 
 
 # --- spelling the sequence in the vocab's own tokens ---------------------------------------------
@@ -152,11 +112,12 @@ class _Speller:
     def close(self) -> None:
         self._llm.close()
 
-    def spell(self, text: str, printed: bool) -> list[int]:
+    def spell(self, text: str, shown_without: str | None = None) -> list[int]:
         """Special tokens by their text; the text between them as it tokenizes in place. A
         SentencePiece tokenizer puts "▁" before every text it starts; starting it after a
         newline and dropping the newline's tokens leaves the tokens that spell it as is.
-        `printed`: the text is a reply, which must print as is (no control tokens)."""
+        `shown_without`: the text is a reply, which must print as that (the text without its
+        control-token markers: llama.cpp prints no control token's text)."""
         tokens: list[int] = []
         for part in re.split("(" + "|".join(map(re.escape, self._specials)) + ")", text):
             if part in self._specials:
@@ -166,9 +127,12 @@ class _Speller:
                 tokens += marked[len(self._newline):]
             elif part:
                 tokens += self._llm.tokenize(part.encode(), add_bos=False, special=False)
-        spelled = b"".join(self.piece(t, not printed) for t in tokens).decode()
+        spelled = b"".join(self.piece(t, True) for t in tokens).decode()
         if spelled != text:
             raise ValueError(f"cannot spell {text!r} exactly: {spelled!r}")
+        printed = b"".join(self.piece(t, False) for t in tokens).decode()
+        if shown_without is not None and printed != shown_without:
+            raise ValueError(f"{text!r} prints as {printed!r}, not {shown_without!r}")
         return tokens
 
     def piece(self, token: int, special: bool) -> bytes:
@@ -318,14 +282,15 @@ def _tensors(sequence: list[int], steps, n_vocab: int) -> tuple[_Layout, list[tu
 
 
 def write_scripted_model(path: Path, family: tiny.Family, vocab: dict[str, object], chat_template: str,
-                         prompt_tail: str, text: str, end: str) -> Path:
+                         prompt_tail: str, text: str, end: str, plain: str | None = None) -> Path:
     """A GGUF with `family`'s tokenizer and `chat_template` whose greedy reply to any prompt
-    ending in `prompt_tail` is exactly `text`, then the token `end`."""
+    ending in `prompt_tail` is exactly `text`, then the token `end`; printed without its
+    control tokens' text, the reply is `plain` (by default `text`: it holds none)."""
     with tempfile.TemporaryDirectory() as scratch:
         speller = _Speller(family, vocab, Path(scratch))
         try:
-            tail = speller.spell(prompt_tail, printed=False)
-            sequence = tail + speller.spell(text, printed=True) + [speller.index[end]]
+            tail = speller.spell(prompt_tail)
+            sequence = tail + speller.spell(text, text if plain is None else plain) + [speller.index[end]]
         finally:
             speller.close()
     n_vocab = len(speller.index)
@@ -353,15 +318,20 @@ def write_scripted_model(path: Path, family: tiny.Family, vocab: dict[str, objec
 
 
 def source_key() -> str:
-    """A hash of everything the files depend on: this builder, and what tiny_models.py's key
-    covers (its tokenizer code, the GGUF writer, the vocabs and the templates)."""
+    """A hash of everything the files depend on: this builder, the families and their template
+    files, and what tiny_models.py's key covers (its tokenizer code, the GGUF writer, the vocabs
+    and families.json)."""
     digest = hashlib.sha256(tiny.source_key().encode())
-    digest.update(Path(__file__).resolve().read_bytes())
+    templates = sorted({f.template for f in SCRIPTED_FAMILIES.values() if f.template.endswith(".jinja")})
+    for path in [Path(__file__), Path(scripted_families.__file__),
+                 *(scripted_families.TOOL_TEMPLATES / name for name in templates)]:
+        digest.update(path.resolve().read_bytes())
     return digest.hexdigest()[:16]
 
 
 def _paths(directory: Path) -> dict[str, ScriptedModel]:
-    return {name: ScriptedModel(name, directory / f"{name}.gguf", f.text, CALL_NAME, dict(CALL_ARGUMENTS))
+    return {name: ScriptedModel(name, directory / f"{name}.gguf", f.text, f.plain, CALL_NAME, dict(CALL_ARGUMENTS),
+                                f.call_id)
             for name, f in SCRIPTED_FAMILIES.items()}
 
 
@@ -373,8 +343,8 @@ def _build_all(directory: Path) -> None:
         if vocab_file not in vocabs:
             vocabs[vocab_file] = tiny.read_metadata(tiny.VOCAB_DIR / vocab_file)
         write_scripted_model(directory / f"{name}.gguf", scripted.tokenizer, vocabs[vocab_file],
-                             entries[scripted.template_family]["chat_template"], scripted.prompt_tail,
-                             scripted.text, scripted.end)
+                             scripted.chat_template(entries), scripted.prompt_tail, scripted.text, scripted.end,
+                             scripted.plain)
 
 
 def scripted_models(cache_root: Path = CACHE_ROOT) -> dict[str, ScriptedModel]:
