@@ -172,6 +172,9 @@ FORMATS: tuple[ToolFormat, ...] = (
     ToolFormat(
         "llama3", Shape.OBJECT, (Opener("<|python_tag|>"), Opener('{"name"', inclusive=True, at_start=True)),
         '{"name": {name_json}, "parameters": {arguments}}', parallel_capable=False,
+        # The JSON comes bare or after `<|python_tag|>`: a grammar from the reply's first
+        # token (required, named) must not refuse the tag a model writes first.
+        grammar_preamble='"<|python_tag|>"? tool-call-ws',
         call_end="<|eom_id|>", signature=r'\{"name": "hearth_probe", "parameters"'),
     ToolFormat(
         "mistral-nemo", Shape.OBJECT, (Opener("[TOOL_CALLS]"),),

@@ -202,3 +202,32 @@ def test_the_call_grammar_parses_in_llama_cpp(vocab, fmt, use):
     llama_cpp.llama_sampler_free(sampler)
     refused = llama_cpp.llama_sampler_init_grammar(handle, b"root ::= broken-rule", b"root")
     assert not refused  # the check above would see a grammar llama.cpp refuses
+
+
+@pytest.mark.parametrize("choice", [ToolChoice(ToolChoiceMode.REQUIRED),
+                                    ToolChoice(ToolChoiceMode.FUNCTION, "get_weather")], ids=["required", "named"])
+def test_a_grammar_from_the_first_token_lets_llama3_write_its_python_tag_first(choice):
+    """Llama 3.1 writes a call bare or after `<|python_tag|>` (a control token): a grammar that
+    holds the reply from its first token must let the model choose either, or it pushes a
+    model that writes the tag off its call."""
+    import ctypes
+
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from support.model_files.tiny_models import ensure_tiny_models
+
+    model, _ = ensure_tiny_models()["llama-3.1"]
+    llm = llama_cpp.Llama(str(model), vocab_only=True, verbose=False)
+    try:
+        tag, brace = 128010, llm.tokenize(b"{", add_bos=False, special=False)[0]
+        grammar = call_rules(BY_NAME["llama3"], ToolUse(tools=USE.tools, choice=choice), lambda tool: "arguments")
+        grammar += 'arguments ::= "{" [^}]* "}"\n'
+        sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode(), b"root")
+        tokens = (tag, brace, 128009)  # <|python_tag|>, "{", <|eot_id|>
+        data = (llama_cpp.llama_token_data * 3)(*(llama_cpp.llama_token_data(t, 1.0, 0.0) for t in tokens))
+        candidates = llama_cpp.llama_token_data_array(data, 3, -1, False)
+        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
+        llama_cpp.llama_sampler_free(sampler)
+        assert llm._model.token_get_text(tag) == "<|python_tag|>"
+        assert [data[i].logit > -1e30 for i in range(3)] == [True, True, False]  # the tag, "{"; not end of turn
+    finally:
+        llm.close()
