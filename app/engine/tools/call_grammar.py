@@ -45,7 +45,10 @@ def trigger_patterns(fmt: ToolFormat, use: ToolUse) -> tuple[str, ...]:
     if not use.calls_possible:
         return ()
     spelled = fmt.block_open + fmt.spelling
-    starts = [opener for opener in fmt.openers if spelled.startswith(opener.text)]
+    # An opener the call is spelled with, or one the grammar's preamble accepts before it
+    # (Llama 3's `<|python_tag|>`), so that the grammar can start where the trigger does.
+    starts = [opener for opener in fmt.openers if spelled.startswith(opener.text)
+              or (not opener.inclusive and _literal(opener.text) in fmt.grammar_preamble)]
     if not starts:
         starts = [Opener(fmt.block_open or _PLACEHOLDER.split(fmt.spelling, maxsplit=1)[0])]
     return tuple(r"^\s*(" + _regex_literal(opener.text) + r")[\s\S]*$" if opener.at_start

@@ -231,3 +231,14 @@ def test_a_grammar_from_the_first_token_lets_llama3_write_its_python_tag_first(c
         assert [data[i].logit > -1e30 for i in range(3)] == [True, True, False]  # the tag, "{"; not end of turn
     finally:
         llm.close()
+
+
+def test_llamas_python_tag_also_starts_the_lazy_grammar():
+    """The tag the grammar's preamble accepts is a trigger too, so a call written after it is
+    held to its schema under tool_choice auto, not only parsed."""
+    import re
+
+    patterns = trigger_patterns(BY_NAME["llama3"], USE)
+    text = 'Checking.<|python_tag|>{"name": "get_weather"'
+    assert any(not p.startswith("^") and (m := re.search(p, text)) and text[m.start(1):].startswith("<|python_tag|>")
+               for p in patterns)
