@@ -130,13 +130,13 @@ def _common(data: dict, defaults: SamplingParams) -> dict:
     model = data.get("model")
     if not isinstance(model, str) or not model:
         raise bad_request("model: name the model to use (GET /v1/models lists it).", param="model")
-    stream = _optional(data, "stream", bool, False)
+    stream = optional(data, "stream", bool, False)
     options = data.get("stream_options")
     if options is not None and not stream:
         raise bad_request("stream_options: only allowed when stream is true.", param="stream_options")
     if options is not None and not isinstance(options, dict):
         raise bad_request("stream_options must be an object.", param="stream_options")
-    include_usage = _optional(options or {}, "include_usage", bool, False, "stream_options.include_usage")
+    include_usage = optional(options or {}, "include_usage", bool, False, "stream_options.include_usage")
     return {"model": model, "params": _sampling(data, defaults), "stream": stream, "include_usage": include_usage,
             "n": n or 1}
 
@@ -144,7 +144,7 @@ def _common(data: dict, defaults: SamplingParams) -> dict:
 def _chat_logprobs(data: dict) -> int | None:
     """A chat's `logprobs` (true or false) and `top_logprobs` (alternatives per token, which
     needs logprobs true, as OpenAI has it), as the number of alternatives; None for none."""
-    asked = _optional(data, "logprobs", bool, False)
+    asked = optional(data, "logprobs", bool, False)
     top = data.get("top_logprobs")
     if top is None:
         return 0 if asked else None
@@ -165,12 +165,12 @@ def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:
     for name in SAMPLING_FIELDS:
         value = data.get(name)
         if value is not None:
-            changes[name] = _checked(name, value)
+            changes[name] = checked(name, value)
     # max_completion_tokens is OpenAI's newer name for max_tokens; either may come.
     for name in ("max_tokens", "max_completion_tokens"):
         value = data.get(name)
         if value is not None:
-            changes["max_tokens"] = _checked("max_tokens", value, name)
+            changes["max_tokens"] = checked("max_tokens", value, name)
     stop = _stop(data.get("stop"))
     if stop is not None:
         changes["stop"] = stop
@@ -183,7 +183,7 @@ def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:
         raise bad_request(str(exc)) from None
 
 
-def _checked(name: str, value, param: str | None = None):
+def checked(name: str, value, param: str | None = None):
     """The value if `sampling.BOUNDS[name]` accepts it, as the type the engine wants."""
     try:
         BOUNDS[name].check(param or name, value)
@@ -224,7 +224,7 @@ def _logit_bias(value) -> dict[int, float] | None:
     return bias
 
 
-def _optional(data: dict, name: str, kind: type, default, param: str | None = None):
+def optional(data: dict, name: str, kind: type, default, param: str | None = None):
     value = data.get(name)
     if value is None:
         return default
@@ -286,16 +286,27 @@ def _calls(param: str, value, calls: dict[str, str]) -> list[dict]:
         if not isinstance(function, dict) or call.get("type", "function") != "function":
             raise bad_request(f"{where} must be {{'id', 'type': 'function', 'function': {{'name', 'arguments'}}}}.",
                               param=where)
-        call_id, name, arguments = call.get("id"), function.get("name"), function.get("arguments", "{}")
-        if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_CALL_ID_CHARS:
-            raise bad_request(f"{where}.id must be a string of 1 to {MAX_CALL_ID_CHARS} characters.", param=f"{where}.id")
-        if not isinstance(name, str) or not name:
-            raise bad_request(f"{where}.function.name must be a non-empty string.", param=f"{where}.function.name")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)  # some clients send the object itself
-        calls[call_id] = name
-        read.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+        made = chat_call(call.get("id"), function.get("name"), function.get("arguments", "{}"),
+                         f"{where}.id", f"{where}.function.name")
+        calls[made["id"]] = made["function"]["name"]
+        read.append(made)
     return read
+
+
+def chat_call(call_id, name, arguments, id_param: str, name_param: str) -> dict:
+    """A tool call a client sends back, checked, in the chat form the templates take (its
+    arguments the JSON text sent); a Responses function_call item is read by it too."""
+    check_call_id(call_id, id_param)
+    if not isinstance(name, str) or not name:
+        raise bad_request(f"{name_param} must be a non-empty string.", param=name_param)
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)  # some clients send the object itself
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def check_call_id(call_id, param: str) -> None:
+    if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_CALL_ID_CHARS:
+        raise bad_request(f"{param} must be a string of 1 to {MAX_CALL_ID_CHARS} characters.", param=param)
 
 
 def _tool_result(param: str, message: dict, calls: dict[str, str]) -> dict:

@@ -23,19 +23,16 @@ log-probabilities. Fields that change nothing here (`metadata`, `user`, `reasoni
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
-from ..engine.sampling import BOUNDS, SamplingError, SamplingParams
+from ..engine.sampling import SamplingError, SamplingParams
 from ..engine.tools.types import ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
 from .errors import bad_request
-from .requests import SAMPLING_FIELDS, json_object
+from .requests import ROLES, SAMPLING_FIELDS, chat_call, check_call_id, checked, json_object, optional
 
 MAX_INPUT_ITEMS = 100_000  # a long agent run's whole history, sent again each turn
-MAX_CALL_ID_CHARS = 256
-ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 TEXT_PARTS = ("input_text", "output_text", "text")  # "text": what some clients send for either
 # Item types the model can only get from OpenAI's own servers (hosted tools, reasoning it keeps).
 _REFUSED_TOOL_WORDS = "this server offers function tools only; {kind!r} is a tool OpenAI runs on its own servers"
@@ -78,13 +75,13 @@ def parse_responses(body: bytes, defaults: SamplingParams) -> ResponsesRequest:
     model = data.get("model")
     if not isinstance(model, str) or not model:
         raise bad_request("model: name the model to use (GET /v1/models lists it).", param="model")
-    instructions = _optional(data, "instructions", str, None)
-    previous = _optional(data, "previous_response_id", str, None)
+    instructions = optional(data, "instructions", str, None)
+    previous = optional(data, "previous_response_id", str, None)
     messages, results = _input(data.get("input"))
     return ResponsesRequest(
         model=model, input=messages, results=results, params=_sampling(data, defaults),
-        tools=_tool_use(data), stream=_optional(data, "stream", bool, False),
-        store=_optional(data, "store", bool, True), instructions=instructions,
+        tools=_tool_use(data), stream=optional(data, "stream", bool, False),
+        store=optional(data, "store", bool, True), instructions=instructions,
         previous_response_id=previous, echo=_echo(data, instructions, previous))
 
 
@@ -122,16 +119,6 @@ def _calls_of(message: dict) -> dict[str, str]:
     return {call["id"]: call["function"]["name"] for call in message.get("tool_calls", ())}
 
 
-def _optional(data: dict, name: str, kind: type, default):
-    value = data.get(name)
-    if value is None:
-        return default
-    if type(value) is not kind:
-        words = {bool: "true or false", str: "a string"}[kind]
-        raise bad_request(f"{name} must be {words}, not {json.dumps(value)[:40]}.", param=name)
-    return value
-
-
 def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:
     """temperature and top_p as OpenAI names them, max_output_tokens for max_tokens, and the
     llama.cpp extensions a chat request takes (top_k, min_p, seed, ...), checked by the bounds
@@ -139,13 +126,8 @@ def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:
     changes = {}
     for name, param in [*((name, name) for name in SAMPLING_FIELDS), ("max_tokens", "max_output_tokens")]:
         value = data.get(param)
-        if value is None:
-            continue
-        try:
-            BOUNDS[name].check(param, value)
-        except SamplingError as exc:
-            raise bad_request(str(exc), param=param, code="invalid_value") from None
-        changes[name] = value if BOUNDS[name].whole else float(value)
+        if value is not None:
+            changes[name] = checked(name, value, param)
     try:
         return defaults.with_changes(**changes)
     except SamplingError as exc:  # every field was checked alone; this is a safety net
@@ -295,25 +277,15 @@ def _text(content, param: str) -> str:
 
 def _call(param: str, item: dict) -> dict:
     """A function_call item as a chat tool call (its arguments the JSON text sent)."""
-    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments", "{}")
-    _check_call_id(call_id, f"{param}.call_id")
-    if not isinstance(name, str) or not name:
-        raise bad_request(f"{param}.name must be a non-empty string.", param=f"{param}.name")
-    if not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)  # some clients send the object itself
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return chat_call(item.get("call_id"), item.get("name"), item.get("arguments", "{}"), f"{param}.call_id",
+                     f"{param}.name")
 
 
 def _result(param: str, item: dict) -> dict:
     """A function_call_output item as a chat tool message (its tool's name added by `answered`)."""
     call_id = item.get("call_id")
-    _check_call_id(call_id, f"{param}.call_id")
+    check_call_id(call_id, f"{param}.call_id")
     return {"role": "tool", "tool_call_id": call_id, "content": _text(item.get("output"), f"{param}.output")}
-
-
-def _check_call_id(call_id, param: str) -> None:
-    if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_CALL_ID_CHARS:
-        raise bad_request(f"{param} must be a string of 1 to {MAX_CALL_ID_CHARS} characters.", param=param)
 
 
 def _echo(data: dict, instructions: str | None, previous: str | None) -> dict:
