@@ -27,13 +27,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..engine.types import ReplyStats, StopReason
 from . import errors
-from .completions import Completions, Job, QueueFull, Refusal, Refused, ServedModel
+from .completions import Completions, Job, QueueFull, ServedModel
 from .cors import cors_middleware
 from .errors import ApiError
 from .kept_responses import KeptResponses
-from .replies import ClientGone, Reply
+from .replies import ClientGone, Reply, check_begun
 from .requests import MAX_BODY_BYTES, ChatRequest, CompletionRequest, parse_chat, parse_completion
 from .responses import parse_responses
 from .responses_route import answer_response
@@ -103,8 +102,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         served = completions.model()
         parsed = parse_responses(await read_body(request), served.sampling)
         check_model(parsed.model, served)
-        return await answer_response(request, parsed, completions, responses,
-                                     lambda refused: refusal_error(refused, "input"))
+        return await answer_response(request, parsed, completions, responses)
 
     async def answer(request: Request, parsed: ChatRequest | CompletionRequest, job: Job, shape_type) -> Response:
         try:
@@ -114,13 +112,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         shape = shape_type(parsed.model, parsed.include_usage, parsed.logprobs is not None)
         try:
             first = await reply.first(request.receive)
-            if isinstance(first, Refused):
-                raise refusal_error(first, "messages" if job.prompt is None else "prompt")
-            if isinstance(first, ReplyStats) and finish_reason(first) is None:
-                # Ended before any text (stopped serving, an upstream server that failed):
-                # a status says so, rather than a 200 stream holding only an error.
-                stopped = first.stop_reason is StopReason.CANCELLED
-                raise (errors.unavailable if stopped else errors.server_error)(failure(first))
+            check_begun(first, "messages" if job.prompt is None else "prompt")
             if parsed.stream:
                 return StreamingResponse(shape.stream(reply.rest(first)), media_type="text/event-stream",
                                          headers=SSE_HEADERS)
@@ -164,20 +156,6 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         exception_handlers={ApiError: on_api_error, HTTPException: on_http_error, Exception: on_crash},
         lifespan=lifespan,
     )
-
-
-def refusal_error(refused: Refused, param: str) -> ApiError:
-    """The status of a job the engine would not start; `param` names what the client sent,
-    unless the refusal names the field itself (a tool's schema the grammar cannot hold)."""
-    if refused.reason is Refusal.BAD_REQUEST:
-        return errors.bad_request(refused.message, param=refused.param or param, code="invalid_prompt")
-    if refused.reason is Refusal.CONTEXT:
-        return errors.bad_request(refused.message, param=param, code="context_length_exceeded")
-    if refused.reason is Refusal.UNSUPPORTED:
-        return errors.bad_request(refused.message, param=refused.param or param, code="unsupported_parameter")
-    if refused.reason is Refusal.UNAVAILABLE:
-        return errors.unavailable(refused.message)
-    return errors.server_error(refused.message)
 
 
 async def read_body(request: Request) -> bytes:

@@ -5,7 +5,8 @@ loop never blocks on the engine. Until the reply's first event the client is wat
 disconnect (it may wait in the queue, or through a long prompt), and a client that leaves
 cancels its job: a waiting one leaves the queue, a running one stops at its next token. Once
 a stream has started, Starlette's StreamingResponse watches instead, and closing the stream
-cancels the job the same way (`Reply.pieces`' finally).
+cancels the job the same way (`Reply.pieces`' finally). A reply whose first event says it
+never began is answered with a status instead (check_begun), whichever endpoint asked.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from starlette.types import Receive
 
 from ..engine.logprobs import TokenLogprob
 from ..engine.tools.types import ToolCall
-from ..engine.types import ReplyStats
-from .completions import ChoiceEnd, Collected, Completions, Event, Job, Refused
+from ..engine.types import ReplyStats, StopReason
+from . import errors
+from .completions import ChoiceEnd, Collected, Completions, Event, Job, Refusal, Refused
+from .errors import ApiError
+from .shapes import failure, finish_reason
 
 
 class ClientGone(Exception):
@@ -84,6 +88,32 @@ class Reply:
             raise AssertionError("a reply ends with its ReplyStats")
 
         return await until_disconnect(read(), receive, self.cancel)
+
+
+def check_begun(first: Event, param: str) -> None:
+    """Raise the status of a reply whose first event says it never began: a job the engine
+    refused (refusal_error), or a reply that ended before any text (stopped serving, an
+    upstream server that failed): a status says so, rather than a 200 stream holding only an
+    error."""
+    if isinstance(first, Refused):
+        raise refusal_error(first, param)
+    if isinstance(first, ReplyStats) and finish_reason(first) is None:
+        stopped = first.stop_reason is StopReason.CANCELLED
+        raise (errors.unavailable if stopped else errors.server_error)(failure(first))
+
+
+def refusal_error(refused: Refused, param: str) -> ApiError:
+    """The status of a job the engine would not start; `param` names what the client sent,
+    unless the refusal names the field itself (a tool's schema the grammar cannot hold)."""
+    if refused.reason is Refusal.BAD_REQUEST:
+        return errors.bad_request(refused.message, param=refused.param or param, code="invalid_prompt")
+    if refused.reason is Refusal.CONTEXT:
+        return errors.bad_request(refused.message, param=param, code="context_length_exceeded")
+    if refused.reason is Refusal.UNSUPPORTED:
+        return errors.bad_request(refused.message, param=refused.param or param, code="unsupported_parameter")
+    if refused.reason is Refusal.UNAVAILABLE:
+        return errors.unavailable(refused.message)
+    return errors.server_error(refused.message)
 
 
 async def until_disconnect(work: Awaitable, receive: Receive, on_disconnect) -> object:

@@ -20,21 +20,20 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ..engine.tools.types import ToolCall, ToolCallDelta
 from ..engine.types import ReplyStats, StopReason
 from . import errors
-from .completions import Completions, Job, QueueFull, Refused
+from .completions import Completions, Job, QueueFull
 from .errors import ApiError
 from .kept_responses import Continued, Exchange, KeptResponses, response_id, unstored_id
-from .replies import ClientGone, Reply
+from .replies import ClientGone, Reply, check_begun
 from .responses import ResponsesRequest, answered
 from .responses_shapes import ResponseShape, status
-from .shapes import SSE_HEADERS, failure, finish_reason
+from .shapes import SSE_HEADERS, failure
 
 Finish = Callable[[str, list[ToolCall], ReplyStats], Future | None]  # written when done; None: not kept
 
 
-async def answer_response(request: Request, parsed: ResponsesRequest, completions: Completions, kept: KeptResponses,
-                          refusal_error: Callable[[Refused], ApiError]) -> Response:
-    """The response to `parsed`, whose model has been checked. `refusal_error`: the status of
-    a job the engine would not start (app.py's, shared with the other endpoints)."""
+async def answer_response(request: Request, parsed: ResponsesRequest, completions: Completions,
+                          kept: KeptResponses) -> Response:
+    """The response to `parsed`, whose model has been checked."""
     keep = parsed.store and kept.keeping
     continues = await kept.continued(parsed.previous_response_id) if keep or parsed.previous_response_id else None
     history = continues.messages if continues is not None else []
@@ -46,11 +45,7 @@ async def answer_response(request: Request, parsed: ResponsesRequest, completion
         raise errors.queue_full(full.waiting) from None
     try:
         first = await reply.first(request.receive)
-        if isinstance(first, Refused):
-            raise refusal_error(first)
-        if isinstance(first, ReplyStats) and finish_reason(first) is None:
-            stopped = first.stop_reason is StopReason.CANCELLED
-            raise (errors.unavailable if stopped else errors.server_error)(failure(first))
+        check_begun(first, "input")
         try:
             shape, finish = await _kept(parsed, kept if keep else None, continues, new, parsed.model)
         except ApiError:
