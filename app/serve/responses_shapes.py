@@ -26,10 +26,10 @@ import secrets
 import time
 
 from ..engine.tools.types import ToolCall, ToolCallDelta
-from ..engine.types import ReplyStats, StopReason
+from ..engine.types import ReplyStats
 from .completions import Collected
 from .responses import ResponsesRequest
-from .shapes import event, failure
+from .shapes import event, failure, finish_reason
 
 
 def item_id(prefix: str) -> str:
@@ -47,10 +47,12 @@ def usage(stats: ReplyStats) -> dict:
 
 
 def status(stats: ReplyStats) -> str:
-    """completed, incomplete (cut off at max_output_tokens) or failed (an error, a shutdown)."""
-    if stats.stop_reason in (StopReason.END_OF_TURN, StopReason.STOP_STRING, StopReason.TOOL_CALLS):
-        return "completed"
-    return "incomplete" if stats.stop_reason is StopReason.LENGTH else "failed"
+    """completed, incomplete (cut off at max_output_tokens) or failed (an error, a shutdown):
+    a chat's finish reason (stop, tool_calls; length; none) in the Responses API's words."""
+    reason = finish_reason(stats)
+    if reason is None:
+        return "failed"
+    return "incomplete" if reason == "length" else "completed"
 
 
 def message_item(item: str, text: str, state: str) -> dict:
