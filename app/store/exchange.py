@@ -28,6 +28,7 @@ from app.store.records import (
     StoredMessage,
     StoreError,
     ToolResult,
+    call_record,
     calls_search_text,
     calls_to_json,
     format_timestamp,
@@ -88,8 +89,7 @@ def _tool_fields(message: StoredMessage) -> dict:
         result = message.tool_result
         return {"tool_call_id": result.call_id, "tool_name": result.name, "tool_error": result.error}
     if message.tool_calls:
-        return {"tool_calls": [{"id": call.id, "name": call.name, "arguments": call.arguments, "problem": call.problem}
-                               for call in message.tool_calls]}
+        return {"tool_calls": [call_record(call) for call in message.tool_calls]}
     return {}
 
 

@@ -134,8 +134,12 @@ class DeletedVersion:
 
 def calls_to_json(calls: tuple[ToolCall, ...]) -> str:
     """A reply's calls as stored: their order is their index."""
-    return json.dumps([{"id": call.id, "name": call.name, "arguments": call.arguments, "problem": call.problem}
-                       for call in calls], ensure_ascii=False)
+    return json.dumps([call_record(call) for call in calls], ensure_ascii=False)
+
+
+def call_record(call: ToolCall) -> dict:
+    """One call as the database keeps it, and as a JSON export (version 3) writes it."""
+    return {"id": call.id, "name": call.name, "arguments": call.arguments, "problem": call.problem}
 
 
 def calls_from_json(text: str) -> tuple[ToolCall, ...]:
