@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...common.text import printable
+from ..tools.call_readers import MAX_NAME_CHARS  # a call's name or id, as a local model's is bounded
 from ..tools.parsing import CUT_OFF
 from ..tools.types import ToolCall, ToolCallDelta, new_call_id
 
 MAX_CALLS = 128  # in one reply
 MAX_ARGUMENT_CHARS = 4_000_000  # a call's arguments; past it the call is cut and says so
-MAX_NAME_CHARS = 256
 
 
 class RemoteCalls:
