@@ -132,8 +132,9 @@ class ReplySampler:
             self.rejections += 1
             return self._keep(self._resample(ctx, index, grammar=True))
         refused: list[int] = []
-        while self._triggers.fires(self._piece(token)) is not None:  # pending: not yet recorded
-            if self._trigger_fits(token):
+        piece = self._piece(token)
+        while (start := self._triggers.fires(piece)) is not None:  # pending: not yet recorded
+            if self._trigger_fits(token, piece, start):
                 llama_c.llama_sampler_free(snapshot)
                 return token
             refused.append(token)
@@ -145,8 +146,9 @@ class ReplySampler:
             self._restore(snapshot)
             snapshot = llama_c.llama_sampler_clone(self._owned["chain"])
             token = self._resample(ctx, index, grammar=False, banned=refused)
+            piece = self._piece(token)
         llama_c.llama_sampler_free(snapshot)
-        self._triggers.record(token, self._piece(token))
+        self._triggers.record(token, piece)
         return token
 
     def _keep(self, token: int) -> int:
@@ -211,15 +213,15 @@ class ReplySampler:
 
     # --- lazy grammars -------------------------------------------------------------------------
 
-    def _trigger_fits(self, token: int) -> bool:
-        """The pending token completes a trigger: check the text from the trigger on against a
-        copy of the grammar, and switch the grammar on with that copy if it fits."""
-        start, spans = self._triggers.fires(self._piece(token)), self._triggers.spans(token, self._piece(token))
+    def _trigger_fits(self, token: int, piece: bytes, start: int) -> bool:
+        """The pending token (`piece` its bytes) completes a trigger whose constrained text
+        begins at byte `start`: check the text from there on against a copy of the grammar,
+        and switch the grammar on with that copy if it fits."""
         trial = llama_c.llama_sampler_clone(self._owned["grammar"])
-        for piece_start, piece_token, piece in spans:
-            if piece_start + len(piece) <= start:
+        for span_start, span_token, span in self._triggers.spans(token, piece):
+            if span_start + len(span) <= start:
                 continue
-            replay = [piece_token] if piece_start >= start else self._tokens(piece[start - piece_start:])
+            replay = [span_token] if span_start >= start else self._tokens(span[start - span_start:])
             if replay is None or not all(self._allows(trial, t) and _accept(trial, t) for t in replay):
                 llama_c.llama_sampler_free(trial)
                 return False
