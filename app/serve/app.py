@@ -81,28 +81,27 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         if name != served.model_id:
             raise errors.unknown_model(name, served.model_id)
 
-    async def chat(request: Request) -> Response:
+    async def checked_body(request: Request, parse):
+        """The request's body read by `parse`, after the key and before the queue (the
+        module docstring's order), its model checked against the one served."""
         authorize(request)
         served = completions.model()  # once: the window's model may change while this runs
-        parsed = parse_chat(await read_body(request), served.sampling)
+        parsed = parse(await read_body(request), served.sampling)
         check_model(parsed.model, served)
+        return parsed
+
+    async def chat(request: Request) -> Response:
+        parsed = await checked_body(request, parse_chat)
         job = Job(parsed.params, messages=parsed.messages, tools=parsed.tools, n=parsed.n, logprobs=parsed.logprobs)
         return await answer(request, parsed, job, ChatShape)
 
     async def complete(request: Request) -> Response:
-        authorize(request)
-        served = completions.model()
-        parsed = parse_completion(await read_body(request), served.sampling)
-        check_model(parsed.model, served)
+        parsed = await checked_body(request, parse_completion)
         job = Job(parsed.params, prompt=parsed.prompt, n=parsed.n, logprobs=parsed.logprobs)
         return await answer(request, parsed, job, CompletionShape)
 
     async def respond(request: Request) -> Response:
-        authorize(request)
-        served = completions.model()
-        parsed = parse_responses(await read_body(request), served.sampling)
-        check_model(parsed.model, served)
-        return await answer_response(request, parsed, completions, responses)
+        return await answer_response(request, await checked_body(request, parse_responses), completions, responses)
 
     async def answer(request: Request, parsed: ChatRequest | CompletionRequest, job: Job, shape_type) -> Response:
         try:
