@@ -191,6 +191,7 @@ class XmlCallReader(Reader):
         self.phase = "open"
         self.name = ""
         self.count = 0
+        self._searched = 0  # where the search for the open parameter's closing tag goes on from
 
     def feed(self, text: str, final: bool = False) -> str | None:
         self.buf += text
@@ -244,26 +245,34 @@ class XmlCallReader(Reader):
         return True
 
     def _parameters(self):
-        self._expect("")
-        rest = self.buf[self.pos:]
-        if rest.startswith("</function>"):
+        """One parameter, once its closing tag has come. The search for that tag goes on from
+        where the last piece's search stopped (`_searched`), not from the parameter's start:
+        a long value streamed a few characters at a time would otherwise be scanned again at
+        every piece."""
+        while self.pos < len(self.buf) and self.buf[self.pos] in WHITESPACE:
+            self.pos += 1
+        buf, pos = self.buf, self.pos
+        if buf.startswith("</function>", pos):
             self.pos += len("</function>")
             self.sink.arguments("}" if self.count else "{}")
             self.sink.end()
             self.phase = "after"
             return False
-        if not rest.startswith("<parameter="):
-            return None if "</function>".startswith(rest) or "<parameter=".startswith(rest) else False
-        head, close = rest.find(">"), rest.find("</parameter>")
-        if head < 0 or close < 0:
+        if not buf.startswith("<parameter=", pos):
+            start = buf[pos:pos + len("</function>")]
+            return None if "</function>".startswith(start) or "<parameter=".startswith(start) else False
+        head = buf.find(">", pos)
+        close = buf.find("</parameter>", max(head, self._searched)) if head >= 0 else -1
+        if close < 0:
+            self._searched = max(pos, len(buf) - len("</parameter>") + 1)
             return None
-        key, value = rest[len("<parameter="):head], rest[head + 1:close]
+        key, value = buf[pos + len("<parameter="):head], buf[head + 1:close]
         value = value[1:] if value.startswith("\n") else value
         value = value[:-1] if value.endswith("\n") else value
         self.sink.arguments(("{" if not self.count else ", ") + json.dumps(key, ensure_ascii=False) + ": "
                             + self._json_value(key, value))
         self.count += 1
-        self.pos += close + len("</parameter>")
+        self.pos, self._searched = close + len("</parameter>"), 0
         return True
 
     def _json_value(self, key: str, value: str) -> str:

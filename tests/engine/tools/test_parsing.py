@@ -190,6 +190,17 @@ def test_json_in_the_middle_of_a_llama_reply_is_the_users_text():
         (0, "special_function", '{"arg1": 1}', None)]
 
 
+def test_a_long_xml_parameter_streamed_in_small_pieces_is_read_whole():
+    """Qwen3-Coder writes a parameter's value raw: a file's contents, say, which streams a few
+    characters at a time, a closing tag's first characters among them now and then."""
+    value = "</para" + "abcd" * 20_000 + "</parameter"[:-1]
+    text = f"<tool_call>\n<function=special_function>\n<parameter=arg1>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    for size in (1, 4, 7):
+        _, calls = summary(parse("qwen3-coder", [text[i:i + size] for i in range(0, len(text), size)],
+                                 checker=lambda *_: None))
+        assert calls == [(0, "special_function", json.dumps({"arg1": value}), None)]
+
+
 def test_a_whole_call_that_names_no_function_is_text():
     """A complete object without a name is nothing a client could run, or send back as history
     (the server refuses a call without a name there)."""
