@@ -170,6 +170,10 @@ class ConversationStore:
     def set_system_prompt(self, conversation_id: int, system_prompt: str) -> None:
         self._update_conversation(conversation_id, "system_prompt = ?, updated_at = ?", system_prompt, utc_now())
 
+    def set_tool_servers(self, conversation_id: int, names: tuple[str, ...]) -> None:
+        """The tool servers whose tools the model may see in this conversation (Conversation.tool_servers)."""
+        self._update_conversation(conversation_id, "tool_servers_json = ?", json.dumps(list(names)))
+
     def delete(self, conversation_id: int) -> Conversation:
         """Move the conversation to the trash; the returned snapshot is what an Undo offers.
 
@@ -413,11 +417,8 @@ class ConversationStore:
         return conversation_id
 
     def update_partial(self, message_id: int, content: str) -> None:
-        """Save the text a streaming reply has so far: one UPDATE, one small commit.
-
-        Raises StoreError if the message is not streaming, so that a late timer cannot
-        overwrite a finished reply.
-        """
+        """Save the text a streaming reply has so far: one UPDATE, one small commit. Raises
+        StoreError if the message is not streaming: a late timer cannot overwrite a finished reply."""
         streaming.save_partial(self._conn, message_id, content)
 
     def finish_message(

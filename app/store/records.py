@@ -46,10 +46,21 @@ class Conversation:
     model: str | None
     system_prompt: str
     deleted_at: str | None
+    tool_servers: tuple[str, ...] | None = None  # whose tools its model may call; None: never chosen
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "Conversation":
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "tool_servers"}
+        return cls(**fields, tool_servers=_names(row["tool_servers_json"] if "tool_servers_json" in row.keys() else None))
+
+
+def _names(stored: str | None) -> tuple[str, ...] | None:
+    """A JSON list of names as stored; a hand-damaged one reads as never chosen."""
+    try:
+        names = json.loads(stored) if stored is not None else None
+    except ValueError:
+        return None
+    return tuple(str(name) for name in names) if isinstance(names, list) else None
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,11 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
     CREATE INDEX messages_by_parent ON messages (parent_id, conversation_id);
     """,
+    # 3 -> 4: the tool servers a conversation's model may call (a JSON list of their names), or
+    # NULL where the user never chose: the window's default for new conversations applies.
+    """
+    ALTER TABLE conversations ADD COLUMN tool_servers_json TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

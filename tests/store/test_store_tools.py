@@ -229,3 +229,19 @@ def test_calls_that_no_store_wrote_are_a_damaged_database(store, exchange, store
     store._conn.execute("UPDATE messages SET tool_calls_json = ? WHERE id = ?", (stored, ids["reply"]))
     with pytest.raises(DatabaseDamaged, match=f"Message {ids['reply']} in the conversation database cannot be read"):
         store.message(ids["reply"])
+
+
+def test_a_conversation_keeps_the_tool_servers_chosen_for_it(tmp_path):
+    """Schema 4: None until the user chooses (the window's default applies), then the names as
+    chosen, in order, across a reopen; a hand-damaged value reads as never chosen."""
+    path = tmp_path / "c.sqlite3"
+    with ConversationStore(path) as store:
+        cid = store.create_conversation()
+        assert store.get_conversation(cid).tool_servers is None
+        store.set_tool_servers(cid, ("time", "files <b>"))
+    with ConversationStore(path) as store:
+        assert store.get_conversation(cid).tool_servers == ("time", "files <b>")
+        store.set_tool_servers(cid, ())
+        assert store.get_conversation(cid).tool_servers == ()
+        store._conn.execute("UPDATE conversations SET tool_servers_json = '{not json' WHERE id = ?", (cid,))
+        assert store.get_conversation(cid).tool_servers is None
