@@ -31,6 +31,7 @@ class LinkRouter(QObject):
         showEarlierClicked(): "Show earlier messages".
         getModelsClicked(): the welcome's "Get models".
         promptClicked(int): the welcome's example prompt at this index.
+        resultExpandClicked(int): "Show all" (or "Show less") under the tool result with this id.
     """
 
     webLinkClicked = Signal(QUrl)
@@ -44,6 +45,7 @@ class LinkRouter(QObject):
     showEarlierClicked = Signal()
     getModelsClicked = Signal()
     promptClicked = Signal(int)
+    resultExpandClicked = Signal(int)
 
     def __init__(self, browser: QTextBrowser) -> None:
         super().__init__(browser)
@@ -81,3 +83,5 @@ class LinkRouter(QObject):
             self.deleteVersionClicked.emit(number)
         elif action == "prompt":
             self.promptClicked.emit(number)
+        elif action == "expand-result":
+            self.resultExpandClicked.emit(number)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...engine.tools.types import ToolCall
 from ...engine.types import ReplyStats, ReplyStatus, StopReason
+from ...store import ToolResult
 
 # A reply with no stop reason (nothing was measured, or an imported record) says how it ended
 # by its status; a complete one says nothing.
@@ -22,16 +24,21 @@ class MessageView:
     version and versions: which of the message's versions this is (1-based, oldest first) and
     how many there are (edits of a user message, replies to the same message); with more than
     one, its footer offers ‹ › to move between them.
+
+    tool_calls: the calls a reply ended with, shown under its text; tool_result: what a call
+    gave, for a message with role 'tool' (shown under the call, never as a message of its own).
     """
 
     id: int | None
-    role: str  # 'user' | 'assistant' | 'system'
+    role: str  # 'user' | 'assistant' | 'system' | 'tool'
     content: str
     stats: ReplyStats | None = None  # None: a user or system message, or nothing was measured
     status: ReplyStatus = ReplyStatus.COMPLETE
     model: str | None = None
     version: int = 1
     versions: int = 1
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_result: ToolResult | None = None
 
 
 def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:

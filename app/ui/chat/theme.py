@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QFontDatabase, QPalette
 
-from ..widgets.colors import contrast, mix
+from ..widgets.colors import contrast, error_color, mix
 from .markdown_render import RenderTheme
 
 
@@ -19,6 +19,7 @@ class ChatTheme:
     link: QColor
     bubble: QColor
     render: RenderTheme
+    error: QColor  # a tool's error result (tool_blocks), 4.5:1 on the page like the rest
 
     @classmethod
     def from_palette(cls, palette: QPalette) -> "ChatTheme":
@@ -47,4 +48,5 @@ class ChatTheme:
                 rule=mix(base, text, 0.3).name(),
                 mono_family=QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family(),
             ),
+            error=error_color(palette),
         )

@@ -6,7 +6,9 @@ last reply offers Regenerate, so its footer is written again when anything follo
 the oldest message rendered, a link says how many earlier ones wait (paging). A line drawn
 after a message marks the context boundary: the model did not see what is above it. An empty
 chat shows a welcome instead. A user message being edited leaves a gap for the editor in
-place of its text and footer (editing).
+place of its text and footer (editing). A reply's tool calls are small blocks under its text,
+and a tool's result a block of its own with no label (tool_blocks), its first lines until
+"Show all" (expand_result).
 
 A message longer than MESSAGE_SHOWN_CHARS shows its beginning and says so; Copy gives all of it.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFont, QFontMetricsF, QTextCharFormat, QTextCursor
 
 from ...conversation.history import ContextBoundary
-from ...store import shorten
+from ...store import ToolResult, shorten
 from .browser import ChatBrowser
 from .document import MESSAGE_END, DocumentWriter, FooterPart, end_of, find_block, remove_divider
 from .editing import MessageEditing
@@ -26,6 +28,7 @@ from .message_view import stats_text
 from .paging import Pages
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
+from .tool_blocks import ToolBlocks
 from .welcome import Welcome, write_welcome
 
 # A message's text shown, at most (some 25,000 tokens): laying out a megabyte takes Qt a second.
@@ -67,11 +70,22 @@ class Transcript:
         self._last_body: tuple[int, int] | None = None  # the last finished reply's body span
         self._welcome: Welcome | None = None
         self._welcome_shown = False
+        self._whole_results: set[int] = set()  # tool results shown whole ("Show all"), by message id
         self.writer = self._writer_for(theme)
+        self._tools = ToolBlocks(theme)
 
     def set_theme(self, theme: ChatTheme) -> None:
         """Write in these colours from now on (the pane's palette changed): render() again."""
         self.writer = self._writer_for(theme)
+        self._tools = ToolBlocks(theme)
+
+    def expand_result(self, message_id: int) -> bool:
+        """"Show all" (or "Show less") under the tool result with this id: from the next
+        render() on it is shown whole (or its first lines again). False if no such result is shown."""
+        if not any(m.id == message_id and m.role == "tool" for m in self._pages.shown()):
+            return False
+        self._whole_results ^= {message_id}
+        return True
 
     def render(self, streaming: bool) -> dict[int, int]:
         """Write the rendered messages afresh (a new conversation, a new palette, or all of
@@ -115,11 +129,22 @@ class Transcript:
                 writer.new_block(cursor, overlay.gap_format(), QTextCharFormat())
                 overlay.set_gap(cursor.block().position())
                 return
+        elif message.role == "tool":
+            # A call's result: a block under the call, not a message of its own, nor Markdown.
+            result = message.tool_result or ToolResult("", "a tool", message.content)
+            self._tools.result(cursor, message.id, result, message.id in self._whole_results)
+            self._write_footer(cursor, index, regenerate)
+            return
         else:
             label = {"system": "System prompt"}.get(message.role) or message.model or "Assistant"
             writer.label(cursor, shorten(label), top_margin=16, message_id=message.id)
-        body_start = writer.markdown(cursor, shown_text(message.content))
+        if message.content or not message.tool_calls:
+            body_start = writer.markdown(cursor, shown_text(message.content))
+        else:
+            body_start = cursor.position()
         cursor.movePosition(QTextCursor.MoveOperation.End)  # out of the user's bubble
+        for call in message.tool_calls:
+            self._tools.call(cursor, call)
         footer = self._write_footer(cursor, index, regenerate)
         if message.role == "assistant":
             self._last_body = (body_start, footer - 1)

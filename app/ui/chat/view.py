@@ -12,6 +12,7 @@ that each do one job, handing each what it needs:
     editing.MessageEditing      Edit under a message: an editor in its place
     link_routing.LinkRouter     which link was clicked (Qt never follows one)
     link_focus, reveal_mark     the keyboard's link told to a screen reader; a search hit marked
+    tool_cards.LiveToolCards    the calls of the agent loop as live cards under their reply
 
 The view decides when each acts: what is written again after what, where the pane scrolls,
 what assistive technology is told. reveal() scrolls to a message (a search hit), rendering the
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from ...conversation.history import ContextBoundary
 from ...engine.types import ReplyStats, ReplyStatus
 from ...store import shorten
+from ...tool_servers.approval import PendingCall
 from ..widgets.announce import announce
 from .browser import (
     DOCUMENT_MARGIN,
@@ -45,6 +47,8 @@ from .paging import Pages
 from .reply_lifecycle import ReplyLifecycle
 from .reveal_mark import RevealMark
 from .theme import ChatTheme
+from .tool_card import ToolCallCard
+from .tool_cards import LiveToolCards
 from .transcript import Transcript
 from .version_steps import VersionSteps
 from .welcome import Welcome
@@ -84,6 +88,11 @@ class ChatView(QWidget):
 
     After set_messages the window may call set_context_boundary (set_messages clears it), and
     reveal() to bring a message into view (a search hit).
+
+    The agent loop's calls: show_tool_call() once the reply that wrote them has finished, one
+    live card per call below it (the window answers each card's signals); a reply begun after
+    them comes below them. They stay through every rendering afresh until clear_tool_cards(),
+    which the window calls when it shows the conversation again from the store.
     """
 
     linkActivated = Signal(QUrl)
@@ -114,6 +123,7 @@ class ChatView(QWidget):
         self._steps = VersionSteps(self._browser, self._pages, self._link_focus)
         theme = ChatTheme.from_palette(self.palette())
         self._transcript = Transcript(self._browser, self._pages, self._editing, theme)
+        self._cards = LiveToolCards(self._browser)
         self._reply.set_colours(theme.muted, self.palette().color(QPalette.ColorRole.Base))
         links.webLinkClicked.connect(self.linkActivated)
         links.codeCopyClicked.connect(self._copy_code)
@@ -126,6 +136,7 @@ class ChatView(QWidget):
         links.showEarlierClicked.connect(self.show_earlier)
         links.getModelsClicked.connect(self.getModelsRequested)
         links.promptClicked.connect(self._choose_prompt)
+        links.resultExpandClicked.connect(self._show_whole_result)
         self._editing.submitted.connect(self.editSubmitted)
         self._editing.rewriteNeeded.connect(self._rebuild_in_place)
         self._steps.versionStepped.connect(self.versionStepped)
@@ -287,9 +298,32 @@ class ChatView(QWidget):
         end = footer.position() - 1 if footer.isValid() else label.position() + label.length() - 1
         self._mark.show(label.position(), end)
         message = self._pages.messages[index]
-        who = {"user": "your message", "system": "the system prompt"}.get(message.role, "a reply")
+        who = {"user": "your message", "system": "the system prompt", "tool": "a tool's result"}.get(
+            message.role, "a reply")
         announce(self._browser, f"Found in {who}: {shorten(message.content)}")
         return True
+
+    def show_tool_call(self, pending: PendingCall, awaiting: bool = True) -> ToolCallCard:
+        """A live card for a call the model wrote, at the end of the transcript below its reply:
+        asking the user (it takes the keyboard unless an earlier card still asks), or with
+        `awaiting` False already running (a tool the user always allows). A reply whose calls
+        are under way offers no Regenerate."""
+        if self._reply.is_streaming():
+            raise RuntimeError("a reply is streaming: finish it before showing its calls")
+        self._transcript.drop_regenerate()
+        anchor = self._pages.messages[-1].id if self._pages.messages else None
+        card, changes = self._cards.add(pending, anchor, awaiting)
+        self._moved(changes)
+        return card
+
+    def tool_card(self, call_id: str) -> ToolCallCard | None:
+        """The live card of the call with this id, if it is shown."""
+        return self._cards.card(call_id)
+
+    def clear_tool_cards(self) -> None:
+        """Take the live cards away (the conversation is about to be shown from the store, where
+        the calls and results are kept)."""
+        self._moved(self._cards.clear())
 
     @property
     def flush_count(self) -> int:
@@ -316,9 +350,21 @@ class ChatView(QWidget):
         """
         self._mark.clear()
         starts = self._transcript.render(streaming=self._reply.is_streaming())
+        if self._cards:
+            self._transcript.drop_regenerate()
+            self._moved(self._cards.write_gaps())
         self._reply.write_again(self._transcript.writer)
         self._editing.place()
+        self._cards.place()
         return starts
+
+    def _moved(self, changes: list[tuple[int, int]]) -> None:
+        """The document gained or lost characters at these places, in this order (live cards'
+        gaps): the positions the transcript and the streaming reply keep move with them."""
+        for at, delta in changes:
+            self._transcript.moved(at, delta)
+            self._reply.moved(at, delta)
+            self._mark.clear()
 
     def _rebuild_in_place(self) -> None:
         """Render again, keeping the pane scrolled where it was (or following the stream)."""
@@ -340,6 +386,11 @@ class ChatView(QWidget):
     def _copy_message(self, index: int) -> None:
         if index < len(self._pages.messages):
             self._copy(self._pages.messages[index].content, "Message copied")
+
+    def _show_whole_result(self, message_id: int) -> None:
+        """"Show all" (or "Show less") under a tool's result: written again in place."""
+        if self._transcript.expand_result(message_id):
+            self._rebuild_in_place()
 
     def _choose_prompt(self, index: int) -> None:
         if (prompt := self._transcript.prompt(index)) is not None:
