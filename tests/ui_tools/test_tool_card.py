@@ -9,8 +9,9 @@ import struct
 import time
 import zlib
 
+import pytest
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
-from PySide6.QtGui import QColor, QImage, QTextDocument
+from PySide6.QtGui import QColor, QImage, QPalette, QTextDocument
 from PySide6.QtWidgets import QApplication
 from support.widget_walk import unnamed_widgets
 from tool_helpers import WEATHER, shown_card
@@ -20,8 +21,10 @@ from app.tool_servers.types import PartKind, ResultPart, ToolOutcome
 from app.ui.chat import tool_card
 from app.ui.chat.tool_card import CardState
 from app.ui.widgets.badge import Badge
+from app.ui.widgets.colors import MIN_CONTRAST, contrast, mix
 from app.ui.widgets.plain_box import SHOWN_CHARS
 from app.ui.widgets.tool_result import THUMB_PX, thumbnail
+from app.ui.window.appearance import dark_palette, light_palette
 
 HOSTILE = "<b>x</b>\u202eexe.txt\x07\x1b[31m"
 
@@ -235,3 +238,23 @@ def test_every_control_has_a_name_and_a_description(qtbot):
     assert unnamed_widgets(card.window()) == []
     assert card.result_toggle.accessibleDescription() == card.status.text()
     assert card.result_view().images[0].accessibleName() == "Image 1 of the result"
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_the_cards_words_read_in_both_appearances(qtbot, qapp, dark):
+    palette = qapp.palette()
+    qapp.setPalette(dark_palette() if dark else light_palette())
+    try:
+        card = shown_card(qtbot, PendingCall("c", "files", "rm", "{}", read_only=True, destructive=True))
+        base, text = card.palette().color(QPalette.ColorRole.Base), card.palette().color(QPalette.ColorRole.Text)
+        page = mix(base, text, 0.035)  # the card's own background
+        badges = card.findChildren(Badge)
+        card.set_running()
+        card.set_outcome(ToolOutcome("boom", error=True))
+        denied = shown_card(qtbot)
+        denied.set_denied()
+        for label in (*badges, card.status, denied.status):
+            colour = label.palette().color(QPalette.ColorRole.WindowText)
+            assert contrast(colour, page) >= MIN_CONTRAST, label.text()
+    finally:
+        qapp.setPalette(palette)
