@@ -15,8 +15,8 @@ from app.tool_servers.approval import Decision, PendingCall
 from app.tool_servers.types import ToolOutcome
 from app.ui.chat.document import find_block
 from app.ui.chat.markdown_render import ZERO_WIDTH_SPACE
+from app.ui.chat.tool_calls.live import TOOL_GAP
 from app.ui.chat.tool_card import CardState
-from app.ui.chat.tool_cards import TOOL_GAP
 from app.ui.chat.view import MessageView
 
 CALLED = ReplyStats(completion_tokens=12, stop_reason=StopReason.TOOL_CALLS)

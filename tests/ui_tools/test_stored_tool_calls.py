@@ -16,7 +16,7 @@ from app.engine.types import ReplyStats, StopReason
 from app.store import ConversationStore, StoredMessage, ToolResult
 from app.ui.chat.markdown_render import ZERO_WIDTH_SPACE
 from app.ui.chat.theme import ChatTheme
-from app.ui.chat.tool_blocks import RESULT_LINES
+from app.ui.chat.tool_calls.stored import RESULT_LINES
 from app.ui.chat.view import MessageView
 
 CALLED = ReplyStats(prompt_tokens=40, completion_tokens=12, stop_reason=StopReason.TOOL_CALLS)

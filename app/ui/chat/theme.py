@@ -19,7 +19,7 @@ class ChatTheme:
     link: QColor
     bubble: QColor
     render: RenderTheme
-    error: QColor  # a tool's error result (tool_blocks), 4.5:1 on the page like the rest
+    error: QColor  # a tool's error result (tool_calls/stored.py), 4.5:1 on the page like the rest
 
     @classmethod
     def from_palette(cls, palette: QPalette) -> "ChatTheme":

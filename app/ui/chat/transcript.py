@@ -7,8 +7,8 @@ the oldest message rendered, a link says how many earlier ones wait (paging). A 
 after a message marks the context boundary: the model did not see what is above it. An empty
 chat shows a welcome instead. A user message being edited leaves a gap for the editor in
 place of its text and footer (editing). A reply's tool calls are small blocks under its text,
-and a tool's result a block of its own with no label (tool_blocks), its first lines until
-"Show all" (expand_result).
+and a tool's result a block of its own with no label (tool_calls/stored.py), its first lines
+until "Show all" (expand_result).
 
 A message longer than MESSAGE_SHOWN_CHARS shows its beginning and says so; Copy gives all of it.
 """
@@ -28,7 +28,7 @@ from .message_view import stats_text
 from .paging import Pages
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
-from .tool_blocks import ToolBlocks
+from .tool_calls.stored import ToolBlocks
 from .welcome import Welcome, write_welcome
 
 # A message's text shown, at most (some 25,000 tokens): laying out a megabyte takes Qt a second.

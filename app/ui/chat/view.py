@@ -12,7 +12,7 @@ that each do one job, handing each what it needs:
     editing.MessageEditing      Edit under a message: an editor in its place
     link_routing.LinkRouter     which link was clicked (Qt never follows one)
     link_focus, reveal_mark     the keyboard's link told to a screen reader; a search hit marked
-    tool_cards.LiveToolCards    the calls of the agent loop as live cards under their reply
+    tool_calls.LiveToolCards    the calls of the agent loop as live cards under their reply
 
 The view decides when each acts: what is written again after what, where the pane scrolls,
 what assistive technology is told. reveal() scrolls to a message (a search hit), rendering the
@@ -47,8 +47,8 @@ from .paging import Pages
 from .reply_lifecycle import ReplyLifecycle
 from .reveal_mark import RevealMark
 from .theme import ChatTheme
+from .tool_calls.live import LiveToolCards
 from .tool_card import ToolCallCard
-from .tool_cards import LiveToolCards
 from .transcript import Transcript
 from .version_steps import VersionSteps
 from .welcome import Welcome

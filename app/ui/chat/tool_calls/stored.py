@@ -25,14 +25,14 @@ from PySide6.QtGui import (
     QTextFrameFormat,
 )
 
-from ...common.text import shorten
-from ...engine.tools.types import ToolCall
-from ...store import ToolResult
-from ..widgets.foreign_text import formatted_json, head_lines, inert_lines
-from .document import MESSAGE_START
-from .markdown_render import break_long_runs
-from .message_footer import action_href
-from .theme import ChatTheme
+from ....common.text import shorten
+from ....engine.tools.types import ToolCall
+from ....store import ToolResult
+from ...widgets.foreign_text import formatted_json, head_lines, inert_lines
+from ..document import MESSAGE_START
+from ..markdown_render import break_long_runs
+from ..message_footer import action_href
+from ..theme import ChatTheme
 
 CALL_LINES, CALL_CHARS = 8, 600  # of a call's arguments, shown
 RESULT_LINES, RESULT_CHARS = 6, 600  # of a result, until "Show all"

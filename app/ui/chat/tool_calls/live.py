@@ -14,7 +14,7 @@ again in the same place.
 The cards follow their gaps as the pane scrolls, resizes or changes, a gap grows or shrinks
 with its card, and a card the keyboard reaches is scrolled into view. Who asks for a card (the
 window, through ChatView) clears them when it shows the conversation afresh from the store,
-where the calls and their results are then shown as stored (tool_blocks.py).
+where the calls and their results are then shown as stored (stored.py).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from PySide6.QtCore import QObject, QRectF, Qt
 from PySide6.QtGui import QTextBlock, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QApplication, QWidget
 
-from ...tool_servers.approval import PendingCall
-from .browser import ChatBrowser
-from .document import DIVIDER, MESSAGE_END, find_block
-from .markdown_render import ZERO_WIDTH_SPACE
-from .tool_card import CardState, ToolCallCard
+from ....tool_servers.approval import PendingCall
+from ..browser import ChatBrowser
+from ..document import DIVIDER, MESSAGE_END, find_block
+from ..markdown_render import ZERO_WIDTH_SPACE
+from ..tool_card import CardState, ToolCallCard
 
 # A live card's gap; its value is the call id. (document.py's marks are UserProperty + 1 to 3.)
 TOOL_GAP = QTextFormat.Property.UserProperty + 4
