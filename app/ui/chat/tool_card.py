@@ -91,8 +91,7 @@ class ToolCallCard(QFrame):
         self.title = QLabel(self)
         self.title.setTextFormat(Qt.TextFormat.RichText)  # each foreign piece is escaped
         self.title.setWordWrap(True)
-        badges = QHBoxLayout()
-        badges.setSpacing(6)
+        badges = []
         for hint, text, tone in ((pending.read_only, "Read-only", Tone.MUTED),
                                  (pending.destructive, "Destructive", Tone.ERROR)):
             if hint:
@@ -100,8 +99,7 @@ class ToolCallCard(QFrame):
                 badge.setAccessibleName(f"{text}, the server says")
                 badge.setToolTip(f"The server describes this tool as {text.lower()}. Hearth cannot check "
                                  "that, so it asks you all the same.")
-                badges.addWidget(badge)
-        badges.addStretch(1)
+                badges.append(badge)
         self.arguments = PlainBox(pending.arguments, "Arguments",
                                   f"The arguments the model wrote for {self._tool}, as JSON", max_lines=10)
 
@@ -114,12 +112,7 @@ class ToolCallCard(QFrame):
         self.allow_button.clicked.connect(lambda: self._decide(Decision.ALLOW_ONCE))
         self.always_button.clicked.connect(lambda: self._decide(Decision.ALWAYS))
         self.deny_button.clicked.connect(lambda: self._decide(Decision.DENY))
-        self._decision_row = QWidget(self)
-        row = QHBoxLayout(self._decision_row)
-        row.setContentsMargins(0, 0, 0, 0)
-        for button in (self.allow_button, self.always_button, self.deny_button):
-            row.addWidget(button)
-        row.addStretch(1)
+        self._decision_row = self._row(self.allow_button, self.always_button, self.deny_button)
 
         self.busy = QProgressBar(self)
         self.busy.setRange(0, 0)  # busy: no end known
@@ -132,14 +125,7 @@ class ToolCallCard(QFrame):
         self.stop_button = self._button("&Stop", "Stop the call",
                                         "Cancel the call; the model is told it was stopped (Alt+S)")
         self.stop_button.clicked.connect(self._stop)
-        self._running_row = QWidget(self)
-        row = QHBoxLayout(self._running_row)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.stop_button)
-        row.addSpacing(6)
-        row.addWidget(self.busy, 0, Qt.AlignmentFlag.AlignVCenter)
-        row.addWidget(self.elapsed)
-        row.addStretch(1)
+        self._running_row = self._row(self.stop_button, self.busy, self.elapsed)
         self._ticker = QTimer(self, interval=1000)
         self._ticker.timeout.connect(self._tick)
 
@@ -159,7 +145,8 @@ class ToolCallCard(QFrame):
         layout.setContentsMargins(12, 10, 12, 10)
         layout.setSpacing(8)
         layout.addWidget(self.title)
-        layout.addLayout(badges)
+        if badges:
+            layout.addWidget(self._row(*badges))
         layout.addWidget(self.arguments)
         layout.addWidget(self._decision_row)
         layout.addWidget(self._running_row)
@@ -234,6 +221,16 @@ class ToolCallCard(QFrame):
         return self._result
 
     # -- inside ---------------------------------------------------------------------------------
+
+    def _row(self, *widgets: QWidget) -> QWidget:
+        """The widgets side by side from the left, centred on one line."""
+        row = QWidget(self)
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for widget in widgets:
+            layout.addWidget(widget, 0, Qt.AlignmentFlag.AlignVCenter)
+        layout.addStretch(1)
+        return row
 
     def _button(self, text: str, name: str, description: str) -> QPushButton:
         button = QPushButton(text, self)
