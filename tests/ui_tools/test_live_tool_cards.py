@@ -170,3 +170,17 @@ def test_tab_into_a_card_scrolled_away_brings_it_into_view(view, qtbot):
     card.deny_button.setFocus(Qt.FocusReason.TabFocusReason)
     settle(qtbot)
     assert 0 <= card.geometry().top() and card.geometry().bottom() <= browser(view).viewport().height()
+
+
+def test_tab_goes_through_the_cards_answers_not_the_transcripts_links(view, qtbot):
+    """Qt asks a control's parents where Tab goes, and the transcript answered by moving its
+    link mark while the keyboard stayed on Allow once."""
+    card = view.show_tool_call(call(1))
+    settle(qtbot)
+    visited = []
+    for _ in range(2):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        visited.append(QApplication.focusWidget())
+    assert visited == [card.always_button, card.deny_button]
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
+    assert QApplication.focusWidget() is card.always_button

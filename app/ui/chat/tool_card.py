@@ -284,6 +284,10 @@ class ToolCallCard(QFrame):
         if shown and self._result is None and self._outcome is not None:
             self._result = ResultView(self._outcome, self._tool, self)
             self.layout().addWidget(self._result)
+            previous = self.result_toggle
+            for box in self._result.boxes:  # made last, they would come last in the window's order
+                QWidget.setTabOrder(previous, box)
+                previous = box
         if self._result is not None:
             self._result.setVisible(shown)
         self._set_toggle_words(shown)
@@ -295,6 +299,12 @@ class ToolCallCard(QFrame):
         self.result_toggle.setAccessibleName("Hide result" if shown else "Show result")
 
     # -- events ---------------------------------------------------------------------------------
+
+    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: A002 (Qt's name)
+        """Tab goes on as the window orders it. Qt asks a control's parents first, and the
+        transcript the card lies in (a QTextBrowser) answered by moving among its own links."""
+        window = self.window()
+        return window.focusNextPrevChild(next) if window is not self else super().focusNextPrevChild(next)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
