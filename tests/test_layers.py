@@ -28,7 +28,8 @@ def test_the_window_loads_neither_llama_cpp_nor_the_servers_starlette():
 @pytest.mark.parametrize("module", [
     "app.engine.types", "app.engine.backend", "app.engine.opening", "app.engine.llama.load_checks",
     "app.engine.memory_plan", "app.store", "app.common.newest", "app.library.scan", "app.library.default_model",
-    "app.conversation.history", "app.serve.app", "app.serve.queue",
+    "app.conversation.history", "app.serve.app", "app.serve.queue", "app.tool_servers.supervisor",
+    "app.tool_servers.catalog", "app.tool_servers.runner",
 ])
 def test_the_rooms_below_the_owners_import_neither_llama_cpp_nor_qt(module):
     loaded = imported_after(module)
@@ -40,3 +41,11 @@ def test_the_command_line_loads_no_widgets_nor_the_windows_owner_objects(module)
     loaded = imported_after(module)
     assert not {"PySide6.QtWidgets", "PySide6.QtGui", "app.owners.bridge", "app.owners.chat_session"} & loaded
     assert "llama_cpp" not in loaded
+
+
+def test_the_tool_servers_load_the_mcp_sdk_only_on_their_own_thread():
+    """The SDK takes most of a second to import: making ToolServers, reading its statuses and
+    building a catalog (the window's part) leave it to the servers' thread."""
+    loaded = imported_after("app.tool_servers.supervisor")
+    assert not {"mcp", "mcp_types", "httpx2"} & loaded
+    assert "mcp" not in imported_after("app.tool_servers.catalog")
