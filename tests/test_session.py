@@ -10,7 +10,8 @@ import pytest
 from app.conversation.context_use import ContextUse
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.owners.chat_session import NO_MODEL_MESSAGE, SERVED_WAIT_MESSAGE, ChatSession, FinishedReply
+from app.owners.chat_session import NO_MODEL_MESSAGE, SERVED_WAIT_MESSAGE, ChatSession
+from app.owners.replies import FinishedReply
 from app.serve.completions import Job
 from app.store import ConversationStore
 

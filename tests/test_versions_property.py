@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from support.version_tree_model import Deletion, TreeModel
 
-from app.owners.chat_session import ChatSession, FinishedReply
+from app.owners.chat_session import ChatSession
+from app.owners.replies import FinishedReply
 from app.store import ConversationStore, DeletedVersion
 
 WAIT_MS = 5_000

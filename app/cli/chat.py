@@ -3,7 +3,6 @@ conversation continued: conversation_chat.py)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from pathlib import Path
@@ -12,8 +11,9 @@ from ..engine.gguf.reading import inspect_model
 from ..engine.options import NOTHING_STORED, resolve
 from ..engine.sampling import ModelDefaults
 from ..engine.tools.types import ToolCall
-from ..engine.types import ReplyStats
+from ..engine.types import ReplyStats, StopReason
 from .args import UsageError, check_context, message_text, report_stats, server_from_args, tool_use_from_args
+from .tool_chat import CommandLineTools, call_line, command_line_tools, wants_tool_servers
 
 
 def run_chat(args) -> int:
@@ -23,10 +23,12 @@ def run_chat(args) -> int:
 
         if args.tools or args.json_schema:
             raise UsageError("--tools and --json-schema make one-off replies; they do not go with --conversation")
+        if args.tool_choice is not None and not wants_tool_servers(args):
+            raise UsageError("--tool-choice goes with --tools or tool servers (--mcp, --allow-tool)")
 
         return run_chat_in_conversation(args)
     from ..engine.opening import open_backend
-    from ..engine.types import LocalModel, RemoteModel, StopReason
+    from ..engine.types import LocalModel, RemoteModel
     from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
 
     if args.server is not None:
@@ -43,16 +45,20 @@ def run_chat(args) -> int:
     settings = resolve(NOTHING_STORED, model_defaults, chat_overrides(args))
     options, params = settings.load_options(), settings.sampling
     check_loadable(options)
-    tools = tool_use_from_args(args)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": message_text(args)})
-    backend = open_backend(source, options)
-    print_load_notes(backend.describe())
-    device = backend.describe().device.describe()
-    try:
-        stats = _print_reply(backend.stream(messages, params, threading.Event(), tools=tools))
-    finally:
-        backend.close()
+    with command_line_tools(args) as servers:
+        tools = tool_use_from_args(args) if servers is None else None
+        backend = open_backend(source, options)
+        print_load_notes(backend.describe())
+        device = backend.describe().device.describe()
+        try:
+            if servers is None:
+                stats, _calls = _print_reply(backend.stream(messages, params, threading.Event(), tools=tools))
+            else:
+                stats = _tool_loop(backend, messages, params, servers)
+        finally:
+            backend.close()
     report_stats(args, stats, device)
     if stats.stop_reason is StopReason.ERROR:
         print(f"hearth: {stats.error}", file=sys.stderr)
@@ -60,18 +66,36 @@ def run_chat(args) -> int:
     return 0
 
 
-def _print_reply(events) -> ReplyStats:
+def _tool_loop(backend, messages: list[dict], params, tools: CommandLineTools) -> ReplyStats:
+    """Reply, answer its calls, reply again, until a reply ends without calls or the steps run
+    out; the messages grow as a conversation would (nothing is stored: see --conversation)."""
+    for step in range(tools.steps):
+        text: list[str] = []
+        stats, calls = _print_reply(backend.stream(messages, params, threading.Event(), tools=tools.use(step)), text)
+        messages.append({"role": "assistant", "content": "".join(text)}
+                        | ({"tool_calls": [call.to_openai() for call in calls]} if calls else {}))
+        if not calls or stats.stop_reason is not StopReason.TOOL_CALLS:
+            return stats
+        messages.extend(result.to_openai() for result in tools.answer(calls, step))
+    return stats
+
+
+def _print_reply(events, text: list[str] | None = None) -> tuple[ReplyStats, tuple[ToolCall, ...]]:
     """The reply's text to stdout as it comes, then a newline, as ever; each complete tool
     call as one JSON line of its own (starting a line of its own where text came before it),
-    for a script to read."""
+    for a script to read. Returns the statistics and the calls; the text goes to `text`."""
     out = sys.stdout
     at_line_start, ends_with_call = True, False
+    calls: list[ToolCall] = []
     for event in events:
         if isinstance(event, str):
             out.write(event)
+            if text is not None:
+                text.append(event)
             at_line_start, ends_with_call = event.endswith("\n"), False
         elif isinstance(event, ToolCall):
             out.write(("" if at_line_start else "\n") + call_line(event) + "\n")
+            calls.append(event)
             at_line_start, ends_with_call = True, True
         elif isinstance(event, ReplyStats):
             stats = event
@@ -79,16 +103,7 @@ def _print_reply(events) -> ReplyStats:
     if not ends_with_call:
         out.write("\n")
     out.flush()
-    return stats
-
-
-def call_line(call: ToolCall) -> str:
-    """`{"tool_call": {"id", "name", "arguments"}}`, with `problem` when the call cannot run as
-    written (the model named a tool that was not offered, or its arguments fail the schema)."""
-    line = {"id": call.id, "name": call.name, "arguments": call.arguments}
-    if call.problem is not None:
-        line["problem"] = call.problem
-    return json.dumps({"tool_call": line}, ensure_ascii=False)
+    return stats, tuple(calls)
 
 
 def _read_chat_positionals(args) -> None:

@@ -34,20 +34,24 @@ from pathlib import Path
 
 from ..common.text import printable
 from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
-from ..engine.backend import Backend
+from ..conversation.tool_steps import refused
+from ..engine.backend import Backend, ReplyEvent
 from ..engine.gguf.modelfile import ModelInfo
 from ..engine.gguf.reading import inspect_model
 from ..engine.opening import open_backend
 from ..engine.options import ModelSettings, StoredSettings, resolve
 from ..engine.sampling import ModelDefaults, SamplingParams
+from ..engine.tools.types import PLAIN, ToolCall, ToolUse
 from ..engine.types import LocalModel, ModelSource, RemoteModel, ReplyStats, StopReason
 from ..owners import paths
 from ..owners.saved_states import open_state_cache
 from ..owners.settings import Settings
 from ..store import ConversationStore
+from ..tool_servers.approval import STOPPED_TEXT
 from .args import UsageError, check_context, message_text, report_stats, server_from_args
 from .conversations import conversation, holding_data_folder
 from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
+from .tool_chat import CommandLineTools, call_line, command_line_tools
 
 PARTIAL_SAVE_S = PARTIAL_SAVE_MS / 1000
 STOP_WAIT_S = 5.0  # how long a reply is given to end before the model it runs on is freed
@@ -63,6 +67,7 @@ class _Reply:
     stats: ReplyStats
     stopped: bool
     reader_left: bool
+    calls: tuple[ToolCall, ...] = ()
 
 
 def run_chat_in_conversation(args) -> int:
@@ -84,7 +89,8 @@ def run_chat_in_conversation(args) -> int:
             print_load_notes(backend.describe())
             try:  # loaded before anything is stored: a model that fails to load adds nothing
                 system_prompt = stored.system_prompt if args.system is None else args.system
-                reply = _converse(store, stored.id, text, system_prompt, backend, params)
+                with command_line_tools(args) as tools:
+                    reply = _converse(store, stored.id, text, system_prompt, backend, params, tools)
                 device = backend.describe().device.describe()
             finally:
                 backend.close()  # saves the conversation's KV state: the next call starts warm
@@ -142,15 +148,28 @@ def _settings(args, info: ModelInfo | None, stored: StoredSettings) -> ModelSett
 
 
 def _converse(store: ConversationStore, conversation_id: int, text: str, system_prompt: str,
-              backend: Backend, params: SamplingParams) -> _Reply:
+              backend: Backend, params: SamplingParams, tools: CommandLineTools | None) -> _Reply:
     """Store the message and the reply as ChatSession.send does (app/conversation/exchange.py):
-    the message, then the reply begun, saved while it grows and finished."""
+    the message, then the reply begun, saved while it grows and finished. With tools, a reply
+    that ends in calls has their results stored after it, and the next reply begins below
+    them, as the window's turn goes (owners/chat_session.py)."""
     cancel = threading.Event()
     with _ctrl_c_stops(cancel):
         store.add_message(conversation_id, "user", text)
-        stored = begin_reply(store, conversation_id, system_prompt, backend.describe().record_name, params)
-        reply = _stream(backend, stored.messages, params, conversation_id, cancel, stored.save_partial)
-        stored.finish(reply.text, reply.stats)
+        for step in range(tools.steps if tools is not None else 1):
+            stored = begin_reply(store, conversation_id, system_prompt, backend.describe().record_name, params)
+            use = tools.use(step) if tools is not None else PLAIN
+            reply = _stream(backend, stored.messages, params, conversation_id, cancel, stored.save_partial, use)
+            stored.finish(reply.text, reply.stats, tool_calls=reply.calls)
+            if not reply.calls:
+                break
+            stopped = reply.stats.stop_reason is not StopReason.TOOL_CALLS
+            results = (tuple(refused(call, STOPPED_TEXT) for call in reply.calls) if stopped
+                       else tools.answer(reply.calls, step))
+            for result in results:
+                store.add_tool_result(conversation_id, result)
+            if stopped:
+                break
     return reply
 
 
@@ -174,22 +193,23 @@ def _ctrl_c_stops(cancel: threading.Event) -> Iterator[None]:
 
 
 def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conversation_id: int,
-            cancel: threading.Event, save_partial: Callable[[str], None]) -> _Reply:
+            cancel: threading.Event, save_partial: Callable[[str], None], tools: ToolUse = PLAIN) -> _Reply:
     """The reply, printed as it comes and saved (`save_partial(text so far)`, which writes only
     what grew) every PARTIAL_SAVE_S. It is generated on a thread of its own, so that saving
     keeps time while the model is silent. A reply that could not start ends with
     ReplyStats.failed and no text, as the window keeps one."""
-    events: queue.SimpleQueue[str | ReplyStats | Exception] = queue.SimpleQueue()
+    events: queue.SimpleQueue[ReplyEvent | Exception] = queue.SimpleQueue()
 
     def produce() -> None:
         try:
-            for event in backend.stream(messages, params, cancel, conversation_id=conversation_id):
+            for event in backend.stream(messages, params, cancel, conversation_id=conversation_id, tools=tools):
                 events.put(event)
         except Exception as exc:  # raised before the first piece: a template, a full context, a refusal
             events.put(exc)
 
     output = _Output()
     pieces: list[str] = []
+    calls: list[ToolCall] = []
     worker = threading.Thread(target=produce, name="reply", daemon=True)
     worker.start()
     try:
@@ -203,8 +223,11 @@ def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conv
                 return _Reply("", ReplyStats.failed(str(event)), cancel.is_set(), output.reader_left)
             if isinstance(event, ReplyStats):
                 output.write("\n")
-                return _Reply("".join(pieces), event, cancel.is_set(), output.reader_left)
-            if event is not None:
+                return _Reply("".join(pieces), event, cancel.is_set(), output.reader_left, tuple(calls))
+            if isinstance(event, ToolCall):
+                calls.append(event)
+                output.write(("\n" if pieces and not pieces[-1].endswith("\n") else "") + call_line(event) + "\n")
+            elif isinstance(event, str):
                 pieces.append(event)
                 output.write(event)
             if time.monotonic() >= next_save:

@@ -1,4 +1,4 @@
-"""The command line: `hearth inspect | prompt | chat | models | serve | pull`.
+"""The command line: `hearth inspect | prompt | chat | models | serve | pull | conversations | tools`.
 
 Everything here speaks to the engine directly, with no Qt. stdout carries only what the
 command promises (JSON, the exact prompt, the reply); messages and statistics go to stderr,
@@ -12,7 +12,9 @@ argument, so it stays out of the shell's history and the process list.
 SIGTERM; stdout gets one line, the server's base URL, once it is ready.
 
 `conversations list | export | import` and `chat --conversation ID` work on the conversations
-the window keeps (app/cli/conversations.py, app/cli/conversation_chat.py).
+the window keeps (app/cli/conversations.py, app/cli/conversation_chat.py). `tools list` shows
+the tool servers' (MCP) tools, and `chat --mcp FILE --allow-tool SERVER/TOOL` lets the model
+call them (app/cli/tools.py, app/cli/tool_chat.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..engine.templates.limits import TemplateError
 from ..engine.tools.detection import detect_format
 from ..engine.tools.tool_prompt import prompt_messages, template_tools
 from ..engine.tools.types import Tool, ToolUse
+from ..tool_servers.limits import STEP_LIMIT
 from .args import UsageError, add_sampling_arguments, add_server_arguments, read_messages, read_tools, server_from_args
 from .chat import run_chat
 from .load_options import add_load_arguments
@@ -71,7 +74,19 @@ def add_subcommands(subparsers) -> None:
                       help="OpenAI's tools array: the functions the model may call; each call is printed "
                            'to stdout as one JSON line {"tool_call": {"id", "name", "arguments"}}')
     chat.add_argument("--tool-choice", metavar="auto|none|required|NAME",
-                      help="with --tools: may call (auto, the default), must not, must call one, or must call NAME")
+                      help="with --tools or tool servers: may call (auto, the default), must not, must call one, "
+                           "or must call NAME (SERVER/TOOL where two servers offer NAME); a forced call is "
+                           "forced for the first reply only")
+    chat.add_argument("--mcp", type=Path, metavar="MCP.json",
+                      help='tool servers (MCP), as mcp.json writes them: {"mcpServers": {NAME: {"command", "args", '
+                           '"env"} | {"url", "headers"}}}; without it, --allow-tool uses those of Settings → Tools')
+    chat.add_argument("--allow-tool", action="append", default=[], metavar="SERVER/TOOL",
+                      help="a tool that may run without asking (repeat for more); a call to any other is "
+                           "denied without reaching its server, and recorded as denied")
+    chat.add_argument("--max-tool-steps", type=int, metavar="N",
+                      help=f"replies that may end in tool calls, one after another (default {STEP_LIMIT})")
+    chat.add_argument("--tool-timeout", type=float, metavar="S",
+                      help="seconds a tool call may take (default: each server's, 60 unless set)")
     chat.add_argument("--json-schema", type=Path, metavar="SCHEMA.json",
                       help="the reply is JSON that satisfies this JSON schema (held to it by a grammar)")
     add_server_arguments(chat, required=False)
@@ -106,6 +121,10 @@ def add_subcommands(subparsers) -> None:
     from .conversations import add_conversations_parser
 
     add_conversations_parser(subparsers)
+
+    from .tools import add_tools_parser
+
+    add_tools_parser(subparsers)
 
 
 def run_inspect(args) -> int:

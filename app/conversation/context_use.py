@@ -50,3 +50,4 @@ def estimate_prompt(history: list[dict], last_measured: int | None) -> int:
     roles = [message["role"] for message in history]
     after = len(roles) - roles[::-1].index("assistant") if "assistant" in roles else 0
     return last_measured + sum(estimate_tokens(len(message["content"])) for message in history[after:])
+

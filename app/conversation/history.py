@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..engine.types import ReplyStatus
 from ..store import ConversationStore, StoredMessage
-from .context_use import measured
+from .context_use import ContextUse, estimate_prompt, measured
 
 # The newest messages a reply is given as history. Far more than any context window holds (the
 # engine drops the oldest that do not fit), few enough that a conversation of a hundred
@@ -89,3 +89,22 @@ def _read_by_model(message: StoredMessage) -> bool:
     not, nor a reply that failed before it said or called anything."""
     said = message.content or message.tool_calls
     return message.role in ("user", "assistant", "tool") and not (message.status is ReplyStatus.ERROR and not said)
+
+
+def last_measured(store: ConversationStore, conversation_id: int) -> int | None:
+    """The context the engine counted after the branch's last reply it measured (a reply that
+    failed to start, or an imported one, was not)."""
+    reply = last_counted_reply(store, conversation_id)
+    return measured(reply.stats) if reply is not None else None
+
+
+def settled_use(store: ConversationStore, conversation_id: int | None, history: list[dict]) -> ContextUse:
+    """How full the context is between replies: the engine's count after the last reply, or an
+    estimate of `history` (the branch as the engine reads it) when none was counted."""
+    if conversation_id is None:
+        return ContextUse(0, estimated=False)
+    tokens = last_measured(store, conversation_id)
+    if tokens is not None:
+        return ContextUse(tokens, estimated=False)
+    said = [message for message in history if message["role"] != "system"]
+    return ContextUse(estimate_prompt(said, None), estimated=bool(said))

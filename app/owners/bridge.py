@@ -42,6 +42,7 @@ from ..engine.opening import open_backend
 from ..engine.remote.errors import RemoteError
 from ..engine.sampling import SamplingParams
 from ..engine.templates.chat_template import TemplateError
+from ..engine.tools.types import PLAIN, ToolCall, ToolUse
 from ..engine.types import LoadOptions, ModelDescription, ModelSource, OffloadSupport, ReplyStats, StopReason
 from ..serve.completions import Deliver, Job, Refusal, Refused
 from ..serve.run_job import RAW_TEMPLATE, run_job
@@ -69,6 +70,8 @@ class EngineWorker(QObject):
         loadFailed(Ticket, str): the reason, for the user; the previous model is still loaded.
         promptProgress(Ticket, int, int): prompt tokens read so far, and of how many.
         chunk(Ticket, str): the next piece of reply text.
+        toolCall(Ticket, ToolCall): a call the reply wrote, complete (the text before it was
+            sent first); a reply asked with tools ends with its calls (StopReason.TOOL_CALLS).
         replyFinished(Ticket, str, ReplyStats): the whole reply and its statistics.
         replyBegan(Ticket): the engine took up the reply (it may have waited for served jobs).
         replyFailed(Ticket, str): why the reply could not start (template, context…).
@@ -89,6 +92,7 @@ class EngineWorker(QObject):
     loadFailed = Signal(object, str)
     promptProgress = Signal(object, int, int)
     chunk = Signal(object, str)
+    toolCall = Signal(object, object)
     replyFinished = Signal(object, str, object)
     replyBegan = Signal(object)
     replyFailed = Signal(object, str)
@@ -133,9 +137,9 @@ class EngineWorker(QObject):
         self._override, self._raw = options.template_override, False
         self.modelLoaded.emit(ticket, backend.describe())
 
-    @Slot(object, object, object, object)
+    @Slot(object, object, object, object, object)
     def generate(self, messages: list[dict], params: SamplingParams, ticket: Ticket,
-                 conversation_id: int | None) -> None:
+                 conversation_id: int | None, tools: ToolUse) -> None:
         if self._backend is None:
             self.replyFailed.emit(ticket, NO_MODEL)
             return
@@ -143,7 +147,7 @@ class EngineWorker(QObject):
             self.replyFinished.emit(ticket, "", ReplyStats(stop_reason=StopReason.CANCELLED))
             return
         self.replyBegan.emit(ticket)
-        self._noting_description(lambda: self._reply(messages, params, ticket, conversation_id))
+        self._noting_description(lambda: self._reply(messages, params, ticket, conversation_id, tools))
 
     @Slot(object)
     def serve(self, served: ServedJob) -> None:
@@ -173,14 +177,14 @@ class EngineWorker(QObject):
             self._raw = raw
 
     def _reply(self, messages: list[dict], params: SamplingParams, ticket: Ticket,
-               conversation_id: int | None) -> None:
+               conversation_id: int | None, tools: ToolUse) -> None:
         def progress(done: int, total: int) -> None:
             self.promptProgress.emit(ticket, done, total)
 
         try:
             self._use_template(False)
             stream = self._backend.stream(messages, params, ticket.cancel, progress,
-                                          conversation_id=conversation_id)
+                                          conversation_id=conversation_id, tools=tools)
         except (TemplateError, ContextFullError, RemoteError) as exc:
             self.replyFailed.emit(ticket, str(exc))
             return
@@ -195,7 +199,9 @@ class EngineWorker(QObject):
             self.replyFailed.emit(ticket, f"The reply failed: {exc}")
 
     def _relay(self, ticket: Ticket, stream) -> None:
-        """Pass the stream's text on in coalesced chunks, then the whole reply and its stats."""
+        """Pass the stream's text on in coalesced chunks and its calls as each is complete, then
+        the whole reply and its stats. A call's pieces as it is written are not passed on: the
+        window shows a call when it can be asked about."""
         pieces: list[str] = []
         pending: list[str] = []
         last_emit = time.perf_counter()
@@ -205,6 +211,14 @@ class EngineWorker(QObject):
                 if isinstance(event, ReplyStats):
                     stats = event
                     break
+                if isinstance(event, ToolCall):
+                    if pending:
+                        self.chunk.emit(ticket, "".join(pending))
+                        pending.clear()
+                    self.toolCall.emit(ticket, event)
+                    continue
+                if not isinstance(event, str):
+                    continue  # a call's pieces as it is written
                 pieces.append(event)
                 pending.append(event)
                 now = time.perf_counter()
@@ -256,8 +270,8 @@ class EngineBridge(QObject):
     The worker's signals, re-emitted on the GUI thread for the current request only (a newer
     load supersedes an older one; a stopped reply's late chunks are dropped):
         loadProgress(float), modelLoaded(ModelDescription), loadFailed(str),
-        promptProgress(int, int), replyBegan(), chunk(str), replyFinished(str, ReplyStats),
-        failed(str).
+        promptProgress(int, int), replyBegan(), chunk(str), toolCall(ToolCall),
+        replyFinished(str, ReplyStats), failed(str).
     The worker's templateChanged(str) and templateFailed(str) are exposed as they are, its
     described(ModelDescription) as modelDescribed, and its unloaded() as modelUnloaded().
 
@@ -270,11 +284,12 @@ class EngineBridge(QObject):
     promptProgress = Signal(int, int)
     replyBegan = Signal()
     chunk = Signal(str)
+    toolCall = Signal(object)
     replyFinished = Signal(str, object)
     failed = Signal(str)
 
     _requestLoad = Signal(object, object, object)
-    _requestGenerate = Signal(object, object, object, object)
+    _requestGenerate = Signal(object, object, object, object, object)
     _requestServe = Signal(object)
     _requestUnload = Signal()
     _requestTemplate = Signal(object)
@@ -310,6 +325,7 @@ class EngineBridge(QObject):
         self._worker.promptProgress.connect(self._on_prompt_progress)
         self._worker.replyBegan.connect(self._on_began)
         self._worker.chunk.connect(self._on_chunk)
+        self._worker.toolCall.connect(self._on_tool_call)
         self._worker.replyFinished.connect(self._on_finished)
         self._worker.replyFailed.connect(self._on_failed)
         self._thread.start()
@@ -347,14 +363,16 @@ class EngineBridge(QObject):
     def generating(self) -> bool:
         return self._replies.current is not None
 
-    def generate(self, messages: list[dict], params: SamplingParams, conversation_id: int | None = None) -> bool:
+    def generate(self, messages: list[dict], params: SamplingParams, conversation_id: int | None = None,
+                 tools: ToolUse = PLAIN) -> bool:
         """Start a reply; refuse (return False) while another is running: never send twice.
         Served jobs asked for before it run first (`served_pending`); replyBegan says when it
         is its turn. `conversation_id`: the stored conversation it belongs to, whose work the
-        engine may keep (its KV state) for when the user comes back to it."""
+        engine may keep (its KV state) for when the user comes back to it. `tools`: what the
+        model may call; each complete call comes as toolCall before replyFinished."""
         if self.generating:
             return False
-        self._requestGenerate.emit(messages, params, self._replies.begin(), conversation_id)
+        self._requestGenerate.emit(messages, params, self._replies.begin(), conversation_id, tools)
         return True
 
     def prepare(self, conversation_id: int | None) -> None:
@@ -441,6 +459,10 @@ class EngineBridge(QObject):
     def _on_chunk(self, ticket: Ticket, text: str) -> None:
         if self._replies.is_current(ticket):
             self.chunk.emit(text)
+
+    def _on_tool_call(self, ticket: Ticket, call: ToolCall) -> None:
+        if self._replies.is_current(ticket):
+            self.toolCall.emit(call)
 
     def _on_finished(self, ticket: Ticket, text: str, stats: ReplyStats) -> None:
         if self._replies.finish(ticket):

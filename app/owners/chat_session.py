@@ -2,83 +2,43 @@
 and what gets saved when.
 
 Nothing is deleted by Edit or Regenerate: an edited message and a regenerated reply are new
-versions (siblings in the store's tree), and the window shows one branch of the tree, the one
-last viewed. Delete version hides a version and all after it, until Undo.
+versions (siblings in the store's tree); the window shows one branch, the one last viewed.
+Delete version hides a version and all after it, until Undo.
 
-`ChatSession` is the GUI thread's owner of the open conversation: it keeps it in the store
-(what is kept) and asks the bridge for replies (what is generated), with the settings the
-`ModelSession` holds for the current model. Widgets call its methods and listen to its
-signals; it never calls back into them. Saving follows the "nothing lost" rule, as the command
-line follows it too (app/conversation/exchange.py): the user's message is stored before
-generation starts, the reply is stored as 'streaming' at once and rewritten every
-PARTIAL_SAVE_MS while it grows, so a killed process leaves the reply as far as it got.
+`ChatSession` keeps the open conversation in the store and asks the bridge for replies, with
+the settings the `ModelSession` holds. Widgets call its methods and listen to its signals; it
+never calls back into them. Nothing is lost (as on the command line: conversation/exchange.py):
+the user's message is stored before generation starts, the reply is stored as 'streaming' at
+once and rewritten every PARTIAL_SAVE_MS while it grows.
 
-A reply belongs to the conversation it was asked in: opening another conversation does not
-stop it, it goes on being written and saved there, and `reply_so_far()` lets a window show it
-again, as far as it got, when that conversation is opened again. One reply runs at a time.
-
-While Hearth serves the model to other programs, the engine takes requests in the order they
-came: a Send made while served requests are in line is stored and started at once, and its
-reply waits for them (`waitingChanged` says so) instead of being refused.
+A reply belongs to the conversation it was asked in: opening another does not stop it, and
+`reply_so_far()` shows it again, as far as it got. One reply runs at a time; while Hearth
+serves the model, a Send waits behind the served requests (`waitingChanged` says so).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 
-from ..conversation.context_use import ContextUse, estimate_prompt, estimate_tokens, measured
-from ..conversation.exchange import PARTIAL_SAVE_MS, StoredReply, begin_reply
-from ..conversation.history import ContextBoundary, context_boundary, history, last_counted_reply
-from ..engine.types import ReplyStats, ReplyStatus
+from ..conversation.context_use import ContextUse, estimate_prompt, estimate_tokens
+from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
+from ..conversation.history import ContextBoundary, context_boundary, history, last_measured, settled_use
+from ..conversation.tool_steps import STEP_LIMIT_TEXT, refused, step_use
+from ..engine.tools.types import PLAIN, ToolCall
+from ..engine.types import ReplyStats, ReplyStatus, StopReason
 from ..store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
+from ..tool_servers.approval import STOPPED_TEXT
 from .bridge import EngineBridge
+from .conversation_tools import ConversationTools, SettledWait
 from .model_session import ModelSession
+from .replies import FinishedReply, ReplyInProgress, ReplySoFar
+from .tool_turns import ToolTurn, TurnResults
 
 QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
 NO_MODEL_MESSAGE = "No model is loaded. Choose one above the chat, or get one with Get models (Ctrl+Shift+G)."
 SERVED_WAIT_MESSAGE = "The reply will start when the served request has finished (Esc cancels it)."
-
-
-@dataclass(frozen=True)
-class FinishedReply:
-    """A reply that ended, as it was stored, in the conversation it was asked in."""
-
-    message_id: int
-    conversation_id: int
-    text: str
-    stats: ReplyStats
-    status: ReplyStatus
-
-
-@dataclass(frozen=True)
-class ReplySoFar:
-    """The reply being written: where it is stored, the model writing it (its record name, the
-    file name) and its text so far, which is ahead of what was last saved."""
-
-    message_id: int
-    conversation_id: int
-    model: str | None
-    text: str
-
-
-@dataclass
-class _Reply:
-    stored: StoredReply
-    conversation_id: int
-    model: str | None
-    prompt_estimate: int  # tokens, until the engine's count comes with the finished reply
-    pieces: list[str]
-    length: int = 0  # characters so far: the meter reads it at every chunk, without a join
-
-    def add(self, piece: str) -> None:
-        self.pieces.append(piece)
-        self.length += len(piece)
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
+TOOLS_WAIT_MESSAGE = "The reply will start when its tool servers are ready (Esc cancels it)."
+STEP_LIMIT_MESSAGE = "The model stopped after {limit} tool steps, the limit set in Settings → Tools."
 
 
 class ChatSession(QObject):
@@ -107,6 +67,10 @@ class ChatSession(QObject):
         conversationsChanged(): titles or the list changed (a new or renamed conversation).
         storeFailed(StoreError): saving the streaming reply failed (a damaged or full
             database). The methods the window calls raise StoreError instead.
+
+    With `tools` (the open conversation's servers), a reply that ends in calls goes on to `turn`
+    (a ToolTurn: the cards' signals); their results are stored (messageAdded) and the model goes
+    on: one turn of the agent loop, busy until its last reply or the step limit; Stop ends it.
     """
 
     conversationChanged = Signal(object)
@@ -122,13 +86,18 @@ class ChatSession(QObject):
     conversationsChanged = Signal()
     storeFailed = Signal(object)
 
-    def __init__(self, store: ConversationStore, bridge: EngineBridge, models: ModelSession, parent=None):
+    def __init__(self, store: ConversationStore, bridge: EngineBridge, models: ModelSession,
+                 tools: ConversationTools | None = None, parent=None):
         super().__init__(parent)
         self.store = store
         self._bridge = bridge
         self._models = models
+        self.tools = tools
+        self.turn = ToolTurn(tools.servers, self) if tools is not None else None
         self._conversation_id: int | None = None
-        self._reply: _Reply | None = None
+        self._reply: ReplyInProgress | None = None
+        self._turn_of: ReplyInProgress | None = None  # the reply whose calls the turn answers
+        self._settling: SettledWait | None = None  # a reply that waits for its tool servers
         self._waiting = False  # the reply is in line behind served requests
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(PARTIAL_SAVE_MS)
@@ -137,6 +106,9 @@ class ChatSession(QObject):
         bridge.replyBegan.connect(self._on_began)
         bridge.chunk.connect(self._on_chunk)
         bridge.replyFinished.connect(self._on_finished)
+        bridge.toolCall.connect(self._on_tool_call)
+        if self.turn is not None:
+            self.turn.resultsReady.connect(self._on_results)
         bridge.failed.connect(self._on_failed)
         bridge.modelLoaded.connect(lambda _description: self._bridge.prepare(self._conversation_id))
 
@@ -153,8 +125,9 @@ class ChatSession(QObject):
 
     @property
     def busy(self) -> bool:
-        """A reply is being written (in any conversation): another cannot start until it ends."""
-        return self._reply is not None
+        """A reply is being written (in any conversation), or its turn runs tools or waits for
+        their servers: another cannot start until it ends."""
+        return self._reply is not None or self._turn_of is not None or self._settling is not None
 
     @property
     def waiting(self) -> bool:
@@ -163,8 +136,9 @@ class ChatSession(QObject):
 
     @property
     def reply_conversation_id(self) -> int | None:
-        """The conversation whose reply is being written, if one is."""
-        return self._reply.conversation_id if self._reply is not None else None
+        """The conversation whose reply is being written (or whose turn runs tools), if one is."""
+        reply = self._reply or self._turn_of
+        return reply.conversation_id if reply is not None else None
 
     def reply_so_far(self) -> ReplySoFar | None:
         """The reply being written, with all its text so far, or None."""
@@ -175,24 +149,13 @@ class ChatSession(QObject):
 
     def context_use(self) -> ContextUse:
         """How much of the context window the open conversation fills: while its reply is
-        written, estimated from the prompt and the text so far; else the engine's count after
-        its last reply, or an estimate when none was counted (an imported conversation)."""
+        written, estimated from the prompt and the text so far; else conversation.context_use's
+        settled_use (the engine's count after the last reply, or an estimate)."""
         reply = self._reply
         if reply is not None and reply.conversation_id == self._conversation_id:
             return ContextUse(reply.prompt_estimate + estimate_tokens(reply.length), estimated=True)
-        if self._conversation_id is None:
-            return ContextUse(0, estimated=False)
-        tokens = self._last_measured(self._conversation_id)
-        if tokens is not None:
-            return ContextUse(tokens, estimated=False)
-        history = [message for message in self.history() if message["role"] != "system"]
-        return ContextUse(estimate_prompt(history, None), estimated=bool(history))
-
-    def _last_measured(self, conversation_id: int) -> int | None:
-        """The context the engine counted after the branch's last reply it measured (a reply
-        that failed to start, or an imported one, was not)."""
-        reply = last_counted_reply(self.store, conversation_id)
-        return measured(reply.stats) if reply is not None else None
+        return settled_use(self.store, self._conversation_id,
+                           self.history() if self._conversation_id is not None else [])
 
     def context_boundary(self) -> ContextBoundary | None:
         """Where the model's view of the open conversation's branch began in its last counted
@@ -220,8 +183,15 @@ class ChatSession(QObject):
         if conversation_id != self._conversation_id:
             self._bridge.prepare(conversation_id)  # the KV state read while the user reads, not on Send
         self._conversation_id = conversation_id
+        if self.tools is not None:
+            self.tools.open(self.store, conversation_id)
         self.conversationChanged.emit(conversation_id)
         self._emit_context()
+
+    def choose_tool_servers(self, names: tuple[str, ...]) -> None:
+        """The servers whose tools the open conversation's model may call from its next reply."""
+        if self.tools is not None:
+            self.tools.choose(self.store, self._conversation_id, names)
 
     def new_conversation(self) -> int:
         """Open a new conversation, or stay in the open one if nothing was said in it yet: each
@@ -232,6 +202,8 @@ class ChatSession(QObject):
         current = self._models.current
         conversation_id = self.store.create_conversation(
             model=current.record_name if current else None, system_prompt=self._models.settings.system_prompt)
+        if self.tools is not None:
+            self.tools.keep_for(self.store, conversation_id)
         self.open(conversation_id)
         self.conversationsChanged.emit()
         return conversation_id
@@ -288,12 +260,20 @@ class ChatSession(QObject):
             self.new_conversation()
         first = self._is_empty(self._conversation_id)
         message_id = self.store.add_message(self._conversation_id, "user", text)
-        self.messageAdded.emit(self._message(message_id))
+        self.messageAdded.emit(self.store.message(message_id))
         if first:
             self.conversationsChanged.emit()  # it just got its title
         return self._start_reply()
 
     def stop(self) -> None:
+        """Stop the reply, the tool call in flight, or the wait for tool servers: the turn ends."""
+        if self._settling is not None:
+            self._settling, settling = None, self._settling
+            settling.cancel()
+            self._set_waiting(False)
+            self.busyChanged.emit(self.busy)
+        if self.turn is not None and self.turn.active:
+            self.turn.stop()
         self._bridge.stop()
 
     def close(self, timeout_ms: int = QUIT_WAIT_MS) -> None:
@@ -382,34 +362,53 @@ class ChatSession(QObject):
     def _start_reply(self, replacing: StoredMessage | None = None) -> bool:
         """Start a reply at the end of the branch shown, or as a new version of `replacing`
         (Regenerate): then the branch shown changes, and conversationChanged says so instead
-        of replyStarted."""
+        of replyStarted. A reply whose tool servers are still starting waits for them."""
+        if self.tools is not None and self.tools.unsettled():
+            conversation_id = self._conversation_id
+
+            def go_on() -> None:
+                self._settling = None
+                self._set_waiting(False)
+                if not self._begin(conversation_id, replacing, 0, self.tools.catalog()):
+                    self.busyChanged.emit(False)
+
+            self._settling = SettledWait(self.tools, go_on, self)
+            self._set_waiting(True, TOOLS_WAIT_MESSAGE)
+            self.busyChanged.emit(True)
+            return True
+        return self._begin(self._conversation_id, replacing, 0, self.tools.catalog() if self.tools else None)
+
+    def _begin(self, conversation_id: int, replacing: StoredMessage | None, step: int, catalog) -> bool:
+        """Store the reply begun and ask the engine for it (step > 0: after tool results)."""
         settings, current = self._models.settings, self._models.current
-        last_measured = self._last_measured(self._conversation_id)  # before the reply is stored
+        last_measured_now = last_measured(self.store, conversation_id)  # before the reply is stored
         model = current.record_name if current else None
-        stored = begin_reply(self.store, self._conversation_id, settings.system_prompt, model, settings.sampling,
+        stored = begin_reply(self.store, conversation_id, settings.system_prompt, model, settings.sampling,
                              replacing)
-        if not self._bridge.generate(stored.messages, settings.sampling, self._conversation_id):
+        tools = step_use(catalog, step) if catalog is not None else PLAIN
+        if not self._bridge.generate(stored.messages, settings.sampling, conversation_id, tools):
             stored.finish("", ReplyStats.failed("busy"))
             if replacing is not None:
                 self.conversationChanged.emit(self._conversation_id)
             return False
-        prompt_estimate = estimate_prompt(stored.messages, last_measured)
-        self._reply = _Reply(stored, self._conversation_id, model, prompt_estimate, [])
+        prompt_estimate = estimate_prompt(stored.messages, last_measured_now)
+        self._reply = ReplyInProgress(stored, conversation_id, model, prompt_estimate, [], catalog=catalog, step=step)
         self._save_timer.start()
         if replacing is not None:
-            self.conversationChanged.emit(self._conversation_id)
-        else:
-            self.replyStarted.emit(self._message(stored.message_id))
-        self.busyChanged.emit(True)
+            self.conversationChanged.emit(conversation_id)
+        elif conversation_id == self._conversation_id:
+            self.replyStarted.emit(self.store.message(stored.message_id))
+        if step == 0:
+            self.busyChanged.emit(True)
         self._emit_context()
         if self._bridge.served_pending:
             self._set_waiting(True)
         return True
 
-    def _set_waiting(self, waiting: bool) -> None:
+    def _set_waiting(self, waiting: bool, message: str = SERVED_WAIT_MESSAGE) -> None:
         if waiting != self._waiting:
             self._waiting = waiting
-            self.waitingChanged.emit(SERVED_WAIT_MESSAGE if waiting else "")
+            self.waitingChanged.emit(message if waiting else "")
 
     def _on_began(self) -> None:
         self._set_waiting(False)
@@ -421,6 +420,10 @@ class ChatSession(QObject):
             self.replyChunk.emit(text)
             if reply.conversation_id == self._conversation_id:
                 self.contextChanged.emit(self.context_use())
+
+    def _on_tool_call(self, call: ToolCall) -> None:
+        if self._reply is not None:
+            self._reply.calls.append(call)
 
     def _save_partial(self) -> None:
         reply = self._reply
@@ -446,13 +449,51 @@ class ChatSession(QObject):
         self._set_waiting(False)
         self._save_timer.stop()
         try:
-            reply.stored.finish(text, stats, status)
+            reply.stored.finish(text, stats, status, tuple(reply.calls))
         except StoreError as exc:  # the reply is still shown, and the chat is not left busy
             self.storeFailed.emit(exc)
+            reply.calls.clear()
         self.replyFinished.emit(FinishedReply(reply.stored.message_id, reply.conversation_id, text, stats, status))
+        if reply.calls:
+            self._answer_calls(reply, stats)
+        else:
+            self._end_turn(reply)
+
+    def _answer_calls(self, reply: ReplyInProgress, stats: ReplyStats) -> None:
+        """A reply that ended in calls: on to the turn, unless it was stopped or the step limit
+        is reached; then its calls are answered as not run, so its history stays whole."""
+        limit = self.tools.servers.step_limit if self.tools is not None else 0
+        if stats.stop_reason is StopReason.TOOL_CALLS and self.turn is not None and reply.step + 1 < limit:
+            self._turn_of = reply
+            self.turn.begin(tuple(reply.calls), reply.catalog)
+            return
+        at_limit = stats.stop_reason is StopReason.TOOL_CALLS
+        text = STEP_LIMIT_TEXT.format(limit=limit) if at_limit else STOPPED_TEXT
+        self._store_results(reply, tuple(refused(call, text) for call in reply.calls))
+        self._end_turn(reply, STEP_LIMIT_MESSAGE.format(limit=limit) if at_limit else None)
+
+    def _on_results(self, turn: TurnResults) -> None:
+        reply, self._turn_of = self._turn_of, None
+        if reply is None:
+            return
+        stored = self._store_results(reply, turn.results)
+        if turn.stopped or not stored or not self._begin(reply.conversation_id, None, reply.step + 1, reply.catalog):
+            self._end_turn(reply)
+
+    def _store_results(self, reply: ReplyInProgress, results) -> bool:
+        try:
+            for result in results:
+                message_id = self.store.add_tool_result(reply.conversation_id, result)
+                if reply.conversation_id == self._conversation_id:
+                    self.messageAdded.emit(self.store.message(message_id))
+        except StoreError as exc:
+            self.storeFailed.emit(exc)
+            return False
+        return True
+
+    def _end_turn(self, reply: ReplyInProgress, why: str | None = None) -> None:
+        if why:
+            self.error.emit(why)
         self.busyChanged.emit(False)
         if reply.conversation_id == self._conversation_id:
             self._emit_context()
-
-    def _message(self, message_id: int) -> StoredMessage:
-        return self.store.message(message_id)

@@ -40,6 +40,7 @@ from ..engine.types import (
 )
 from ..serve.origins import check_origin
 from . import paths
+from .tool_settings import ToolSettings
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,11 @@ class Settings:
     @classmethod
     def for_profile(cls) -> "Settings":
         return cls(QSettings(str(paths.config_dir() / "hearth.ini"), QSettings.IniFormat))
+
+    @property
+    def tools(self) -> ToolSettings:
+        """Tool servers (secrets in the keyring), the step limit, the tools always allowed."""
+        return ToolSettings(self._store)
 
     def sync(self) -> None:
         self._store.sync()

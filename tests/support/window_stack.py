@@ -22,10 +22,12 @@ from app.engine.kv.cache import StateCache
 from app.engine.types import ModelSettings, ModelSource, ServerConfig
 from app.owners.bridge import BackendOpener, EngineBridge
 from app.owners.chat_session import ChatSession
+from app.owners.conversation_tools import ConversationTools
 from app.owners.downloads import DownloadManager
 from app.owners.model_session import ModelSession
 from app.owners.remote_servers import RemoteServers
 from app.owners.settings import Settings
+from app.owners.tool_servers import ToolServerManager
 from app.store import ConversationStore
 from app.ui.window.main_window import MainWindow
 from support.settings_file import settings_at
@@ -94,19 +96,26 @@ class WindowStack:
     downloads: DownloadManager
     servers: RemoteServers | None
     window: MainWindow
+    tool_servers: ToolServerManager | None = None
 
     @classmethod
     def open(cls, qtbot, model_stack: ModelStack, folder: Path, *, shown: Shown = Shown.SHOWN,
              size: tuple[int, int] | None = None, servers: bool = False,
-             states: StateCache | None = None, qtbot_closes: bool = False, wait_ms: int = 10_000) -> WindowStack:
+             states: StateCache | None = None, qtbot_closes: bool = False, wait_ms: int = 10_000,
+             tools: bool = False) -> WindowStack:
         """The window over the database in `folder` and the ModelStack's settings. `servers`:
         the window is given RemoteServers of its own (False: it makes its own, as it does
         without them). `states`: what File → Settings shows of saved KV states.
         `qtbot_closes`: qtbot closes the window after the test, before the fixtures' teardown
         runs (a window left open by a failing test is closed all the same; a teardown that asks
-        whether the window is still open finds it closed)."""
+        whether the window is still open finds it closed). `tools`: the tool servers of the
+        settings (Settings → Tools), as the application gives them; `close_tools` stops them."""
         store = ConversationStore(folder / DATABASE_FILE)
-        session = ChatSession(store, model_stack.bridge, model_stack.models)
+        tool_servers = conversation_tools = None
+        if tools:
+            tool_servers = ToolServerManager(model_stack.settings.tools, folder / "tool-server-logs")
+            conversation_tools = ConversationTools(tool_servers, model_stack.settings.tools)
+        session = ChatSession(store, model_stack.bridge, model_stack.models, conversation_tools)
         downloads = DownloadManager()
         remote = RemoteServers(model_stack.settings) if servers else None
         window = MainWindow(model_stack.models, session, model_stack.settings, downloads, remote, states=states)
@@ -121,7 +130,12 @@ class WindowStack:
             window.activateWindow()
         if shown is Shown.ACTIVE:
             qtbot.waitUntil(window.isActiveWindow, timeout=wait_ms)
-        return cls(model_stack, store, session, downloads, remote, window)
+        return cls(model_stack, store, session, downloads, remote, window, tool_servers)
+
+    def close_tools(self) -> None:
+        """Stop the tool servers' processes, as quitting Hearth does."""
+        if self.tool_servers is not None:
+            self.tool_servers.close()
 
     def type_and_send(self, text: str) -> None:
         """Type into the message box and press Enter, as a user does."""

@@ -17,12 +17,14 @@ from ...engine.types import ModelSource, RemoteModel
 from ...owners import paths
 from ...owners.bridge import EngineBridge
 from ...owners.chat_session import ChatSession
+from ...owners.conversation_tools import ConversationTools
 from ...owners.downloads import DownloadManager
 from ...owners.local_server import LocalServer
 from ...owners.model_session import ModelSession
 from ...owners.remote_servers import RemoteServers
 from ...owners.saved_states import open_state_cache
 from ...owners.settings import Appearance, Settings
+from ...owners.tool_servers import ToolServerManager
 from ...store import ConversationStore, DatabaseDamaged, StoreError
 from ...store.schema import move_aside
 from ..widgets.background import run_in_background
@@ -98,8 +100,10 @@ def run_gui(args) -> int:
     downloads = DownloadManager(parent=app)  # lives as long as the application
     servers = RemoteServers(config, parent=app)  # like the downloads, outlives the window
     local_server = LocalServer(bridge, models, parent=app)  # serves the loaded model when asked
-    window = MainWindow(models, ChatSession(store, bridge, models), config, downloads, servers, local_server,
-                        states=states)
+    tool_servers = ToolServerManager(config.tools, paths.log_dir() / "tool-servers", parent=app)  # start on first use
+    conversation_tools = ConversationTools(tool_servers, config.tools, parent=app)
+    window = MainWindow(models, ChatSession(store, bridge, models, conversation_tools), config, downloads, servers,
+                        local_server, states=states)
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
@@ -125,6 +129,7 @@ def run_gui(args) -> int:
         code = app.exec()
     window.session.close()  # a reply stopped by quitting is kept as stopped, with its statistics
     local_server.shutdown()  # waiting requests get 503, a served reply stops, the port closes
+    tool_servers.close()  # every server's process ends with Hearth
     downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
     window.session.store.close()  # the one in use: a damaged one may have been replaced

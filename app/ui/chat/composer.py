@@ -55,7 +55,7 @@ class Composer(QWidget):
         self.button = QPushButton()
         self.button.setDefault(True)
         self.button.setMinimumWidth(80)
-        row = QHBoxLayout()
+        row = self._row = QHBoxLayout()
         row.addWidget(self.edit, 1)
         row.addWidget(self.button, 0, Qt.AlignBottom)
         layout = QVBoxLayout(self)
@@ -68,6 +68,10 @@ class Composer(QWidget):
         self._busy = False
         self._waiting = False
         self._show_state()
+
+    def add_beside_send(self, control: QWidget) -> None:
+        """A control between the message box and Send (the tools button), lined up with Send."""
+        self._row.insertWidget(1, control, 0, Qt.AlignBottom)
 
     @property
     def waiting(self) -> bool:

@@ -320,6 +320,9 @@ class ChatView(QWidget):
         """The live card of the call with this id, if it is shown."""
         return self._cards.card(call_id)
 
+    def has_tool_cards(self) -> bool:
+        return bool(self._cards.cards())
+
     def clear_tool_cards(self) -> None:
         """Take the live cards away (the conversation is about to be shown from the store, where
         the calls and results are kept)."""

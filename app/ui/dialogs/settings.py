@@ -1,12 +1,14 @@
 """File → Settings…: the settings that belong to no model or conversation, one group each.
 
 Every change applies at once and is written to the settings file, so the dialog has no OK or
-Apply, only Close (Esc). For now one group: the conversations' saved KV states (#14), whose
-disk budget and Clear act on the running `StateCache` the engine shares. A later group
-(model defaults, say) is one more QGroupBox added in `SettingsDialog.__init__`.
+Apply, only Close (Esc). A tab per group: the tool servers (MCP: ToolsGroup, over the
+application's ToolServerManager), and the conversations' saved KV states (#14), whose disk
+budget and Clear act on the running `StateCache` the engine shares.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import (
@@ -17,7 +19,9 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -25,7 +29,9 @@ from PySide6.QtWidgets import (
 from ...common.units import GIB, MIB, byte_size
 from ...engine.kv.cache import StateCache
 from ...owners.settings import Settings
+from ...owners.tool_servers import ToolServerManager
 from ..widgets.focus_ring import FocusRing
+from .tool_servers import ToolServersPage
 
 MAX_BUDGET_GIB = 1024.0  # the budget is memory-like: binary, as the settings file's MiB are
 BUDGET_STEP_GIB = 0.5
@@ -131,23 +137,64 @@ class SavedStatesGroup(QGroupBox):
         self.refresh()
 
 
-class SettingsDialog(QDialog):
-    """The settings window, kept by the main window between openings (`show_settings`)."""
+class ToolsGroup(QGroupBox):
+    """Tool servers (MCP): the page of ToolServersPage over the application's ToolServerManager,
+    whose changes apply at once (a server switched off stops; one switched on starts when used)."""
 
-    def __init__(self, settings: Settings, states: StateCache | None, parent: QWidget | None = None):
+    def __init__(self, servers: ToolServerManager, parent: QWidget | None = None):
+        super().__init__("Tool servers", parent)
+        self.servers = servers
+        self.page = ToolServersPage()
+        self.page.set_configs(servers.servers())
+        self.page.set_statuses(servers.statuses())
+        self.page.set_step_limit(servers.step_limit)
+        self.page.configsEdited.connect(servers.set_servers)
+        self.page.importRequested.connect(self._import)
+        self.page.stepLimitChanged.connect(lambda steps: setattr(servers, "step_limit", steps))
+        servers.serversChanged.connect(lambda: self.page.set_configs(servers.servers()))
+        servers.statusChanged.connect(lambda _status: self.page.set_statuses(servers.statuses()))
+        QVBoxLayout(self).addWidget(self.page)
+
+    def _import(self, path: str) -> None:
+        """Add a file's servers, switched off; a file that does not read says why and adds none."""
+        try:
+            added = self.servers.import_file(Path(path))
+        except (ValueError, OSError) as exc:
+            QMessageBox.warning(self, "Import tool servers", f"Nothing was imported: {exc}")
+            return
+        QMessageBox.information(self, "Import tool servers", f"{len(added)} servers were added, each switched off: "
+                                "switch on those you trust." if added else "The file lists no servers.")
+
+
+class SettingsDialog(QDialog):
+    """The settings window, kept by the main window between openings (`show_settings`): a tab
+    per group (the tool servers', where the window has them; the saved states')."""
+
+    def __init__(self, settings: Settings, states: StateCache | None, servers: ToolServerManager | None = None,
+                 parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         FocusRing(self)
         self.saved_states = SavedStatesGroup(settings, states)
+        self.tools = ToolsGroup(servers) if servers is not None else None
+        self.tabs = QTabWidget()
+        self.tabs.setAccessibleName("Settings groups")
+        if self.tools is not None:
+            self.tabs.addTab(self.tools, "&Tools")
+        self.tabs.addTab(self.saved_states, "Saved &states")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         # Enter applies a typed budget; as the default button, Close would also shut the dialog.
         buttons.button(QDialogButtonBox.StandardButton.Close).setAutoDefault(False)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.saved_states)
-        layout.addStretch(1)
+        layout.addWidget(self.tabs, 1)
         layout.addWidget(buttons)
-        self.resize(520, self.sizeHint().height())
+        self.resize(620, self.sizeHint().height())
+
+    def show_page(self, tools: bool) -> None:
+        """Open at the Tools tab (the tools button's "Manage tool servers…"), else as left."""
+        if tools and self.tools is not None:
+            self.tabs.setCurrentWidget(self.tools)
 
     def event(self, event: QEvent) -> bool:
         """Esc closes the dialog: claimed before the main window's application-wide Esc (Stop)

@@ -13,8 +13,8 @@ Store errors (a damaged or full database, a bad import) are shown in one place, 
 above the chat (store_problems.py), whichever slot meets them. The window's jobs beyond laying
 out and the chat itself are controllers it owns, each given what it works with: what it shows
 of the model (models.py), serving it (serving.py), conversation files and a damaged database
-(files.py), sending (sending.py), and the versions of messages, branches, the context boundary and opening
-at a search's hit (versions.py).
+(files.py), sending (sending.py), tool calls and the tools button (tool_calls.py), and the versions of
+messages, branches, the context boundary and opening at a search's hit (versions.py).
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.kv.cache import StateCache
-from ...owners.chat_session import ChatSession, FinishedReply
+from ...owners.chat_session import ChatSession
 from ...owners.downloads import DownloadManager
 from ...owners.local_server import LocalServer
 from ...owners.model_session import ModelSession
 from ...owners.remote_servers import RemoteServers
+from ...owners.replies import FinishedReply
 from ...owners.settings import Settings
 from ...store import Conversation, ConversationStore, StoredMessage, shorten
 from ..chat.composer import Composer
@@ -62,6 +63,7 @@ from .sending import MessageSending
 from .serving import ServingDisplay
 from .splitter import PanelSplitter
 from .store_problems import StoreProblemBanner, guarded, reports_store_errors
+from .tool_calls import ToolCallDisplay
 from .undo_bar import UndoBar
 from .versions import VersionActions, open_reply_is_shown
 
@@ -155,6 +157,7 @@ class MainWindow(QMainWindow):
         self.sending = MessageSending(self.composer, session, models, self.model_display.model_name,
                                       self.store_banner, self)
         self.files = ConversationFiles(session, self.store_banner, status, self)
+        self.tool_calls = ToolCallDisplay(session, self.chat, self.composer, self.show_conversation, self.show_settings, self)
         self.files.importFinished.connect(self.importFinished)
         self._build_menus()
         self._connect()
@@ -259,7 +262,8 @@ class MainWindow(QMainWindow):
 
         session.conversationChanged.connect(self.show_conversation)
         session.conversationsChanged.connect(self.refresh_conversations)
-        session.messageAdded.connect(lambda message: self.chat.add_message(self.message_view(message)))
+        session.messageAdded.connect(lambda message: self.tool_calls.shows(message)
+                                     or self.chat.add_message(self.message_view(message)))
         session.replyStarted.connect(lambda reply: self.chat.begin_reply(
             reply.id, model=self.model_display.model_name(reply.model), version=reply.version, versions=reply.versions))
         session.promptProgress.connect(self._show_prompt_progress)
@@ -295,8 +299,8 @@ class MainWindow(QMainWindow):
         return MessageView(
             id=message.id, role=message.role, content=message.content, stats=message.stats,
             status=message.status, model=self.model_display.model_name(message.model),
-            version=message.version, versions=message.versions,
-        )
+            version=message.version, versions=message.versions, tool_calls=message.tool_calls,
+            tool_result=message.tool_result)
 
     @reports_store_errors
     def show_conversation(self, conversation_id: int | None) -> None:
@@ -373,8 +377,8 @@ class MainWindow(QMainWindow):
         message (the old one keeps what followed it), answered from there. Not while a reply is
         being written (the editor stays open, nothing is lost)."""
         if self.session.busy:
-            self.statusBar().showMessage("A reply is being written: stop it (Esc) or let it finish, then send the edit.", 10_000)
-            return
+            return self.statusBar().showMessage(
+                "A reply is being written: stop it (Esc) or let it finish, then send the edit.", 10_000)
         self.session.edit(message_id, text)
 
     def use_prompt(self, text: str) -> None:
@@ -387,8 +391,7 @@ class MainWindow(QMainWindow):
         """Links come from model output, which is untrusted: open one only if the user says so."""
         if url.scheme() not in ("http", "https"):
             return
-        answer = QMessageBox.question(self, "Open link?", f"Open this link from the reply in your browser?\n\n{url.toString()}")
-        if answer == QMessageBox.Yes:
+        if QMessageBox.question(self, "Open link?", f"Open this link from the reply in your browser?\n\n{url.toString()}") == QMessageBox.Yes:
             QDesktopServices.openUrl(url)
 
     # --- conversations -------------------------------------------------------------------------
@@ -454,11 +457,13 @@ class MainWindow(QMainWindow):
         the keys that are not actions."""
         ShortcutsDialog(shortcut_rows(self.actions_with_keys), self).exec()
 
-    def show_settings(self) -> None:
+    def show_settings(self, tools: bool = False) -> None:
         """File → Settings…: one window, kept between openings, beside the chat (its changes
-        apply at once, so it need not block the window)."""
+        apply at once, so it need not block the window); `tools`: at its Tools page."""
         if self._settings_dialog is None:
-            self._settings_dialog = SettingsDialog(self.settings, self.states, self)
+            servers = self.session.tools.servers if self.session.tools is not None else None
+            self._settings_dialog = SettingsDialog(self.settings, self.states, servers, self)
+        self._settings_dialog.show_page(tools)
         self._settings_dialog.show()
         self._settings_dialog.raise_()
         self._settings_dialog.activateWindow()
