@@ -363,7 +363,7 @@ class ChatSession(QObject):
         """Start a reply at the end of the branch shown, or as a new version of `replacing`
         (Regenerate): then the branch shown changes, and conversationChanged says so instead
         of replyStarted. A reply whose tool servers are still starting waits for them."""
-        if self.tools is not None and self.tools.unsettled():
+        if self.tools is not None and self.tools.start_unsettled():
             conversation_id = self._conversation_id
 
             def go_on() -> None:

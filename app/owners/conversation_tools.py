@@ -68,6 +68,12 @@ class ConversationTools(QObject):
         """Chosen servers that are not ready yet nor failed: a reply waits for these."""
         return [name for name in self.chosen if self.servers.status(name).state in UNSETTLED]
 
+    def start_unsettled(self) -> list[str]:
+        """unsettled(), those not started yet started now (a Send is a use)."""
+        waiting = self.unsettled()
+        self.servers.start(waiting)
+        return waiting
+
     def catalog(self) -> ToolCatalog:
         """The tools of the chosen servers that are ready."""
         return ToolCatalog.build(self.servers.statuses(), self.chosen)
