@@ -77,6 +77,12 @@ def fit_conversation(
         if start is not None:
             return fitted(start)
     needed = len(tokens_from(starts[-1]))
+    if turns and turns[-1]["role"] == "tool":
+        raise ContextFullError(
+            f"A tool's result is too long for the context window: the model would need {needed:,} tokens "
+            f"and only {budget:,} are left after reserving room for the reply. Lower the result limit in "
+            "Settings → Tools, or raise the context length."
+        )
     raise ContextFullError(
         f"The message is too long for the context window: it needs {needed:,} tokens and "
         f"only {budget:,} are left after reserving room for the reply. Shorten the message or "

@@ -3,8 +3,9 @@
 It owns the Qt-free supervisor (app/tool_servers/supervisor.py), which runs every server on
 an event loop of its own thread, and turns what that thread reports into signals here. Servers
 start on first use (a conversation that chose them is opened, or a reply is asked with their
-tools), never at start-up; even the MCP SDK is imported on the supervisor's thread, so the
-window never waits for it.
+tools), never at start-up. The MCP SDK takes a second to import, holding Python's lock for up
+to ~70 ms at a time: where any server is enabled it is imported on a thread of its own as
+Hearth starts (`warmed`), so the first use does not freeze the window for that.
 
 The configured servers live in the settings file with their secrets in the keyring
 (tool_settings.py); the tools the user always allows are kept there too, against each server's
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -48,6 +50,14 @@ class ToolServerManager(QObject):
         self._statuses: dict[str, ServerStatus] = {}
         self._supervisor = None
         self._reported.connect(self._on_reported)
+        self.warmed = threading.Event()  # the SDK is imported
+        if any(config.enabled for config in self._configs):
+            threading.Thread(target=self._warm, name="tool-servers-import", daemon=True).start()
+
+    def _warm(self) -> None:
+        from ..tool_servers import runner  # noqa: F401  (the SDK, pydantic and the MCP types)
+
+        self.warmed.set()
 
     # --- configuration -------------------------------------------------------------------------
 
@@ -90,6 +100,16 @@ class ToolServerManager(QObject):
     @step_limit.setter
     def step_limit(self, limit: int) -> None:
         self._settings.step_limit = limit
+
+    @property
+    def result_cap_bytes(self) -> int:
+        return self._settings.result_cap_bytes
+
+    @result_cap_bytes.setter
+    def result_cap_bytes(self, size: int) -> None:
+        self._settings.result_cap_bytes = size
+        if self._supervisor is not None:
+            self._supervisor.result_cap_bytes = self._settings.result_cap_bytes
 
     def allows(self, server: str, tool: str) -> bool:
         """The user chose "Always allow this tool" for this server (as it is configured now)."""
@@ -139,6 +159,7 @@ class ToolServerManager(QObject):
             from ..tool_servers.supervisor import ToolServers
 
             self._supervisor = ToolServers(self._configs, self._log_dir, on_status=self._reported.emit)
+            self._supervisor.result_cap_bytes = self._settings.result_cap_bytes
         return self._supervisor
 
     def _on_reported(self, status: ServerStatus) -> None:

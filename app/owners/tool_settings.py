@@ -13,16 +13,16 @@ import logging
 from PySide6.QtCore import QSettings
 
 from ..library import secrets
-from ..tool_servers.limits import CALL_TIMEOUT_S, STEP_LIMIT
+from ..tool_servers.limits import CALL_TIMEOUT_S, MAX_RESULT_CAP_KB, MAX_STEP_LIMIT, RESULT_CAP_BYTES, STEP_LIMIT
 from ..tool_servers.types import ServerConfig, Transport
 
 log = logging.getLogger(__name__)
 
 TOOL_SERVERS = "tools/servers"  # JSON: [{name, transport, command, args, cwd, url, enabled, timeout, env, headers}]
 STEP_LIMIT_KEY = "tools/step_limit"
+RESULT_CAP_KEY = "tools/result_cap_kb"  # kilobytes of a result's text the model reads
 ALWAYS_ALLOWED = "tools/always_allowed"  # JSON: [[server identity, tool name]]
 DEFAULT_CHOICE = "tools/default_servers"  # JSON: the servers a new conversation starts with
-MAX_STEP_LIMIT = 100
 
 
 def _account(name: str) -> str:
@@ -85,6 +85,19 @@ class ToolSettings:
     @step_limit.setter
     def step_limit(self, limit: int) -> None:
         self._store.setValue(STEP_LIMIT_KEY, max(1, min(MAX_STEP_LIMIT, int(limit))))
+
+    @property
+    def result_cap_bytes(self) -> int:
+        """How much of a result's text the model reads (and the conversation keeps)."""
+        try:
+            kilobytes = int(self._store.value(RESULT_CAP_KEY, RESULT_CAP_BYTES // 1024))
+        except (TypeError, ValueError):
+            return RESULT_CAP_BYTES
+        return max(1, min(MAX_RESULT_CAP_KB, kilobytes)) * 1024
+
+    @result_cap_bytes.setter
+    def result_cap_bytes(self, size: int) -> None:
+        self._store.setValue(RESULT_CAP_KEY, max(1, min(MAX_RESULT_CAP_KB, size // 1024)))
 
     @property
     def always_allowed(self) -> frozenset[tuple[str, str]]:

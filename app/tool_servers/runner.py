@@ -32,7 +32,7 @@ from .connection import (
     start_failure,
     stopped_reason,
 )
-from .limits import LIST_TIMEOUT_S
+from .limits import LIST_TIMEOUT_S, RESULT_CAP_BYTES
 from .listing import MAX_PAGES, MAX_TOOLS, listed_tools
 from .results import error_outcome, outcome_from_result
 from .types import ServerConfig, ServerState, ServerStatus, ToolOutcome
@@ -238,7 +238,8 @@ class ServerRunner:
             await self._settled.wait()
             waited = True
 
-    async def call(self, task_group: anyio.abc.TaskGroup, tool: str, arguments: dict, timeout_s: float) -> ToolOutcome:
+    async def call(self, task_group: anyio.abc.TaskGroup, tool: str, arguments: dict, timeout_s: float,
+                   cap_bytes: int = RESULT_CAP_BYTES) -> ToolOutcome:
         began = time.monotonic()
         name = printable(self.config.name)
 
@@ -274,4 +275,4 @@ class ServerRunner:
             if isinstance(exc, MCPError):
                 return failed(f"The tool server {name} refused the call: {shorten(exc.message, 300)}")
             return failed(f"The call to {printable(tool)} failed: {type(exc).__name__}: {shorten(str(exc), 300)}")
-        return outcome_from_result(result, time.monotonic() - began)
+        return outcome_from_result(result, time.monotonic() - began, cap_bytes)

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from ..common.text import printable
-from .limits import RESTART_BACKOFF_S, START_TIMEOUT_S
+from .limits import RESTART_BACKOFF_S, RESULT_CAP_BYTES, START_TIMEOUT_S
 from .loop_thread import LoopThread
 from .results import error_outcome
 from .types import ServerConfig, ServerState, ServerStatus, ToolOutcome
@@ -42,7 +42,9 @@ class ToolServers:
                  on_status: Callable[[ServerStatus], None] | None = None, *,
                  start_timeout_s: float = START_TIMEOUT_S, restart_backoff_s: Sequence[float] = RESTART_BACKOFF_S):
         """`log_dir`: where each stdio server's stderr is kept (NAME.log); None keeps it in a
-        temporary file, read only for failure reasons. The keyword arguments are for tests."""
+        temporary file, read only for failure reasons. The keyword arguments are for tests.
+        `result_cap_bytes` (Settings → Tools may change it at any time) caps each result."""
+        self.result_cap_bytes = RESULT_CAP_BYTES
         self._log_dir = log_dir
         self._on_status = on_status
         self._start_timeout_s = start_timeout_s
@@ -191,7 +193,7 @@ class ToolServers:
                     return error_outcome(f"No tool server is named {printable(server)}.")
                 return error_outcome(f"The tool server {printable(server)} is switched off.")
             timeout = timeout_s if timeout_s is not None and timeout_s > 0 else runner.config.call_timeout_s
-            return await runner.call(self._loop.tasks, tool, arguments, timeout)
+            return await runner.call(self._loop.tasks, tool, arguments, timeout, self.result_cap_bytes)
         except Exception as exc:  # Hearth's own fault: still an outcome, never a failed future
             log.exception("tool call %s/%s", printable(server), printable(tool))
             return error_outcome(f"The call could not be made: {type(exc).__name__}: {exc}")

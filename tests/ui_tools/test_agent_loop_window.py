@@ -10,24 +10,18 @@ exchange, and the window shows it from the store once the turn ends."""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import keyring
 import pytest
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from support.memory_keyring import MemoryKeyring
-from support.model_files.scripted_models import scripted_models
-from support.window_stack import ModelStack, Shown, WindowStack
+from support.stall import StallMeter
+from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
 
 from app.tool_servers.approval import DENIED_TEXT, STOPPED_TEXT
-from app.tool_servers.types import ServerConfig, Transport
 from app.ui.chat.tool_card import CardState
-
-WEATHER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "weather.py"
-WAIT_MS = 30_000
 
 
 @pytest.fixture(autouse=True)
@@ -39,80 +33,15 @@ def memory_keyring():
     keyring.set_keyring(previous)
 
 
-class StallMeter:
-    """The GUI event loop's longest gap between 10 ms ticks: how long the window froze."""
-
-    def __init__(self):
-        self.longest_ms = 0
-        self._clock = QElapsedTimer()
-        self._timer = QTimer(interval=10)
-        self._timer.timeout.connect(self._tick)
-
-    def start(self) -> None:
-        self.longest_ms = 0
-        self._clock.start()
-        self._timer.start()
-
-    def stop(self) -> int:
-        self._timer.stop()
-        return self.longest_ms
-
-    def _tick(self) -> None:
-        self.longest_ms = max(self.longest_ms, self._clock.restart() - 10)
-
-
-def weather(delay_s: float = 0.0) -> ServerConfig:
-    return ServerConfig("weather", Transport.STDIO, sys.executable, (str(WEATHER),),
-                        env=(("WEATHER_DELAY_S", str(delay_s)),), enabled=True)
-
-
 @pytest.fixture
 def window(qtbot, tmp_path, request):
-    delay_s = getattr(request, "param", 0.0)
-    stack = ModelStack.start(tmp_path)
-    stack.settings.tools.set_servers([weather(delay_s)])
-    stack.settings.tools.step_limit = 3
-    stack.load(qtbot, scripted_models()["qwen3"].path, WAIT_MS)
-    opened = WindowStack.open(qtbot, stack, tmp_path, shown=Shown.ACTIVE, size=(1024, 720), tools=True)
-    yield opened
-    opened.close_tools()
-    opened.window.close()
-    stack.shutdown()
-
-
-def tick_weather(qtbot, opened: WindowStack) -> None:
-    """Tick the server in the tools button's menu, as a click on its row does."""
-    picker = opened.window.tool_calls.picker
-    row = next(action for action in picker.server_menu.actions() if action.text().startswith("weather"))
-    row.trigger()
-    qtbot.waitUntil(lambda: "Tools · 1" in picker.text(), timeout=WAIT_MS)  # started, its one tool listed
-
-
-def card_asking(qtbot, opened: WindowStack, count: int):
-    """The `count`th card, once it asks (earlier ones have been answered)."""
-    chat = opened.window.chat
-
-    def asking():
-        cards = chat._cards.cards()
-        return len(cards) >= count and cards[count - 1].state is CardState.AWAITING
-
-    qtbot.waitUntil(asking, timeout=WAIT_MS)
-    return chat._cards.cards()[count - 1]
-
-
-def turn_over(qtbot, opened: WindowStack) -> None:
-    qtbot.waitUntil(lambda: not opened.session.busy, timeout=WAIT_MS)
-
-
-def exchange(opened: WindowStack) -> list[tuple[str, str]]:
-    """The branch shown as (role, what it holds): a reply's call names, a result's text."""
-    return [(m.role, ",".join(c.name for c in m.tool_calls) if m.role == "assistant" else m.content)
-            for m in opened.store.messages(opened.session.conversation_id) if m.role != "system"]
+    with window_with_tools(qtbot, tmp_path, [weather(getattr(request, "param", 0.0))]) as opened:
+        yield opened
 
 
 def test_allow_once_then_deny_then_the_step_limit_by_keyboard(qtbot, window):
     opened = window
-    tick_weather(qtbot, opened)
+    tick(qtbot, opened, "weather")
     opened.type_and_send("What is the weather in Paris?")
     first = card_asking(qtbot, opened, 1)
     assert first.hasFocus() or first.isAncestorOf(opened.window.focusWidget())  # the keyboard is on the card
@@ -138,7 +67,7 @@ def test_allow_once_then_deny_then_the_step_limit_by_keyboard(qtbot, window):
 
 def test_always_allow_runs_the_next_calls_without_asking(qtbot, window):
     opened = window
-    tick_weather(qtbot, opened)
+    tick(qtbot, opened, "weather")
     opened.type_and_send("Weather?")
     first = card_asking(qtbot, opened, 1)
     QTest.keyClick(first, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)  # Always allow this tool
@@ -152,7 +81,7 @@ def test_always_allow_runs_the_next_calls_without_asking(qtbot, window):
 @pytest.mark.parametrize("window", [30.0], indirect=True)
 def test_stop_during_a_call_cancels_it_and_the_window_never_stalls(qtbot, window):
     opened = window
-    tick_weather(qtbot, opened)
+    tick(qtbot, opened, "weather")
     opened.type_and_send("Weather?")
     card = card_asking(qtbot, opened, 1)
     meter = StallMeter()

@@ -36,7 +36,7 @@ from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
 from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
-from ..context import Fitted, fit_conversation
+from ..context import ContextFullError, Fitted, fit_conversation
 from ..gguf.modelfile import ModelFileError, ModelInfo
 from ..gguf.reading import inspect_model
 from ..kv.cache import StateCache
@@ -277,7 +277,13 @@ class Engine(Backend):
         cancel = cancel or threading.Event()
         with_tools = None if tools.is_plain else ToolReply(self.template, tools, self.info.special_tokens)
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
-        fitted, segments = self._fit(messages, max_tokens, with_tools.prompt if with_tools else self.render)
+        try:
+            fitted, segments = self._fit(messages, max_tokens, with_tools.prompt if with_tools else self.render)
+        except ContextFullError as exc:
+            if not tools.tools:
+                raise
+            raise ContextFullError(f"{exc} The prompt carries the {len(tools.tools)} tools offered: offering "
+                                   "fewer (the Tools button) leaves more room.") from None
         prompt = fitted.prompt_tokens
         stats = ReplyStats(
             prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()

@@ -32,7 +32,7 @@ from ..tools.call_grammar import call_rules, trigger_patterns
 from ..tools.formats import ToolFormat
 from ..tools.pattern import converter_pattern
 from ..tools.schema import ANNOTATIONS, TYPES, shape
-from ..tools.types import ResponseKind, ResponseFormat, Tool, ToolChoiceMode, ToolUse
+from ..tools.types import ResponseFormat, ResponseKind, Tool, ToolChoiceMode, ToolUse
 
 # llama.cpp's json-schema-to-grammar rules (common/json-schema-to-grammar.cpp), which keep a
 # JSON string JSON: no raw control character, quote or backslash.

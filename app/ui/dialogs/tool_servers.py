@@ -20,6 +20,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
+    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -33,18 +34,18 @@ from PySide6.QtWidgets import (
 )
 
 from ...common.text import shorten
-from ...tool_servers.limits import STEP_LIMIT
+from ...tool_servers.limits import MAX_RESULT_CAP_KB, MAX_STEP_LIMIT, RESULT_CAP_BYTES, STEP_LIMIT
 from ...tool_servers.types import ServerConfig, ServerState, ServerStatus, Transport
 from ..widgets.colors import error_color, mix
 from ..widgets.row_tables import as_row_list
 from ..widgets.tooltips import plain_tooltip
 from .tool_server_editor import ToolServerEditor
 
-MAX_STEPS = 100
 EXPLANATION = ("Tool servers give the model tools to call. Hearth asks you before each call runs, unless you "
                "chose to always allow that tool. Choose which servers a conversation may use with the Tools "
                "button beside the message box.")
 STEP_HINT = "How many times in a row the model may call tools before it must answer."
+RESULT_HINT = "How much of a tool's result the model reads and the conversation keeps; the rest is cut."
 SERVER, KIND, STATE = range(3)
 
 
@@ -72,11 +73,13 @@ class ToolServersPage(QWidget):
             order (added at the end).
         importRequested(str): Import mcp.json… chose this file.
         stepLimitChanged(int): the step limit the user set.
+        resultCapChanged(int): the result limit the user set, in bytes.
     """
 
     configsEdited = Signal(object)
     importRequested = Signal(str)
     stepLimitChanged = Signal(int)
+    resultCapChanged = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -103,7 +106,7 @@ class ToolServersPage(QWidget):
         self.import_button = self._button("&Import mcp.json…", "Import tool servers from an mcp.json or "
                                           "claude_desktop_config.json file; they start switched off")
         self.steps = QSpinBox(self)
-        self.steps.setRange(1, MAX_STEPS)
+        self.steps.setRange(1, MAX_STEP_LIMIT)
         self.steps.setValue(STEP_LIMIT)
         self.steps.setKeyboardTracking(False)  # typing "12" must not apply 1 on the way
         self.steps.setAccessibleName("Step limit")
@@ -112,22 +115,36 @@ class ToolServersPage(QWidget):
         steps_label.setBuddy(self.steps)
         steps_hint = QLabel(STEP_HINT)
         steps_hint.setWordWrap(True)
+        self.result_cap = QSpinBox(self)
+        self.result_cap.setRange(1, MAX_RESULT_CAP_KB)
+        self.result_cap.setSuffix(" KB")
+        self.result_cap.setValue(RESULT_CAP_BYTES // 1024)
+        self.result_cap.setKeyboardTracking(False)
+        self.result_cap.setAccessibleName("Result limit")
+        self.result_cap.setAccessibleDescription(RESULT_HINT)
+        result_label = QLabel("Result &limit:")
+        result_label.setBuddy(self.result_cap)
+        result_hint = QLabel(RESULT_HINT)
+        result_hint.setWordWrap(True)
 
         buttons = QHBoxLayout()
         for button in (self.add_button, self.edit_button, self.remove_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.import_button)
-        steps_row = QHBoxLayout()
-        steps_row.addWidget(steps_label)
-        steps_row.addWidget(self.steps)
-        steps_row.addWidget(steps_hint, 1)
+        limits = QGridLayout()
+        for row, (label, box, hint) in enumerate([(steps_label, self.steps, steps_hint),
+                                                  (result_label, self.result_cap, result_hint)]):
+            limits.addWidget(label, row, 0)
+            limits.addWidget(box, row, 1)
+            limits.addWidget(hint, row, 2)
+        limits.setColumnStretch(2, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(explanation)
         layout.addWidget(self.table)
         layout.addLayout(buttons)
-        layout.addLayout(steps_row)
+        layout.addLayout(limits)
 
         self.add_button.clicked.connect(lambda: self._open_editor(None))
         self.edit_button.clicked.connect(self._edit_selected)
@@ -138,6 +155,7 @@ class ToolServersPage(QWidget):
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.installEventFilter(self)
         self.steps.valueChanged.connect(self.stepLimitChanged)
+        self.result_cap.valueChanged.connect(lambda kilobytes: self.resultCapChanged.emit(kilobytes * 1024))
         self._outline_ticks()
         self._fill()
 
@@ -155,6 +173,12 @@ class ToolServersPage(QWidget):
         self.steps.blockSignals(True)
         self.steps.setValue(steps)
         self.steps.blockSignals(False)
+
+    def set_result_cap(self, size: int) -> None:
+        """The result limit in bytes (shown in kilobytes)."""
+        self.result_cap.blockSignals(True)
+        self.result_cap.setValue(size // 1024)
+        self.result_cap.blockSignals(False)
 
     def configs(self) -> list[ServerConfig]:
         return list(self._configs)

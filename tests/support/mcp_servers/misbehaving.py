@@ -4,6 +4,10 @@
                 a tool `ok` that answers, to see it back after its restart
     hang        a tool `hang` that never answers
     huge        a tool `huge` that returns 12 MB of text (and one of 12 MB of non-ASCII text)
+
+    crash, hang and huge also offer `get_weather(city)`, misbehaving the same way: the call the
+    suite's scripted models write (support/model_files/scripted_families.py), so a model in the
+    window meets each misbehaviour as a user's would.
     many        400 tools, some named with HTML, a right-to-left override, control characters
                 and spaces, and a 100 KB description
     garbage     prints lines that are not JSON-RPC on stdout, and nothing else
@@ -32,6 +36,10 @@ def sdk_server(mode: str):
             print("crash: giving up on purpose", file=sys.stderr, flush=True)
             os._exit(7)
 
+        @server.tool(name="get_weather", description="Ends the server's process before it answers.")
+        def crash_weather(city: str) -> str:
+            return crash()
+
         @server.tool(description="Answers.")
         def ok() -> str:
             return "ok"
@@ -40,6 +48,10 @@ def sdk_server(mode: str):
         async def hang() -> str:
             await anyio.sleep_forever()
             return ""
+
+        @server.tool(name="get_weather", description="Never answers.")
+        async def hang_weather(city: str) -> str:
+            return await hang()
 
         @server.tool(description="Answers.")
         def ok() -> str:
@@ -52,6 +64,10 @@ def sdk_server(mode: str):
         @server.tool(description="12 MB of text, each character two bytes of UTF-8.", structured_output=False)
         def huge_accents() -> str:
             return "é" * (HUGE_CHARS // 2)
+
+        @server.tool(name="get_weather", description="12 MB of text.", structured_output=False)
+        def huge_weather(city: str) -> str:
+            return huge()
     elif mode == "many":
         bad = ["<b>bold</b>", "<img src=x onerror=alert(1)>", "evil\u202etxt.exe", "bell\x07", "new\nline",
                "has space", "tab\there", "nul\x00byte", "", "x" * 129]
