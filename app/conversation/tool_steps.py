@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from ..engine.tools.types import ToolCall, ToolChoice, ToolChoiceMode, ToolUse
 from ..store import ToolResult
+from ..tool_servers.approval import NOT_RUN
 from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.types import ListedTool, ToolOutcome
 
-STEP_LIMIT_TEXT = "Not run: this turn reached its limit of {limit} tool steps. Answer with what you have."
-UNKNOWN_TOOL_TEXT = "Not run: there is no tool named {name} here."
-PROBLEM_TEXT = "Not run: {problem}"
+STEP_LIMIT_TEXT = NOT_RUN + "this turn reached its limit of {limit} tool steps. Answer with what you have."
+UNKNOWN_TOOL_TEXT = NOT_RUN + "there is no tool named {name} here."
+PROBLEM_TEXT = NOT_RUN + "{problem}"
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,12 @@ from enum import Enum
 
 from .types import ListedTool, ServerConfig
 
-DENIED_TEXT = "The user denied this call."
-NOT_ALLOWED_TEXT = "This tool is not allowed here; the call was not run."
-STOPPED_TEXT = "The user stopped this call before it finished."
+# What the model reads back for a call that did not run begins with NOT_RUN, so that a view can
+# tell a call refused (by the user, the step limit, its own bad arguments) from a tool that failed.
+NOT_RUN = "Not run: "
+DENIED_TEXT = NOT_RUN + "the user denied this call."
+NOT_ALLOWED_TEXT = NOT_RUN + "this tool is not allowed here."
+STOPPED_TEXT = "Stopped: the user stopped this call before it finished."
 
 
 class Decision(Enum):

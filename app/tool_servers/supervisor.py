@@ -164,8 +164,24 @@ class ToolServers:
         for name in list(self._runners):
             await self._runner(name)
 
+    async def _loaded_runner(self, name: str) -> Any:
+        """_runner, or None with the server marked failed where the SDK itself does not load (a
+        damaged install or bundle): said as that, not as a server that never started."""
+        try:
+            return await self._runner(name)
+        except Exception as exc:
+            log.exception("the MCP SDK could not be loaded")
+            status = ServerStatus(name, ServerState.FAILED,
+                                  reason=f"the MCP client library could not be loaded ({type(exc).__name__}: {exc})")
+            with self._lock:
+                if name not in self._configs:
+                    return None
+                self._statuses[name] = status
+            self._emit(status)
+            return None
+
     async def _start(self, name: str) -> None:
-        runner = await self._runner(name)
+        runner = await self._loaded_runner(name)
         if runner is not None and runner.status.state is not ServerState.READY:
             runner.start(self._loop.tasks)
 
@@ -179,7 +195,7 @@ class ToolServers:
         with anyio.move_on_after(timeout_s):
             async with anyio.create_task_group() as waiting:
                 for name in names:
-                    runner = await self._runner(name)
+                    runner = await self._loaded_runner(name)
                     if runner is not None:
                         waiting.start_soon(settle, runner)
 

@@ -20,7 +20,6 @@ from app.engine.templates.chat_template import (
     MAX_MESSAGE_CHARS,
     ChatTemplate,
     MessageTooLongError,
-    TemplateError,
     fallback_source,
 )
 from app.engine.templates.source import MAX_NESTING, MAX_TEMPLATE_CHARS

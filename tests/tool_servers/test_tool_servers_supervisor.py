@@ -148,3 +148,21 @@ def test_close_is_quick_idempotent_and_later_calls_are_refused():
         assert future.done()
         assert future.cancelled() or future.result().error
         assert servers.call("box", "add", {"a": 1, "b": 1}).result(1).error
+
+
+def test_an_sdk_that_does_not_load_is_said_as_that(monkeypatch):
+    """A damaged install or bundle: each server says the client library did not load, at once,
+    instead of waiting out its start timeout as if the server had never answered."""
+    from app.tool_servers import supervisor
+
+    def broken():
+        raise ImportError("No module named 'pydantic_core._pydantic_core'")
+
+    monkeypatch.setattr(supervisor, "_import_runner", broken)
+    with supervised([toolbox()]) as servers:
+        began = time.monotonic()
+        [status] = servers.wait_ready(["box"], 10)
+        assert time.monotonic() - began < 3
+        assert status.state is ServerState.FAILED and "client library could not be loaded" in status.reason
+        outcome = servers.call("box", "echo", {"text": "x"}).result(10)
+        assert outcome.error

@@ -28,6 +28,7 @@ from PySide6.QtGui import (
 from ....common.text import shorten
 from ....engine.tools.types import ToolCall
 from ....store import ToolResult
+from ....tool_servers.approval import NOT_RUN
 from ...widgets.foreign_text import formatted_json, head_lines, inert_lines
 from ..document import MESSAGE_START
 from ..markdown_render import break_long_runs
@@ -81,10 +82,11 @@ class ToolBlocks:
     def result(self, cursor: QTextCursor, message_id: int | None, result: ToolResult, whole: bool) -> None:
         """A call's result, marked as the message `message_id`'s start: its first lines, or with
         `whole` all of it; a link shows all of it, or less again."""
-        self._frame(cursor, error=result.error, message_id=message_id)
-        caption = "Error" if result.error else "Result"
+        failed = result.error and not result.content.startswith(NOT_RUN)  # refused is not failed
+        self._frame(cursor, error=failed, message_id=message_id)
+        caption = "Error" if failed else "Not run" if result.error else "Result"
         cursor.insertText(f"{caption} · {shorten(result.name, NAME_CHARS)}",
-                          self._error_caption if result.error else self._caption)
+                          self._error_caption if failed else self._caption)
         content = result.content
         shown, long = head_lines(content, RESULT_LINES, RESULT_CHARS)
         if whole and long:
