@@ -54,11 +54,11 @@ def card_asking(qtbot, opened: WindowStack, count: int) -> ToolCallCard:
     chat = opened.window.chat
 
     def asking():
-        cards = chat._cards.cards()
+        cards = chat.tool_cards()
         return len(cards) >= count and cards[count - 1].state is CardState.AWAITING
 
     qtbot.waitUntil(asking, timeout=WAIT_MS)
-    return chat._cards.cards()[count - 1]
+    return chat.tool_cards()[count - 1]
 
 
 def turn_over(qtbot, opened: WindowStack) -> None:

@@ -63,6 +63,7 @@ def test_allow_once_then_deny_then_the_step_limit_by_keyboard(qtbot, window):
     text = chat._browser.toPlainText()
     assert "get_weather" in text and "Sunny in Paris" in text and DENIED_TEXT in text
     assert "tool steps" in opened.window.statusBar().currentMessage()
+    assert opened.window.composer.edit.hasFocus()  # the keyboard is back where the next message goes
 
 
 def test_always_allow_runs_the_next_calls_without_asking(qtbot, window):

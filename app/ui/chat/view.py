@@ -320,6 +320,10 @@ class ChatView(QWidget):
         """The live card of the call with this id, if it is shown."""
         return self._cards.card(call_id)
 
+    def tool_cards(self) -> list[ToolCallCard]:
+        """The live cards, oldest first."""
+        return self._cards.cards()
+
     def has_tool_cards(self) -> bool:
         return bool(self._cards.cards())
 

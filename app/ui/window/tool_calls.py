@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QApplication
 
 from ...owners.chat_session import ChatSession
 from ...store import StoredMessage
@@ -36,7 +37,7 @@ class ToolCallDisplay(QObject):
     def __init__(self, session: ChatSession, chat: ChatView, composer: Composer, reshow: Callable[[int | None], None],
                  manage: Callable[..., None], parent: QObject | None = None):
         super().__init__(parent)
-        self._session, self._chat, self._reshow = session, chat, reshow
+        self._session, self._chat, self._composer, self._reshow = session, chat, composer, reshow
         self.picker = ToolsPicker()
         composer.add_beside_send(self.picker)
         tools, turn = session.tools, session.turn
@@ -116,5 +117,9 @@ class ToolCallDisplay(QObject):
 
     def _on_busy(self, busy: bool) -> None:
         if not busy and self._chat.has_tool_cards():
+            focused = QApplication.focusWidget()
+            on_a_card = focused is not None and any(card.isAncestorOf(focused) for card in self._chat.tool_cards())
             self._chat.clear_tool_cards()
             self._reshow(self._session.conversation_id)  # the stored blocks take the cards' place
+            if on_a_card:  # the keyboard goes back to where the next message is written, not to a stranger
+                self._composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
