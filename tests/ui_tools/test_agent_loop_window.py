@@ -14,8 +14,9 @@ import time
 
 import keyring
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QMenu
 from support.memory_keyring import MemoryKeyring
 from support.stall import StallMeter
 from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
@@ -96,3 +97,28 @@ def test_stop_during_a_call_cancels_it_and_the_window_never_stalls(qtbot, window
     assert time.monotonic() - began < 2
     assert meter.stop() <= 100
     assert exchange(opened)[-2:] == [("assistant", "get_weather"), ("tool", STOPPED_TEXT)]
+
+
+def test_the_tools_button_is_reached_and_worked_from_the_keyboard(qtbot, window):
+    """Tab from the message box reaches the Tools button; Space opens its menu; Down and Space
+    tick the server; Escape closes it, and the conversation's model may now call its tool."""
+    opened = window
+    composer = opened.window.composer
+    composer.edit.setFocus()
+    QTest.keyClick(composer.edit, Qt.Key.Key_Tab)
+    picker = opened.window.tool_calls.picker
+    assert picker.hasFocus()
+
+    def in_menu():
+        menu = QApplication.activePopupWidget()
+        if not isinstance(menu, QMenu):
+            QTimer.singleShot(20, in_menu)
+            return
+        for key in (Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Escape):
+            QTest.keyClick(menu, key)
+
+    QTimer.singleShot(0, in_menu)
+    QTest.keyClick(picker, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: "Tools · 1" in picker.text(), timeout=WAIT_MS)
+    assert opened.session.tools.chosen == ("weather",)
+    assert "1 tool" in picker.accessibleDescription()

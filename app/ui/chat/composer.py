@@ -70,8 +70,11 @@ class Composer(QWidget):
         self._show_state()
 
     def add_beside_send(self, control: QWidget) -> None:
-        """A control between the message box and Send (the tools button), lined up with Send."""
+        """A control between the message box and Send (the tools button), lined up with Send,
+        and between them in the Tab order too."""
         self._row.insertWidget(1, control, 0, Qt.AlignBottom)
+        QWidget.setTabOrder(self.edit, control)
+        QWidget.setTabOrder(control, self.button)
 
     @property
     def waiting(self) -> bool:
