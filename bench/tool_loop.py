@@ -111,7 +111,7 @@ def main() -> int:
     worker.replyBegan.connect(lambda _ticket: began.append(time.time()), direct)
     session.replyFinished.connect(lambda reply: ttfts.append(reply.stats.ttft_s or 0.0))
     session.tools.start_unsettled()
-    bot.wait_until(lambda: session.tools.unsettled() == [] and len(session.tools.catalog()) == 1)
+    bot.wait_until(lambda: session.tools.unsettled(session.tools.chosen) == [] and len(session.tools.catalog()) == 1)
     to_tool: list[float] = []
     to_token: list[float] = []
     to_token_less_model: list[float] = []

@@ -203,7 +203,8 @@ def test_the_command_line_loads_no_widgets_and_no_owner_objects():
     allowed_qt = {"PySide6", "PySide6.QtCore"}
     stack = {"app.owners.bridge", "app.owners.chat_session", "app.owners.model_session", "app.owners.downloads",
              "app.owners.remote_servers", "app.owners.local_server", "app.owners.bridge_completions",
-             "app.owners.tool_servers", "app.owners.tool_turns", "app.owners.conversation_tools"}
+             "app.owners.tool_servers", "app.owners.tool_turns", "app.owners.conversation_tools",
+             "app.owners.tool_loop"}
     breaches = []
     for module in MODULES:
         if room_of(module) != "cli":

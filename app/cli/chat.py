@@ -67,23 +67,27 @@ def run_chat(args) -> int:
 
 
 def _tool_loop(backend, messages: list[dict], params, tools: CommandLineTools) -> ReplyStats:
-    """Reply, answer its calls, reply again, until a reply ends without calls or the steps run
-    out; the messages grow as a conversation would (nothing is stored: see --conversation)."""
-    for step in range(tools.steps):
+    """Reply, answer its calls, reply again, until a reply ends without calls (the last reply is
+    asked with no call allowed); the messages grow as a conversation would (nothing is stored:
+    see --conversation). Ctrl+C ends the command, as it does a reply."""
+    never = threading.Event()
+    for step in range(tools.replies):
         text: list[str] = []
-        stats, calls = _print_reply(backend.stream(messages, params, threading.Event(), tools=tools.use(step)), text)
+        stats, calls = _print_reply(backend.stream(messages, params, never, tools=tools.use(step)), text, tools.written)
         messages.append({"role": "assistant", "content": "".join(text)}
                         | ({"tool_calls": [call.to_openai() for call in calls]} if calls else {}))
         if not calls or stats.stop_reason is not StopReason.TOOL_CALLS:
             return stats
-        messages.extend(result.to_openai() for result in tools.answer(calls, step))
+        messages.extend(result.to_openai() for result in tools.answer(calls, step, never))
     return stats
 
 
-def _print_reply(events, text: list[str] | None = None) -> tuple[ReplyStats, tuple[ToolCall, ...]]:
+def _print_reply(events, text: list[str] | None = None, written=lambda call: call
+                 ) -> tuple[ReplyStats, tuple[ToolCall, ...]]:
     """The reply's text to stdout as it comes, then a newline, as ever; each complete tool
     call as one JSON line of its own (starting a line of its own where text came before it),
-    for a script to read. Returns the statistics and the calls; the text goes to `text`."""
+    for a script to read, as `written` gives it (an id unique in the loop). Returns the
+    statistics and the calls; the text goes to `text`."""
     out = sys.stdout
     at_line_start, ends_with_call = True, False
     calls: list[ToolCall] = []
@@ -94,6 +98,7 @@ def _print_reply(events, text: list[str] | None = None) -> tuple[ReplyStats, tup
                 text.append(event)
             at_line_start, ends_with_call = event.endswith("\n"), False
         elif isinstance(event, ToolCall):
+            event = written(event)
             out.write(("" if at_line_start else "\n") + call_line(event) + "\n")
             calls.append(event)
             at_line_start, ends_with_call = True, True

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from ..common.text import printable
 from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
-from ..conversation.tool_steps import refused
 from ..engine.backend import Backend, ReplyEvent
 from ..engine.gguf.modelfile import ModelInfo
 from ..engine.gguf.reading import inspect_model
@@ -47,7 +46,6 @@ from ..owners import paths
 from ..owners.saved_states import open_state_cache
 from ..owners.settings import Settings
 from ..store import ConversationStore
-from ..tool_servers.approval import STOPPED_TEXT
 from .args import UsageError, check_context, message_text, report_stats, server_from_args
 from .conversations import conversation, holding_data_folder
 from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
@@ -156,19 +154,21 @@ def _converse(store: ConversationStore, conversation_id: int, text: str, system_
     cancel = threading.Event()
     with _ctrl_c_stops(cancel):
         store.add_message(conversation_id, "user", text)
-        for step in range(tools.steps if tools is not None else 1):
+        for step in range(tools.replies if tools is not None else 1):
             stored = begin_reply(store, conversation_id, system_prompt, backend.describe().record_name, params)
             use = tools.use(step) if tools is not None else PLAIN
-            reply = _stream(backend, stored.messages, params, conversation_id, cancel, stored.save_partial, use)
+            reply = _stream(backend, stored.messages, params, conversation_id, cancel, stored.save_partial, use,
+                            tools.written if tools is not None else None)
             stored.finish(reply.text, reply.stats, tool_calls=reply.calls)
             if not reply.calls:
                 break
-            stopped = reply.stats.stop_reason is not StopReason.TOOL_CALLS
-            results = (tuple(refused(call, STOPPED_TEXT) for call in reply.calls) if stopped
-                       else tools.answer(reply.calls, step))
-            for result in results:
-                store.add_tool_result(conversation_id, result)
-            if stopped:
+            halted = cancel
+            if reply.stats.stop_reason is not StopReason.TOOL_CALLS:  # cut off mid-call: its calls are not run
+                halted = threading.Event()
+                halted.set()
+            for result in tools.answer(reply.calls, step, halted):
+                store.add_tool_result(conversation_id, result)  # each as it comes: a kill loses none
+            if halted.is_set():
                 break
     return reply
 
@@ -193,7 +193,8 @@ def _ctrl_c_stops(cancel: threading.Event) -> Iterator[None]:
 
 
 def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conversation_id: int,
-            cancel: threading.Event, save_partial: Callable[[str], None], tools: ToolUse = PLAIN) -> _Reply:
+            cancel: threading.Event, save_partial: Callable[[str], None], tools: ToolUse = PLAIN,
+            written: Callable[[ToolCall], ToolCall] | None = None) -> _Reply:
     """The reply, printed as it comes and saved (`save_partial(text so far)`, which writes only
     what grew) every PARTIAL_SAVE_S. It is generated on a thread of its own, so that saving
     keeps time while the model is silent. A reply that could not start ends with
@@ -225,6 +226,7 @@ def _stream(backend: Backend, messages: list[dict], params: SamplingParams, conv
                 output.write("\n")
                 return _Reply("".join(pieces), event, cancel.is_set(), output.reader_left, tuple(calls))
             if isinstance(event, ToolCall):
+                event = written(event) if written is not None else event
                 calls.append(event)
                 output.write(("\n" if pieces and not pieces[-1].endswith("\n") else "") + call_line(event) + "\n")
             elif isinstance(event, str):

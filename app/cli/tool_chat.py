@@ -5,8 +5,9 @@ Settings → Tools); a call runs only when its tool was allowed with --allow-too
 is denied without reaching its server: there is no one to ask on a command line, so the flags
 are the user's consent, given ahead. Each call is printed as a JSON line (chat.py's
 `call_line`), then its result as one more: `{"tool_result": {"id", "name", "content", "error"}}`.
-The loop ends when a reply ends without calls, or after --max-tool-steps replies that did
-(the last one's calls answered as not run, and a note on stderr).
+The loop ends when a reply ends without calls; after --max-tool-steps replies that did, the
+model is asked once more with no call allowed (a note on stderr says so), so it answers. Ctrl+C
+cancels the call in flight and answers the rest as not run.
 
 The same steps as the window's (conversation/tool_steps.py); only asking differs.
 """
@@ -16,21 +17,34 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..conversation.tool_steps import STEP_LIMIT_TEXT, arguments_of, plan_call, refused, result_of, step_use
+from ..conversation.tool_steps import (
+    STEP_LIMIT_TEXT,
+    arguments_of,
+    plan_call,
+    refused,
+    result_of,
+    step_use,
+    unique_call,
+)
 from ..engine.tools.types import ToolCall, ToolChoice, ToolChoiceMode, ToolUse
 from ..store import ToolResult
-from ..tool_servers.approval import NOT_ALLOWED_TEXT
+from ..tool_servers.approval import NOT_ALLOWED_TEXT, STOPPED_BEFORE_TEXT, STOPPED_TEXT
 from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.limits import START_TIMEOUT_S, STEP_LIMIT
+from ..tool_servers.types import ServerState
 from .args import UsageError
+
+CANCEL_POLL_S = 0.1  # how often a call's wait looks at Ctrl+C
 
 
 @dataclass
 class CommandLineTools:
-    """The tools of one `hearth chat`, and how their calls are answered."""
+    """The tools of one `hearth chat`, and how their calls are answered. Replies 0 … steps-1
+    may call tools; reply `steps` is asked with no call allowed, so the loop ends in an answer."""
 
     servers: object  # tool_servers.supervisor.ToolServers, started
     catalog: ToolCatalog
@@ -38,33 +52,49 @@ class CommandLineTools:
     steps: int
     timeout_s: float | None
     choice: ToolChoice
+    ids: set[str] = field(default_factory=set)  # the calls' ids so far
+
+    @property
+    def replies(self) -> int:
+        """The most replies one message may get: each step's, and the answer after the last."""
+        return self.steps + 1
 
     def use(self, step: int) -> ToolUse:
-        return step_use(self.catalog, step, self.choice)
+        return step_use(self.catalog, step, self.steps, self.choice)
 
-    def answer(self, calls: tuple[ToolCall, ...], step: int) -> tuple[ToolResult, ...]:
-        """Each call's result, printed as it comes; after the last step, every call is answered
-        as not run."""
-        results = []
+    def written(self, call: ToolCall) -> ToolCall:
+        """The call with an id unique among this command's calls."""
+        return unique_call(call, self.ids)
+
+    def answer(self, calls: tuple[ToolCall, ...], step: int, cancel: threading.Event) -> Iterator[ToolResult]:
+        """Each call's result as it comes (printed, for the caller to store at once). After
+        the last step, or once Ctrl+C has set `cancel`, a call is answered as not run."""
         for call in calls:
-            result = self._answer(call, step)
+            result = self._answer(call, step, cancel)
             print(result_line(result), flush=True)
-            results.append(result)
-        if step + 1 >= self.steps:
-            print(f"hearth: stopped after {self.steps} tool steps (--max-tool-steps)", file=sys.stderr)
-        return tuple(results)
+            yield result
+        if step + 1 == self.steps and not cancel.is_set():
+            print(f"hearth: the model used its {self.steps} tool steps (--max-tool-steps); asking it to answer",
+                  file=sys.stderr)
 
-    def _answer(self, call: ToolCall, step: int) -> ToolResult:
-        if step + 1 >= self.steps:
+    def _answer(self, call: ToolCall, step: int, cancel: threading.Event) -> ToolResult:
+        if cancel.is_set():
+            return refused(call, STOPPED_BEFORE_TEXT)
+        if step >= self.steps:
             return refused(call, STEP_LIMIT_TEXT.format(limit=self.steps))
         planned = plan_call(call, self.catalog)
         if planned.refusal is not None:
             return refused(call, planned.refusal)
         if (planned.listed.server, planned.listed.name) not in self.allowed:
             return refused(call, NOT_ALLOWED_TEXT)
-        outcome = self.servers.call(planned.listed.server, planned.listed.name, arguments_of(call),
-                                    self.timeout_s).result()
-        return result_of(call, outcome)
+        future = self.servers.call(planned.listed.server, planned.listed.name, arguments_of(call), self.timeout_s)
+        while True:
+            try:
+                return result_of(call, future.result(timeout=CANCEL_POLL_S))
+            except TimeoutError:
+                if cancel.is_set():  # Ctrl+C: the call is cancelled on its server
+                    future.cancel()
+                    return refused(call, STOPPED_TEXT)
 
 
 def call_line(call: ToolCall) -> str:
@@ -109,7 +139,8 @@ def command_line_tools(args) -> Iterator[CommandLineTools | None]:
             if status.reason:
                 print(f"hearth: tool server {status.name}: {status.reason}", file=sys.stderr)
         catalog = ToolCatalog.build(statuses, tuple(config.name for config in configs))
-        yield CommandLineTools(servers, catalog, _allowed(args, catalog), args.max_tool_steps or STEP_LIMIT,
+        failed = {status.name for status in statuses if status.state is not ServerState.READY}
+        yield CommandLineTools(servers, catalog, _allowed(args, catalog, failed), args.max_tool_steps or STEP_LIMIT,
                                args.tool_timeout, _choice(args, catalog))
     finally:
         servers.close()
@@ -132,12 +163,17 @@ def _configs(args) -> list:
     return configs
 
 
-def _allowed(args, catalog: ToolCatalog) -> frozenset[tuple[str, str]]:
+def _allowed(args, catalog: ToolCatalog, failed: set[str]) -> frozenset[tuple[str, str]]:
+    """--allow-tool SERVER/TOOL, each checked against what the servers offer (split at the last
+    '/', as catalog.find reads it: a server's name may hold one). A server that failed to start
+    is said on stderr already: allowing its tools is not an error of the command."""
     allowed = set()
     for spec in args.allow_tool:
-        if "/" not in spec:
+        server, slash, tool = spec.rpartition("/")
+        if not slash or not server or not tool:
             raise UsageError(f"--allow-tool {spec}: give SERVER/TOOL")
-        server, _, tool = spec.partition("/")
+        if server in failed:
+            continue
         if not any(listed.server == server and listed.name == tool for listed in catalog.listed):
             raise UsageError(f"--allow-tool {spec}: {server} offers no tool {tool}")
         allowed.add((server, tool))

@@ -3,16 +3,17 @@ line (`hearth chat --mcp`): a call the model wrote is looked up among the tools 
 refused without reaching any server when it cannot run as written, and its outcome becomes the
 "tool" message the model reads next and the store keeps.
 
-A step is a model reply that ends in calls. After `step_limit` of them in one turn the loop
-ends with the model's last calls answered as refused, so a model that calls forever (LM
-Studio #1362) stops, and the model is told why if the user goes on.
+A step is a model reply that ends in calls. After `limit` of them in one turn the model is
+asked once more with the tools still in the prompt but no call allowed, so a model that calls
+forever (LM Studio #1362) stops, and the turn ends in an answer; a call it writes all the same
+is answered as not run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..engine.tools.types import ToolCall, ToolChoice, ToolChoiceMode, ToolUse
+from ..engine.tools.types import ToolCall, ToolChoice, ToolChoiceMode, ToolUse, new_call_id
 from ..store import ToolResult
 from ..tool_servers.approval import NOT_RUN
 from ..tool_servers.catalog import ToolCatalog
@@ -59,11 +60,23 @@ def refused(call: ToolCall, text: str) -> ToolResult:
     return ToolResult(call.id, call.name, text, error=True)
 
 
-def step_use(catalog: ToolCatalog, step: int, choice: ToolChoice = ToolChoice()) -> ToolUse:
+def step_use(catalog: ToolCatalog, step: int, limit: int, choice: ToolChoice = ToolChoice()) -> ToolUse:
     """What the model may call at step `step` (0: the reply to the user's message). A choice
     that forces a call (`required`, a named tool) holds for the first step only: forced at every
-    step, the model could never answer."""
+    step, the model could never answer. At the step limit the tools stay in the prompt (it is
+    the same prefix, read already) but the reply may not call them: the model answers."""
     if not catalog.tools:
         return ToolUse()
+    if step >= limit:
+        return ToolUse(tools=catalog.tools, choice=ToolChoice(ToolChoiceMode.NONE))
     forced = choice.mode in (ToolChoiceMode.REQUIRED, ToolChoiceMode.FUNCTION)
     return ToolUse(tools=catalog.tools, choice=choice if (step == 0 or not forced) else ToolChoice())
+
+
+def unique_call(call: ToolCall, seen: set[str]) -> ToolCall:
+    """The call with an id no other call of its turn has (`seen`, which it joins): a model that
+    writes its own ids may repeat one, and a result must answer one call only."""
+    if call.id in seen:
+        call = replace(call, id=new_call_id())
+    seen.add(call.id)
+    return call

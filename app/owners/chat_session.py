@@ -23,22 +23,19 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 from ..conversation.context_use import ContextUse, estimate_prompt, estimate_tokens
 from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
 from ..conversation.history import ContextBoundary, context_boundary, history, last_measured, settled_use
-from ..conversation.tool_steps import STEP_LIMIT_TEXT, refused, step_use
 from ..engine.tools.types import PLAIN, ToolCall
-from ..engine.types import ReplyStats, ReplyStatus, StopReason
+from ..engine.types import ReplyStats, ReplyStatus
 from ..store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
-from ..tool_servers.approval import STOPPED_TEXT
 from .bridge import EngineBridge
-from .conversation_tools import ConversationTools, SettledWait
+from .conversation_tools import ConversationTools
 from .model_session import ModelSession
 from .replies import FinishedReply, ReplyInProgress, ReplySoFar
-from .tool_turns import ToolTurn, TurnResults
+from .tool_loop import ToolLoop
 
 QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
 NO_MODEL_MESSAGE = "No model is loaded. Choose one above the chat, or get one with Get models (Ctrl+Shift+G)."
 SERVED_WAIT_MESSAGE = "The reply will start when the served request has finished (Esc cancels it)."
 TOOLS_WAIT_MESSAGE = "The reply will start when its tool servers are ready (Esc cancels it)."
-STEP_LIMIT_MESSAGE = "The model stopped after {limit} tool steps, the limit set in Settings → Tools."
 
 
 class ChatSession(QObject):
@@ -68,9 +65,10 @@ class ChatSession(QObject):
         storeFailed(StoreError): saving the streaming reply failed (a damaged or full
             database). The methods the window calls raise StoreError instead.
 
-    With `tools` (the open conversation's servers), a reply that ends in calls goes on to `turn`
-    (a ToolTurn: the cards' signals); their results are stored (messageAdded) and the model goes
-    on: one turn of the agent loop, busy until its last reply or the step limit; Stop ends it.
+    With `tools` (the open conversation's servers), a reply that ends in calls goes on to `loop`
+    (a ToolLoop; its `turn`, a ToolTurn, has the cards' signals); each result is stored as it
+    comes (messageAdded) and the model goes on: one turn of the agent loop, busy until its last
+    reply; Stop ends it anywhere.
     """
 
     conversationChanged = Signal(object)
@@ -93,11 +91,10 @@ class ChatSession(QObject):
         self._bridge = bridge
         self._models = models
         self.tools = tools
-        self.turn = ToolTurn(tools.servers, self) if tools is not None else None
+        self.loop = ToolLoop(tools, lambda: self.store, self) if tools is not None else None
+        self.turn = self.loop.turn if self.loop is not None else None
         self._conversation_id: int | None = None
         self._reply: ReplyInProgress | None = None
-        self._turn_of: ReplyInProgress | None = None  # the reply whose calls the turn answers
-        self._settling: SettledWait | None = None  # a reply that waits for its tool servers
         self._waiting = False  # the reply is in line behind served requests
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(PARTIAL_SAVE_MS)
@@ -107,8 +104,13 @@ class ChatSession(QObject):
         bridge.chunk.connect(self._on_chunk)
         bridge.replyFinished.connect(self._on_finished)
         bridge.toolCall.connect(self._on_tool_call)
-        if self.turn is not None:
-            self.turn.resultsReady.connect(self._on_results)
+        if self.loop is not None:
+            self.loop.resultStored.connect(
+                lambda message: message.conversation_id == self._conversation_id and self.messageAdded.emit(message))
+            self.loop.nextReply.connect(lambda conversation_id, step: self._go_on(conversation_id, None, step))
+            self.loop.ended.connect(self._end_turn)
+            self.loop.notice.connect(self.error)
+            self.loop.storeFailed.connect(self.storeFailed)
         bridge.failed.connect(self._on_failed)
         bridge.modelLoaded.connect(lambda _description: self._bridge.prepare(self._conversation_id))
 
@@ -127,7 +129,7 @@ class ChatSession(QObject):
     def busy(self) -> bool:
         """A reply is being written (in any conversation), or its turn runs tools or waits for
         their servers: another cannot start until it ends."""
-        return self._reply is not None or self._turn_of is not None or self._settling is not None
+        return self.reply_conversation_id is not None
 
     @property
     def waiting(self) -> bool:
@@ -136,9 +138,11 @@ class ChatSession(QObject):
 
     @property
     def reply_conversation_id(self) -> int | None:
-        """The conversation whose reply is being written (or whose turn runs tools), if one is."""
-        reply = self._reply or self._turn_of
-        return reply.conversation_id if reply is not None else None
+        """The conversation whose reply is being written (or whose turn waits for its tool
+        servers or runs tools), if one is."""
+        if self._reply is not None:
+            return self._reply.conversation_id
+        return self.loop.conversation_id if self.loop is not None else None
 
     def reply_so_far(self) -> ReplySoFar | None:
         """The reply being written, with all its text so far, or None."""
@@ -267,13 +271,8 @@ class ChatSession(QObject):
 
     def stop(self) -> None:
         """Stop the reply, the tool call in flight, or the wait for tool servers: the turn ends."""
-        if self._settling is not None:
-            self._settling, settling = None, self._settling
-            settling.cancel()
-            self._set_waiting(False)
-            self.busyChanged.emit(self.busy)
-        if self.turn is not None and self.turn.active:
-            self.turn.stop()
+        if self.loop is not None:
+            self.loop.stop()
         self._bridge.stop()
 
     def close(self, timeout_ms: int = QUIT_WAIT_MS) -> None:
@@ -363,29 +362,33 @@ class ChatSession(QObject):
         """Start a reply at the end of the branch shown, or as a new version of `replacing`
         (Regenerate): then the branch shown changes, and conversationChanged says so instead
         of replyStarted. A reply whose tool servers are still starting waits for them."""
-        if self.tools is not None and self.tools.start_unsettled():
-            conversation_id = self._conversation_id
-
-            def go_on() -> None:
-                self._settling = None
-                self._set_waiting(False)
-                if not self._begin(conversation_id, replacing, 0, self.tools.catalog()):
-                    self.busyChanged.emit(False)
-
-            self._settling = SettledWait(self.tools, go_on, self)
+        conversation_id = self._conversation_id
+        if self.loop is not None and self.loop.begin(conversation_id, lambda: self._go_on(conversation_id, replacing, 0)):
             self._set_waiting(True, TOOLS_WAIT_MESSAGE)
             self.busyChanged.emit(True)
             return True
-        return self._begin(self._conversation_id, replacing, 0, self.tools.catalog() if self.tools else None)
+        return self._begin(conversation_id, replacing, 0)
 
-    def _begin(self, conversation_id: int, replacing: StoredMessage | None, step: int, catalog) -> bool:
+    def _go_on(self, conversation_id: int, replacing: StoredMessage | None, step: int) -> None:
+        """Begin the reply a turn waited for (its servers, or its calls' results); a failure to
+        begin it ends the turn (a store that fails is said, never left busy)."""
+        self._set_waiting(False)
+        try:
+            begun = self._begin(conversation_id, replacing, step)
+        except StoreError as exc:
+            self.storeFailed.emit(exc)
+            begun = False
+        if not begun:
+            self._end_turn(conversation_id)
+
+    def _begin(self, conversation_id: int, replacing: StoredMessage | None, step: int) -> bool:
         """Store the reply begun and ask the engine for it (step > 0: after tool results)."""
         settings, current = self._models.settings, self._models.current
         last_measured_now = last_measured(self.store, conversation_id)  # before the reply is stored
         model = current.record_name if current else None
         stored = begin_reply(self.store, conversation_id, settings.system_prompt, model, settings.sampling,
                              replacing)
-        tools = step_use(catalog, step) if catalog is not None else PLAIN
+        tools, catalog = self.loop.use(step) if self.loop is not None else (PLAIN, None)
         if not self._bridge.generate(stored.messages, settings.sampling, conversation_id, tools):
             stored.finish("", ReplyStats.failed("busy"))
             if replacing is not None:
@@ -423,7 +426,7 @@ class ChatSession(QObject):
 
     def _on_tool_call(self, call: ToolCall) -> None:
         if self._reply is not None:
-            self._reply.calls.append(call)
+            self._reply.calls.append(self.loop.written(call) if self.loop is not None else call)
 
     def _save_partial(self) -> None:
         reply = self._reply
@@ -454,46 +457,11 @@ class ChatSession(QObject):
             self.storeFailed.emit(exc)
             reply.calls.clear()
         self.replyFinished.emit(FinishedReply(reply.stored.message_id, reply.conversation_id, text, stats, status))
-        if reply.calls:
-            self._answer_calls(reply, stats)
-        else:
-            self._end_turn(reply)
+        if self.loop is None or not self.loop.reply_ended(reply.step, tuple(reply.calls), stats, reply.catalog):
+            self._end_turn(reply.conversation_id)
 
-    def _answer_calls(self, reply: ReplyInProgress, stats: ReplyStats) -> None:
-        """A reply that ended in calls: on to the turn, unless it was stopped or the step limit
-        is reached; then its calls are answered as not run, so its history stays whole."""
-        limit = self.tools.servers.step_limit if self.tools is not None else 0
-        if stats.stop_reason is StopReason.TOOL_CALLS and self.turn is not None and reply.step + 1 < limit:
-            self._turn_of = reply
-            self.turn.begin(tuple(reply.calls), reply.catalog)
-            return
-        at_limit = stats.stop_reason is StopReason.TOOL_CALLS
-        text = STEP_LIMIT_TEXT.format(limit=limit) if at_limit else STOPPED_TEXT
-        self._store_results(reply, tuple(refused(call, text) for call in reply.calls))
-        self._end_turn(reply, STEP_LIMIT_MESSAGE.format(limit=limit) if at_limit else None)
-
-    def _on_results(self, turn: TurnResults) -> None:
-        reply, self._turn_of = self._turn_of, None
-        if reply is None:
-            return
-        stored = self._store_results(reply, turn.results)
-        if turn.stopped or not stored or not self._begin(reply.conversation_id, None, reply.step + 1, reply.catalog):
-            self._end_turn(reply)
-
-    def _store_results(self, reply: ReplyInProgress, results) -> bool:
-        try:
-            for result in results:
-                message_id = self.store.add_tool_result(reply.conversation_id, result)
-                if reply.conversation_id == self._conversation_id:
-                    self.messageAdded.emit(self.store.message(message_id))
-        except StoreError as exc:
-            self.storeFailed.emit(exc)
-            return False
-        return True
-
-    def _end_turn(self, reply: ReplyInProgress, why: str | None = None) -> None:
-        if why:
-            self.error.emit(why)
+    def _end_turn(self, conversation_id: int | None) -> None:
+        self._set_waiting(False)
         self.busyChanged.emit(False)
-        if reply.conversation_id == self._conversation_id:
+        if conversation_id == self._conversation_id:
             self._emit_context()

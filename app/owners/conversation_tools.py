@@ -35,6 +35,7 @@ class ConversationTools(QObject):
         self.servers = servers
         self._settings = settings
         self._chosen: tuple[str, ...] = settings.default_choice
+        self.open_id: int | None = None  # the conversation the choice is of (None: a new one)
 
     @property
     def chosen(self) -> tuple[str, ...]:
@@ -43,6 +44,7 @@ class ConversationTools(QObject):
 
     def open(self, store: ConversationStore, conversation_id: int | None) -> None:
         """Another conversation is open: its choice (or the default) applies, and starts."""
+        self.open_id = conversation_id
         chosen = None
         if conversation_id is not None:
             try:
@@ -56,27 +58,29 @@ class ConversationTools(QObject):
         next one), kept as the default for new ones."""
         if conversation_id is not None:
             store.set_tool_servers(conversation_id, names)
+        self.open_id = conversation_id
         self._settings.default_choice = names
         self._set(names)
 
     def keep_for(self, store: ConversationStore, conversation_id: int) -> None:
         """A conversation was just created with the choice shown: keep it with it."""
+        self.open_id = conversation_id
         if self._chosen:
             store.set_tool_servers(conversation_id, self._chosen)
 
-    def unsettled(self) -> list[str]:
-        """Chosen servers that are not ready yet nor failed: a reply waits for these."""
-        return [name for name in self.chosen if self.servers.status(name).state in UNSETTLED]
+    def unsettled(self, names: tuple[str, ...]) -> list[str]:
+        """Those of these servers not ready yet nor failed: a reply waits for these."""
+        return [name for name in names if self.servers.status(name).state in UNSETTLED]
 
     def start_unsettled(self) -> list[str]:
-        """unsettled(), those not started yet started now (a Send is a use)."""
-        waiting = self.unsettled()
+        """The chosen servers not settled yet, those not started yet started now (a Send is a use)."""
+        waiting = self.unsettled(self.chosen)
         self.servers.start(waiting)
         return waiting
 
-    def catalog(self) -> ToolCatalog:
-        """The tools of the chosen servers that are ready."""
-        return ToolCatalog.build(self.servers.statuses(), self.chosen)
+    def catalog(self, names: tuple[str, ...] | None = None) -> ToolCatalog:
+        """The tools of these servers (the chosen ones by default) that are ready."""
+        return ToolCatalog.build(self.servers.statuses(), self.chosen if names is None else names)
 
     def _set(self, names: tuple[str, ...]) -> None:
         self._chosen = tuple(names)
@@ -85,13 +89,13 @@ class ConversationTools(QObject):
 
 
 class SettledWait(QObject):
-    """Calls `then` once none of the chosen servers is still starting (each is ready or has
-    failed), or after START_TIMEOUT_S: a reply asked meanwhile begins then, never before its
-    tools are there, and never waits for ever on a server that hangs."""
+    """Calls `then` once none of `names` (the servers of the conversation that asked) is still
+    starting (each is ready or has failed), or after START_TIMEOUT_S: a reply asked meanwhile
+    begins then, never before its tools are there, and never waits for ever on a server that hangs."""
 
-    def __init__(self, tools: ConversationTools, then, parent: QObject | None = None):
+    def __init__(self, tools: ConversationTools, names: tuple[str, ...], then, parent: QObject | None = None):
         super().__init__(parent)
-        self._tools, self._then = tools, then
+        self._tools, self._names, self._then = tools, names, then
         self._timer = QTimer(self, singleShot=True, interval=int(START_TIMEOUT_S * 1000) + 500)
         self._timer.timeout.connect(self._done)
         tools.servers.statusChanged.connect(self._check)
@@ -106,7 +110,7 @@ class SettledWait(QObject):
         self.deleteLater()
 
     def _check(self, _status=None) -> None:
-        if not self._tools.unsettled():
+        if not self._tools.unsettled(self._names):
             self._done()
 
     def _done(self) -> None:

@@ -81,15 +81,11 @@ class Settings:
 
     def __init__(self, store: QSettings):
         self._store = store
+        self.tools = ToolSettings(store)  # tool servers (secrets in the keyring), the step limit, approvals
 
     @classmethod
     def for_profile(cls) -> "Settings":
         return cls(QSettings(str(paths.config_dir() / "hearth.ini"), QSettings.IniFormat))
-
-    @property
-    def tools(self) -> ToolSettings:
-        """Tool servers (secrets in the keyring), the step limit, the tools always allowed."""
-        return ToolSettings(self._store)
 
     def sync(self) -> None:
         self._store.sync()

@@ -13,7 +13,14 @@ import logging
 from PySide6.QtCore import QSettings
 
 from ..library import secrets
-from ..tool_servers.limits import CALL_TIMEOUT_S, MAX_RESULT_CAP_KB, MAX_STEP_LIMIT, RESULT_CAP_BYTES, STEP_LIMIT
+from ..tool_servers.limits import (
+    CALL_TIMEOUT_S,
+    MAX_CALL_TIMEOUT_S,
+    MAX_RESULT_CAP_KB,
+    MAX_STEP_LIMIT,
+    RESULT_CAP_BYTES,
+    STEP_LIMIT,
+)
 from ..tool_servers.types import ServerConfig, Transport
 
 log = logging.getLogger(__name__)
@@ -34,15 +41,21 @@ class ToolSettings:
 
     def __init__(self, store: QSettings):
         self._store = store
+        self._unreadable: set[str] = set()  # servers whose secrets the keyring did not give (locked)
 
     def servers(self) -> list[ServerConfig]:
         """The configured servers, secrets read back from the keyring. An entry that does not
         read (a hand edit) is skipped and logged."""
         servers: list[ServerConfig] = []
+        unreadable = self._unreadable
         for entry in self._json(TOOL_SERVERS, []):
             try:
                 name = str(entry["name"])
-                kept = json.loads(secrets.read(_account(name)) or "{}")
+                stored = secrets.read(_account(name))
+                if stored is None and (entry.get("env") or entry.get("headers")):
+                    log.warning("the keyring did not give tool server %r's secrets: its values are empty", name)
+                    unreadable.add(name)
+                kept = json.loads(stored or "{}")
                 servers.append(ServerConfig(
                     name=name, transport=Transport(entry.get("transport", "stdio")),
                     command=str(entry.get("command", "")), args=tuple(str(a) for a in entry.get("args", [])),
@@ -50,7 +63,7 @@ class ToolSettings:
                     cwd=entry.get("cwd") or None, url=str(entry.get("url", "")),
                     headers=tuple((str(k), str(kept.get("headers", {}).get(k, ""))) for k in entry.get("headers", [])),
                     enabled=bool(entry.get("enabled", False)),
-                    call_timeout_s=float(entry.get("timeout", CALL_TIMEOUT_S))))
+                    call_timeout_s=min(max(float(entry.get("timeout", CALL_TIMEOUT_S)), 1.0), MAX_CALL_TIMEOUT_S)))
             except (TypeError, KeyError, AttributeError, ValueError) as exc:
                 log.warning("ignoring a stored tool server: %s", exc)
         return servers
@@ -65,6 +78,10 @@ class ToolSettings:
                             "args": list(server.args), "cwd": server.cwd, "url": server.url, "enabled": server.enabled,
                             "timeout": server.call_timeout_s, "env": [k for k, _ in server.env],
                             "headers": [k for k, _ in server.headers]})
+            values = [value for _, value in (*server.env, *server.headers)]
+            if server.name in self._unreadable and not any(values):
+                continue  # the keyring was locked when they were read: never overwrite them with blanks
+            self._unreadable.discard(server.name)
             if server.env or server.headers:
                 secrets.keep(_account(server.name), json.dumps({"env": dict(server.env), "headers": dict(server.headers)}))
             else:

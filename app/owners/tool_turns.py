@@ -1,41 +1,32 @@
 """ToolTurn: the tool calls a reply ended with, asked about and run one after another.
 
-ChatSession hands a reply's calls to `begin` when the reply ends in calls; each is looked up
-among the tools offered (conversation/tool_steps.py) and refused without reaching a server
-when it cannot run. A call to a tool the user always allows runs at once; any other is
-proposed (callProposed: the window shows a card) and waits for `decide`. A call runs on the
+ToolLoop hands a reply's calls to `begin` when the reply ends in calls; each is looked up among
+the tools offered (conversation/tool_steps.py) and refused without reaching a server when it
+cannot run. A call to a tool the user always allows runs at once; any other is proposed
+(callProposed: the window shows a card) and waits for `decide`. A call runs on the
 supervisor's thread; its outcome comes back here as a queued signal, so the GUI thread never
-waits on a server. When every call has its result, resultsReady hands them over in order, and
-ChatSession stores them and asks the model to go on.
+waits on a server. Each call's result is handed over as soon as it is known (resultReady), to
+be stored at once: a call that ran is never forgotten by a crash while a later one waits for
+the user. When every call is answered, done says whether the turn goes on.
 
-`stop` ends the turn: a call in flight is cancelled, the calls not yet run are answered as
-stopped, and resultsReady still comes (with stopped set), so what the model wrote and what
-became of it are stored whole.
+`stop` ends the turn: a call in flight is cancelled (one whose outcome had already come keeps
+it), the calls not yet run are answered as not run, and done(stopped=True) still comes.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import time
-from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
 from ..conversation.tool_steps import PlannedCall, arguments_of, plan_call, refused, result_of
 from ..engine.tools.types import ToolCall
 from ..store import ToolResult
-from ..tool_servers.approval import DENIED_TEXT, STOPPED_TEXT, Decision, PendingCall
+from ..tool_servers.approval import DENIED_TEXT, STOPPED_BEFORE_TEXT, STOPPED_TEXT, Decision, PendingCall
 from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.types import ToolOutcome
 from .tool_servers import ToolServerManager
-
-
-@dataclass(frozen=True)
-class TurnResults:
-    """Every call of a reply answered, in the order written; `stopped`: the user stopped the turn."""
-
-    results: tuple[ToolResult, ...]
-    stopped: bool = False
 
 
 class ToolTurn(QObject):
@@ -44,24 +35,25 @@ class ToolTurn(QObject):
     Signals:
         callProposed(PendingCall): ask the user about this call (answer with decide).
         callRefused(str, str): a call refused without running: its id, and the text the model
-            gets back (not offered, bad arguments, denied by the user).
+            gets back (not offered, bad arguments, denied by the user, stopped).
         callStarted(str): the call with this id was sent to its server.
         callFinished(str, ToolOutcome): its outcome (capped as the model will read it).
-        resultsReady(TurnResults): every call answered.
+        resultReady(ToolResult): a call's result, refused or run, in the order written.
+        done(bool): every call is answered; True when the user stopped the turn.
     """
 
     callProposed = Signal(object)
     callRefused = Signal(str, str)
     callStarted = Signal(str)
     callFinished = Signal(str, object)
-    resultsReady = Signal(object)
+    resultReady = Signal(object)
+    done = Signal(bool)
     _outcome = Signal(object, object)  # (future, ToolOutcome): the supervisor's thread -> here
 
     def __init__(self, servers: ToolServerManager, parent: QObject | None = None):
         super().__init__(parent)
         self._servers = servers
         self._queue: list[PlannedCall] = []
-        self._results: list[ToolResult] = []
         self._current: PlannedCall | None = None
         self._future: concurrent.futures.Future | None = None
         self._outcome.connect(self._on_outcome)
@@ -84,7 +76,6 @@ class ToolTurn(QObject):
 
     def begin(self, calls: tuple[ToolCall, ...], catalog: ToolCatalog) -> None:
         self._queue = [plan_call(call, catalog) for call in calls]
-        self._results = []
         self._next()
 
     def decide(self, call_id: str, decision: Decision) -> None:
@@ -100,23 +91,26 @@ class ToolTurn(QObject):
         self._run(planned)
 
     def stop(self) -> None:
-        """End the turn: the call in flight is cancelled, the rest answered as stopped."""
+        """End the turn: the call in flight is cancelled, the rest answered as not run."""
         if not self.active:
             return
         future, self._future = self._future, None
-        if future is not None:
-            future.cancel()
-        unanswered = ([self._current] if self._current is not None else []) + self._queue
+        current, queue = self._current, self._queue
         self._current, self._queue = None, []
-        for planned in unanswered:
-            self._results.append(refused(planned.call, STOPPED_TEXT))
-            self.callRefused.emit(planned.call.id, STOPPED_TEXT)
-        self.resultsReady.emit(TurnResults(tuple(self._results), stopped=True))
+        if future is not None and current is not None:
+            finished = future.done() and not future.cancelled()
+            future.cancel()
+            self._give(result_of(current.call, future.result()) if finished else refused(current.call, STOPPED_TEXT))
+        elif current is not None:
+            queue = [current, *queue]
+        for planned in queue:
+            self._give(refused(planned.call, STOPPED_BEFORE_TEXT))
+        self.done.emit(True)
 
     def _next(self) -> None:
         if not self._queue:
             self._current = None
-            self.resultsReady.emit(TurnResults(tuple(self._results)))
+            self.done.emit(False)
             return
         planned = self._current = self._queue.pop(0)
         if planned.refusal is not None:
@@ -138,10 +132,16 @@ class ToolTurn(QObject):
             return  # a call stopped meanwhile
         self._future = None
         self.callFinished.emit(planned.call.id, outcome)
-        self._results.append(result_of(planned.call, outcome))
+        self.resultReady.emit(result_of(planned.call, outcome))
         self._next()
 
     def _answer(self, result: ToolResult) -> None:
-        self._results.append(result)
         self.callRefused.emit(result.call_id, result.content)
+        self.resultReady.emit(result)
         self._next()
+
+    def _give(self, result: ToolResult) -> None:
+        """A result of stop(): said (the card) and handed over."""
+        if result.error:
+            self.callRefused.emit(result.call_id, result.content)
+        self.resultReady.emit(result)

@@ -16,6 +16,7 @@ NOT_RUN = "Not run: "
 DENIED_TEXT = NOT_RUN + "the user denied this call."
 NOT_ALLOWED_TEXT = NOT_RUN + "this tool is not allowed here."
 STOPPED_TEXT = "Stopped: the user stopped this call before it finished."
+STOPPED_BEFORE_TEXT = NOT_RUN + "the user stopped the turn before this call ran."
 
 
 class Decision(Enum):

@@ -4,6 +4,7 @@ Hearth sees servers only through these; the `mcp` SDK's own types stay inside th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import Enum
@@ -35,11 +36,18 @@ class ServerConfig:
 
     @property
     def identity(self) -> str:
-        """What "Always allow this tool" is remembered against: the command and its arguments,
-        or the URL. A server renamed keeps its approvals; one whose command changed does not."""
+        """What "Always allow this tool" is remembered against: the program it is (the command,
+        its arguments, its working folder and environment; or the URL and the headers sent to
+        it). A server renamed keeps its approvals; one that runs something else does not, even
+        under the same command (`node index.js` in another folder is another program). The
+        environment and headers enter as a digest: they hold secrets, and this is kept in the
+        settings file."""
         if self.transport is Transport.STDIO:
-            return "stdio:" + json.dumps([self.command, *self.args], ensure_ascii=False)
-        return "http:" + self.url
+            program, given = [self.command, *self.args, self.cwd or ""], self.env
+        else:
+            program, given = [self.url], self.headers
+        digest = hashlib.sha256(json.dumps(sorted(given), ensure_ascii=False).encode()).hexdigest()[:16]
+        return f"{self.transport.value}:{json.dumps(program, ensure_ascii=False)}#{digest}"
 
 
 class ServerState(Enum):

@@ -61,3 +61,30 @@ def test_an_import_adds_servers_switched_off_under_names_of_their_own(qapp, tmp_
     assert [(config.name, config.enabled) for config in added] == [("time 2", False), ("web", False)]
     assert [config.name for config in settings.tools.servers()] == ["time", "time 2", "web"]
     manager.close()
+
+
+def test_a_locked_keyring_never_gets_its_secrets_overwritten_with_blanks(tmp_path, memory_keyring, monkeypatch):
+    """The keyring gave nothing at start-up (locked): the servers read with empty values, and
+    switching one on in Settings writes its settings back without blanking the real secrets."""
+    path = tmp_path / "hearth.ini"
+    server = ServerConfig("files", Transport.STDIO, "npx", env=(("TOKEN", SECRET),))
+    settings_at(path).tools.set_servers([server])
+    from app.library import secrets
+
+    monkeypatch.setattr(secrets, "read", lambda account: None)
+    tools = settings_at(path).tools
+    [read] = tools.servers()
+    assert read.env == (("TOKEN", ""),)
+    tools.set_servers([ServerConfig(**{**read.__dict__, "enabled": True})])
+    monkeypatch.undo()
+    assert settings_at(path).tools.servers()[0].env == (("TOKEN", SECRET),)
+
+
+def test_always_allow_is_kept_against_the_program_not_its_command_alone():
+    here = ServerConfig("a", Transport.STDIO, "node", ("index.js",), cwd="/proj/a")
+    there = ServerConfig("b", Transport.STDIO, "node", ("index.js",), cwd="/proj/b")
+    other_env = ServerConfig("a", Transport.STDIO, "node", ("index.js",), cwd="/proj/a", env=(("ROOT", "/"),))
+    renamed = ServerConfig("renamed", Transport.STDIO, "node", ("index.js",), cwd="/proj/a")
+    assert len({here.identity, there.identity, other_env.identity}) == 3
+    assert renamed.identity == here.identity
+    assert "/" not in here.identity.split("#")[1]  # the environment enters as a digest, never its values

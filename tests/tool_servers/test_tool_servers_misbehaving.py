@@ -81,7 +81,7 @@ def test_each_broken_start_says_which_it_was_within_the_start_timeout(servers):
     assert reason(servers, "exits") == "it exited at once; it said: fatal: no API key given"
     assert reason(servers, "garbage") == ("it speaks garbage: it wrote a line on its output that is not MCP "
                                           "(JSON-RPC): 'hello, I am not JSON-RPC'")
-    assert servers.start_took < 10  # the garbage one failed 2 s after its first bad line, not after START_S
+    assert servers.start_took < 15  # the garbage one failed 2 s after its first bad line, not after START_S (20)
     assert servers.start_stall < STALL_S, servers.start_stall  # the window's calls never waited on a server
 
 

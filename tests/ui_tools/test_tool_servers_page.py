@@ -74,13 +74,20 @@ def test_space_switches_the_selected_server_on(page, qtbot):
 def test_delete_asks_then_removes(page, qtbot, monkeypatch):
     got = edited(page)
     answers = iter([QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes])
-    monkeypatch.setattr(QMessageBox, "question", lambda *args: next(answers))
+    asked = []
+
+    def answer(box):
+        asked.append(box.textFormat())  # the name is the server's or a file's: never rendered as HTML
+        return next(answers)
+
+    monkeypatch.setattr(QMessageBox, "exec", answer)
     page.table.setFocus()
     page.table.selectRow(0)
     qtbot.keyClick(page.table, Qt.Key.Key_Delete)
     assert got == []
     qtbot.keyClick(page.table, Qt.Key.Key_Delete)
     assert got == [[REMOTE]] and cells(page) == [["remote", "Address", "Off"]]
+    assert asked == [Qt.TextFormat.PlainText] * 2
 
 
 def test_add_a_stdio_server_by_keyboard(page, qtbot):

@@ -123,7 +123,7 @@ class ToolCallCard(QFrame):
         self.elapsed.setTextFormat(Qt.TextFormat.PlainText)
         set_tone(self.elapsed, Tone.MUTED)
         self.stop_button = self._button("&Stop", "Stop the call",
-                                        "Cancel the call; the model is told it was stopped (Alt+S)")
+                                        "Stop: cancel this call and end the turn; the model is told it was stopped (Alt+S)")
         self.stop_button.clicked.connect(self._stop)
         self._running_row = self._row(self.stop_button, self.busy, self.elapsed)
         self._ticker = QTimer(self, interval=1000)

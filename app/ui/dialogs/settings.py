@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
     QPushButton,
     QTabWidget,
     QVBoxLayout,
@@ -31,6 +30,7 @@ from ...engine.kv.cache import StateCache
 from ...owners.settings import Settings
 from ...owners.tool_servers import ToolServerManager
 from ..widgets.focus_ring import FocusRing
+from ..widgets.plain_message import tell
 from .tool_servers import ToolServersPage
 
 MAX_BUDGET_GIB = 1024.0  # the budget is memory-like: binary, as the settings file's MiB are
@@ -162,10 +162,10 @@ class ToolsGroup(QGroupBox):
         try:
             added = self.servers.import_file(Path(path))
         except (ValueError, OSError) as exc:
-            QMessageBox.warning(self, "Import tool servers", f"Nothing was imported: {exc}")
+            tell(self, "Import tool servers", f"Nothing was imported: {exc}", warning=True)
             return
-        QMessageBox.information(self, "Import tool servers", f"{len(added)} servers were added, each switched off: "
-                                "switch on those you trust." if added else "The file lists no servers.")
+        tell(self, "Import tool servers", f"{len(added)} servers were added, each switched off: "
+             "switch on those you trust." if added else "The file lists no servers.")
 
 
 class SettingsDialog(QDialog):

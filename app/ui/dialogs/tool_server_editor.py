@@ -31,13 +31,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...tool_servers.limits import CALL_TIMEOUT_S
+from ...tool_servers.limits import CALL_TIMEOUT_S, MAX_CALL_TIMEOUT_S
 from ...tool_servers.types import ServerConfig, Transport
 from ..widgets.colors import Tone, set_tone
 from ..widgets.focus_ring import FocusRing
 from .secret_lines import SecretLines
 
-MAX_TIMEOUT_S = 3600.0
 _KINDS = [(Transport.STDIO, "A command Hearth starts (stdio)"), (Transport.HTTP, "An address (Streamable HTTP)")]
 
 
@@ -112,7 +111,7 @@ class ToolServerEditor(QDialog):
             self.pages.addWidget(holder)
 
         self.timeout = QDoubleSpinBox(self)
-        self.timeout.setRange(1.0, MAX_TIMEOUT_S)
+        self.timeout.setRange(1.0, MAX_CALL_TIMEOUT_S)
         self.timeout.setDecimals(0)
         self.timeout.setSuffix(" s")
         self.timeout.setAccessibleName("Call timeout")

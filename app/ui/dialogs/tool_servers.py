@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QMessageBox,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -37,6 +36,7 @@ from ...common.text import shorten
 from ...tool_servers.limits import MAX_RESULT_CAP_KB, MAX_STEP_LIMIT, RESULT_CAP_BYTES, STEP_LIMIT
 from ...tool_servers.types import ServerConfig, ServerState, ServerStatus, Transport
 from ..widgets.colors import error_color, mix
+from ..widgets.plain_message import ask
 from ..widgets.row_tables import as_row_list
 from ..widgets.tooltips import plain_tooltip
 from .tool_server_editor import ToolServerEditor
@@ -286,10 +286,7 @@ class ToolServersPage(QWidget):
         if row is None:
             return
         name = shorten(self._configs[row].name, 60)
-        answer = QMessageBox.question(
-            self, "Remove tool server", f"Remove “{name}”? Its settings, and the secrets kept for it, are deleted.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
-        if answer == QMessageBox.StandardButton.Yes:
+        if ask(self, "Remove tool server", f"Remove “{name}”? Its settings, and the secrets kept for it, are deleted."):
             self._changed(self._configs[:row] + self._configs[row + 1:])
 
     def _choose_import(self) -> None:
