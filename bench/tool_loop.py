@@ -95,7 +95,7 @@ def main() -> int:
                           env=(("WEATHER_STAMPS", str(stamps)),), enabled=True)
     stack = ModelStack.start(folder)
     stack.settings.tools.set_servers([server])
-    stack.settings.tools.step_limit = args.steps + 1  # the last reply's call is refused, not run
+    stack.settings.tools.step_limit = args.steps  # then the model is asked to answer, no call allowed
     stack.settings.tools.always_allowed = frozenset({(server.identity, "get_weather")})
     stack.settings.tools.default_choice = ("weather",)
     bot = Bot()
