@@ -19,9 +19,10 @@ WEATHER = Path(__file__).resolve().parent / "mcp_servers" / "weather.py"
 WAIT_MS = 30_000
 
 
-def weather(delay_s: float = 0.0) -> ServerConfig:
-    return ServerConfig("weather", Transport.STDIO, sys.executable, (str(WEATHER),),
-                        env=(("WEATHER_DELAY_S", str(delay_s)),), enabled=True)
+def weather(delay_s: float = 0.0, stamps: Path | None = None) -> ServerConfig:
+    """The weather server (mcp_servers/weather.py); `stamps`: the file where it notes each call it runs."""
+    env = (("WEATHER_DELAY_S", str(delay_s)),) + ((("WEATHER_STAMPS", str(stamps)),) if stamps else ())
+    return ServerConfig("weather", Transport.STDIO, sys.executable, (str(WEATHER),), env=env, enabled=True)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from support.stall import StallMeter
 from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
 
 from app.tool_servers.approval import DENIED_TEXT, STOPPED_TEXT
+from app.tool_servers.types import ServerConfig
 from app.ui.chat.tool_card import CardState
 
 
@@ -36,11 +37,12 @@ def memory_keyring():
 
 @pytest.fixture
 def window(qtbot, tmp_path, request):
-    with window_with_tools(qtbot, tmp_path, [weather(getattr(request, "param", 0.0))], step_limit=2) as opened:
+    server = weather(getattr(request, "param", 0.0), stamps=tmp_path / "stamps")
+    with window_with_tools(qtbot, tmp_path, [server], step_limit=2) as opened:
         yield opened
 
 
-def test_allow_once_then_deny_then_the_step_limit_by_keyboard(qtbot, window):
+def test_allow_once_then_deny_then_the_step_limit_by_keyboard(qtbot, window, tmp_path):
     opened = window
     tick(qtbot, opened, "weather")
     opened.type_and_send("What is the weather in Paris?")
@@ -63,6 +65,7 @@ def test_allow_once_then_deny_then_the_step_limit_by_keyboard(qtbot, window):
     text = chat._browser.toPlainText()
     assert "get_weather" in text and "Sunny in Paris" in text and DENIED_TEXT in text
     assert "2 tool steps" in opened.window.statusBar().currentMessage()
+    assert len((tmp_path / "stamps").read_text().splitlines()) == 1  # the denied call never reached the server
     assert opened.window.composer.edit.hasFocus()  # the keyboard is back where the next message goes
 
 
@@ -121,3 +124,38 @@ def test_the_tools_button_is_reached_and_worked_from_the_keyboard(qtbot, window)
     qtbot.waitUntil(lambda: "Tools · 1" in picker.text(), timeout=WAIT_MS)
     assert opened.session.tools.chosen == ("weather",)
     assert "1 tool" in picker.accessibleDescription()
+
+
+def test_a_server_switched_on_from_the_tools_button_by_keyboard(qtbot, tmp_path):
+    """A server configured but switched off: the tools button's "Manage tool servers…" (M)
+    opens Settings at its Tools tab, Space on the server's row switches it on, Esc closes
+    Settings, and the button then offers it; all from the keyboard."""
+    with window_with_tools(qtbot, tmp_path, [ServerConfig(**{**weather().__dict__, "enabled": False})]) as opened:
+        picker = opened.window.tool_calls.picker
+
+        def press_in_menu(*keys):
+            def in_menu():
+                menu = QApplication.activePopupWidget()
+                if not isinstance(menu, QMenu):
+                    QTimer.singleShot(20, in_menu)
+                    return
+                for key in keys:
+                    QTest.keyClick(menu, key)
+            QTimer.singleShot(0, in_menu)
+            QTest.keyClick(picker, Qt.Key.Key_Space)
+
+        picker.setFocus()
+        press_in_menu(Qt.Key.Key_M)  # Manage tool servers…
+        qtbot.waitUntil(lambda: opened.window._settings_dialog is not None
+                        and opened.window._settings_dialog.isVisible(), timeout=WAIT_MS)
+        dialog = opened.window._settings_dialog
+        assert dialog.tabs.currentWidget() is dialog.tools
+        table = dialog.tools.page.table
+        table.setFocus()
+        table.selectRow(0)
+        QTest.keyClick(table, Qt.Key.Key_Space)  # switched on
+        assert opened.tool_servers.config("weather").enabled
+        QTest.keyClick(dialog, Qt.Key.Key_Escape)
+        assert not dialog.isVisible()
+        press_in_menu(Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda: "Tools · 1" in picker.text(), timeout=WAIT_MS)
