@@ -78,7 +78,7 @@ def test_always_allow_runs_the_next_calls_without_asking(qtbot, window):
     turn_over(qtbot, opened)
     results = [content for role, content in exchange(opened) if role == "tool"]
     assert results == ["Sunny in Paris, 21 °C."] * 2  # the second ran without a card asking
-    identity = weather().identity
+    identity = opened.tool_servers.config("weather").identity
     assert (identity, "get_weather") in opened.model_stack.settings.tools.always_allowed
 
 
