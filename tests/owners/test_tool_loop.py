@@ -12,10 +12,8 @@ from __future__ import annotations
 import concurrent.futures
 from types import SimpleNamespace
 
-import keyring
 import pytest
 from PySide6.QtCore import QObject, QSettings, Signal
-from support.memory_keyring import MemoryKeyring
 
 from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall
@@ -89,8 +87,6 @@ class FakeSupervisor:
 
 @pytest.fixture
 def rig(qtbot, tmp_path):
-    previous = keyring.get_keyring()
-    keyring.set_keyring(MemoryKeyring())
     settings = ToolSettings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     manager = ToolServerManager(settings)
     manager.set_servers([ServerConfig("s1", Transport.STDIO, command="x")])
@@ -107,7 +103,6 @@ def rig(qtbot, tmp_path):
     yield SimpleNamespace(session=session, bridge=bridge, manager=manager, supervisor=supervisor, tools=tools,
                           store=store, busy=busy)
     store.close()
-    keyring.set_keyring(previous)
 
 
 READY = ServerStatus("s1", ServerState.READY, tools=(ListedTool("s1", "get"),))

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 
 import keyring
-import pytest
-from support.memory_keyring import MemoryKeyring
 from support.settings_file import settings_at
 
 from app.owners.tool_servers import ToolServerManager
@@ -17,13 +15,6 @@ from app.tool_servers.types import ServerConfig, Transport
 SECRET = "sk-very-secret-value"
 
 
-@pytest.fixture(autouse=True)
-def memory_keyring():
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 def test_secrets_go_to_the_keyring_and_come_back(tmp_path):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import keyring
 import pytest
 
 from app.library import credentials
@@ -12,7 +11,7 @@ from app.owners.downloads import DownloadManager
 from app.ui.models.download_row import DownloadRow
 from app.ui.models.get_models import GetModelsView
 from app.ui.models.hub_lists import MODEL_ROLE, ModelColumn
-from support.memory_keyring import MemoryKeyring
+from support.memory_keyring import in_memory_keyring
 
 Q4 = "Qwen3-0.6B-Q4_K_M.gguf"
 WAIT_MS = 8_000
@@ -21,12 +20,9 @@ WAIT_MS = 8_000
 @pytest.fixture(autouse=True)
 def memory_keyring():
     """No test reads or writes the machine's keyring."""
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    credentials.forget_token()
-    keyring.set_keyring(previous)
+    with in_memory_keyring() as backend:
+        yield backend
+        credentials.forget_token()
 
 
 def client_factory(url: str, read: float = 2.0):

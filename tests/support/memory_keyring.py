@@ -3,6 +3,10 @@ Hugging Face token, servers' API keys): keyring ships no such backend."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import keyring
 import keyring.backend
 from keyring.errors import PasswordDeleteError
 
@@ -25,3 +29,16 @@ class MemoryKeyring(keyring.backend.KeyringBackend):
     def delete_password(self, service, username):
         if self.secrets.pop((service, username), None) is None:
             raise PasswordDeleteError("not stored")
+
+
+@contextmanager
+def in_memory_keyring() -> Iterator[MemoryKeyring]:
+    """A MemoryKeyring in place of the machine's for the block: no test reads or writes the
+    user's keyring."""
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)

@@ -12,27 +12,16 @@ from __future__ import annotations
 
 import time
 
-import keyring
 import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMenu
-from support.memory_keyring import MemoryKeyring
 from support.stall import StallMeter
 from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
 
 from app.tool_servers.approval import DENIED_TEXT, STOPPED_TEXT
 from app.tool_servers.types import ServerConfig
 from app.ui.chat.tool_card import CardState
-
-
-@pytest.fixture(autouse=True)
-def memory_keyring():
-    """No test reads or writes the machine's keyring."""
-    previous = keyring.get_keyring()
-    keyring.set_keyring(MemoryKeyring())
-    yield
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture

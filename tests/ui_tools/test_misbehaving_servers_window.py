@@ -7,12 +7,10 @@ offer `get_weather`, the call the scripted model writes, so the model's call mee
 
 from __future__ import annotations
 
-import keyring
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from support.mcp_servers.configs import misbehaving
-from support.memory_keyring import MemoryKeyring
 from support.stall import StallMeter
 from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
 
@@ -23,12 +21,6 @@ from app.ui.chat.tool_card import CardState
 STALL_LIMIT_MS = 100
 
 
-@pytest.fixture(autouse=True)
-def memory_keyring():
-    previous = keyring.get_keyring()
-    keyring.set_keyring(MemoryKeyring())
-    yield
-    keyring.set_keyring(previous)
 
 
 @pytest.mark.parametrize(("mode", "timeout_s", "said"), [

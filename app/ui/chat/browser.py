@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from PySide6.QtCore import QMimeData, QObject, QPoint, QTimer, QUrl
+from PySide6.QtCore import QMimeData, QObject, QPoint, QRect, QTimer, QUrl
 from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QFontMetricsF, QResizeEvent, QTextBlock, QTextCursor
 from PySide6.QtWidgets import QFrame, QScrollBar, QTextBrowser, QWidget
 
@@ -34,6 +34,7 @@ _CODE_PADDING_PX = 16
 DOCUMENT_MARGIN = 14
 # Room kept above a message scrolled to the top of the pane (a search hit, a version step).
 MESSAGE_TOP_MARGIN_PX = 12
+OVERLAY_MARGIN = 12  # between a widget laid over the text and the pane's edge, when scrolled to
 
 
 class ChatBrowser(QTextBrowser):
@@ -62,6 +63,17 @@ class ChatBrowser(QTextBrowser):
         code.setFamilies([QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family(), "monospace"])
         columns = CODE_COLUMNS * QFontMetricsF(code).horizontalAdvance(" ") + _CODE_PADDING_PX
         return round(max(READING_EM * em, columns))
+
+    def bring_into_view(self, area: QRect) -> None:
+        """Scroll so that a widget laid over the text at `area` (in the viewport's coordinates:
+        the inline editor, a tool call's card) shows whole, or its top if it is taller than
+        the pane, OVERLAY_MARGIN clear of the edges."""
+        bar = self.verticalScrollBar()
+        below = area.bottom() + OVERLAY_MARGIN - self.viewport().height()
+        if below > 0:
+            bar.setValue(bar.value() + min(below, area.top() - OVERLAY_MARGIN))
+        elif area.top() < OVERLAY_MARGIN:
+            bar.setValue(bar.value() + area.top() - OVERLAY_MARGIN)
 
     def side_margin(self, viewport_width: int | None = None) -> int:
         """The margin each side of the column, for the viewport's width (or the given one)."""

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
 # Lines of text the box shows before it scrolls, at least and at most.
 MIN_LINES, MAX_LINES = 3, 12
 # Room kept between the editor and the pane's edge when it is scrolled into view.
-_SCROLL_MARGIN = 12
 
 
 _ENTER = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
@@ -188,13 +187,7 @@ class EditorOverlay(QObject):
     def scroll_into_view(self) -> None:
         """Scroll the pane so that the whole editor shows (its top, if it is taller than the pane)."""
         self.place()
-        area = self.editor.geometry()
-        bar = self._browser.verticalScrollBar()
-        below = area.bottom() + _SCROLL_MARGIN - self._browser.viewport().height()
-        if below > 0:
-            bar.setValue(bar.value() + min(below, area.top() - _SCROLL_MARGIN))
-        elif area.top() < _SCROLL_MARGIN:
-            bar.setValue(bar.value() + area.top() - _SCROLL_MARGIN)
+        self._browser.bring_into_view(self.editor.geometry())
 
     def close(self) -> None:
         """Take the editor away (the view writes the message again in place of the gap)."""

@@ -105,27 +105,9 @@ class ToolServersPage(QWidget):
         self.remove_button = self._button("&Remove", "Remove the selected tool server")
         self.import_button = self._button("&Import mcp.json…", "Import tool servers from an mcp.json or "
                                           "claude_desktop_config.json file; they start switched off")
-        self.steps = QSpinBox(self)
-        self.steps.setRange(1, MAX_STEP_LIMIT)
-        self.steps.setValue(STEP_LIMIT)
-        self.steps.setKeyboardTracking(False)  # typing "12" must not apply 1 on the way
-        self.steps.setAccessibleName("Step limit")
-        self.steps.setAccessibleDescription(STEP_HINT)
-        steps_label = QLabel("&Step limit:")
-        steps_label.setBuddy(self.steps)
-        steps_hint = QLabel(STEP_HINT)
-        steps_hint.setWordWrap(True)
-        self.result_cap = QSpinBox(self)
-        self.result_cap.setRange(1, MAX_RESULT_CAP_KB)
-        self.result_cap.setSuffix(" KB")
-        self.result_cap.setValue(RESULT_CAP_BYTES // 1024)
-        self.result_cap.setKeyboardTracking(False)
-        self.result_cap.setAccessibleName("Result limit")
-        self.result_cap.setAccessibleDescription(RESULT_HINT)
-        result_label = QLabel("Result &limit:")
-        result_label.setBuddy(self.result_cap)
-        result_hint = QLabel(RESULT_HINT)
-        result_hint.setWordWrap(True)
+        self.steps, steps_row = self._limit("&Step limit:", "Step limit", STEP_HINT, MAX_STEP_LIMIT, STEP_LIMIT)
+        self.result_cap, result_row = self._limit("Result &limit:", "Result limit", RESULT_HINT, MAX_RESULT_CAP_KB,
+                                                  RESULT_CAP_BYTES // 1024, " KB")
 
         buttons = QHBoxLayout()
         for button in (self.add_button, self.edit_button, self.remove_button):
@@ -133,8 +115,7 @@ class ToolServersPage(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.import_button)
         limits = QGridLayout()
-        for row, (label, box, hint) in enumerate([(steps_label, self.steps, steps_hint),
-                                                  (result_label, self.result_cap, result_hint)]):
+        for row, (label, box, hint) in enumerate([steps_row, result_row]):
             limits.addWidget(label, row, 0)
             limits.addWidget(box, row, 1)
             limits.addWidget(hint, row, 2)
@@ -158,6 +139,22 @@ class ToolServersPage(QWidget):
         self.result_cap.valueChanged.connect(lambda kilobytes: self.resultCapChanged.emit(kilobytes * 1024))
         self._outline_ticks()
         self._fill()
+
+    def _limit(self, label: str, name: str, hint: str, most: int, default: int, suffix: str = ""
+               ) -> tuple[QSpinBox, tuple[QLabel, QSpinBox, QLabel]]:
+        """A limit's spin box (applied on Enter or a step, not at each digit typed: "12" must not
+        apply 1 on the way), its label and its hint, for the limits' grid."""
+        box = QSpinBox(self)
+        box.setRange(1, most)
+        box.setSuffix(suffix)
+        box.setValue(default)
+        box.setKeyboardTracking(False)
+        box.setAccessibleName(name)
+        box.setAccessibleDescription(hint)
+        caption, words = QLabel(label), QLabel(hint)
+        caption.setBuddy(box)
+        words.setWordWrap(True)
+        return box, (caption, box, words)
 
     # -- the owner's API ---------------------------------------------------------------------
 

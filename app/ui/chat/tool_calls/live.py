@@ -35,7 +35,6 @@ from ..tool_card import CardState, ToolCallCard
 # A live card's gap; its value is the call id. (document.py's marks are UserProperty + 1 to 3.)
 TOOL_GAP = QTextFormat.Property.UserProperty + 4
 _GAP_PX = 8  # above and below a card, inside its gap
-_SCROLL_MARGIN = 12
 
 
 @dataclass
@@ -178,10 +177,4 @@ class LiveToolCards(QObject):
     def _scroll_into_view(self, card: ToolCallCard) -> None:
         """Scroll the pane so that the whole card shows (its top, if it is taller than the pane)."""
         self.place()
-        area = card.geometry()
-        bar = self._browser.verticalScrollBar()
-        below = area.bottom() + _SCROLL_MARGIN - self._browser.viewport().height()
-        if below > 0:
-            bar.setValue(bar.value() + min(below, area.top() - _SCROLL_MARGIN))
-        elif area.top() < _SCROLL_MARGIN:
-            bar.setValue(bar.value() + area.top() - _SCROLL_MARGIN)
+        self._browser.bring_into_view(card.geometry())
