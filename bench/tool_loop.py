@@ -11,7 +11,8 @@ tests/support/mcp_servers/weather.py, which stamps the wall-clock time each call
 ends. The tool is always allowed (no card waits for a person), so each turn runs the step
 limit's worth of call → result → next reply.
 
-Two figures per step, medians over every step of every turn, each targeted ≤ 50 ms:
+The tool takes --tool-ms (100 ms) of its own. Figures per step, medians over every step of
+every turn; the first two are targeted ≤ 50 ms each, and the third is their ratio form:
 - call → tool start: from the engine's complete ToolCall (timed on the engine thread, as the
   parser hands it on) to the server's first line in the tool: the rest of the reply (its
   end-of-turn token), the reply stored, the call planned, the supervisor's thread, JSON-RPC
@@ -22,6 +23,8 @@ Two figures per step, medians over every step of every turn, each targeted ≤ 5
   token (`ReplyStats.ttft_s`: the prompt rendered and read, one token sampled). A call writes
   no text, so the first token is timed as the engine takes the reply up (on its thread) plus
   that ttft; the figure without the engine's part is shown beside it.
+- a whole step ÷ the tool's own time: from the complete call to the next reply's first token,
+  over the time the server spent in the tool (1.0 would be a loop that costs nothing).
 Results also go to bench/results/tool_loop.json.
 """
 
@@ -82,6 +85,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--tool-ms", type=float, default=100.0, help="how long the tool itself takes")
     args = parser.parse_args()
     from support.model_files.scripted_models import scripted_models
     from support.window_stack import ModelStack, WindowStack
@@ -92,7 +96,8 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="hearth-bench-tools-"))
     stamps = folder / "stamps"
     server = ServerConfig("weather", Transport.STDIO, sys.executable, (str(WEATHER),),
-                          env=(("WEATHER_STAMPS", str(stamps)),), enabled=True)
+                          env=(("WEATHER_STAMPS", str(stamps)), ("WEATHER_DELAY_S", str(args.tool_ms / 1000))),
+                          enabled=True)
     stack = ModelStack.start(folder)
     stack.settings.tools.set_servers([server])
     stack.settings.tools.step_limit = args.steps  # then the model is asked to answer, no call allowed
@@ -115,6 +120,7 @@ def main() -> int:
     to_tool: list[float] = []
     to_token: list[float] = []
     to_token_less_model: list[float] = []
+    step_over_tool: list[float] = []  # (call → next token) ÷ the tool's own time
     for turn in range(args.turns + 1):  # the first turn warms the engine, the server and the caches
         calls_done.clear(), began.clear(), ttfts.clear()
         stamps.write_text("")
@@ -128,6 +134,7 @@ def main() -> int:
             engine_began = began[step + 1] - tool_ended
             to_token.append((engine_began + ttfts[step + 1]) * 1000)
             to_token_less_model.append(engine_began * 1000)
+            step_over_tool.append((began[step + 1] + ttfts[step + 1] - calls_done[step]) / (tool_ended - tool_began))
     opened.close_tools()
     opened.window.close()
     stack.shutdown()
@@ -137,6 +144,8 @@ def main() -> int:
         "call_to_tool_start_ms": statistics.median(to_tool),
         "result_to_next_token_ms": statistics.median(to_token),
         "result_to_next_token_less_model_ms": statistics.median(to_token_less_model),
+        "tool_ms": args.tool_ms,
+        "step_over_tool": statistics.median(step_over_tool),
         "target_ms": TARGET_MS,
     }
     print(f"{len(to_tool)} steps ({args.turns} turns of {args.steps}), medians:")
@@ -144,6 +153,8 @@ def main() -> int:
     print(f"  result → next token:   {result['result_to_next_token_ms']:6.1f} ms (target ≤ {TARGET_MS:.0f}; "
           f"{result['result_to_next_token_less_model_ms']:.1f} ms of it before the engine takes the reply up, "
           "the rest is the model reading its prompt and sampling)")
+    print(f"  a step (call → the next reply's first token) ÷ the tool's own {args.tool_ms:.0f} ms: "
+          f"{result['step_over_tool']:.3f}")
     out = ROOT / "bench" / "results" / "tool_loop.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     met = result["call_to_tool_start_ms"] <= TARGET_MS and result["result_to_next_token_ms"] <= TARGET_MS
