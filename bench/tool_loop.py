@@ -42,43 +42,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
+from window_waits import Bot  # noqa: E402
 
 TARGET_MS = 50.0
 WEATHER = ROOT / "tests" / "support" / "mcp_servers" / "weather.py"
-
-
-class Bot:
-    """The few qtbot waits the window stack asks of its caller."""
-
-    def waitSignal(self, signal, timeout: int):  # noqa: N802 (qtbot's name)
-        from PySide6.QtCore import QEventLoop, QTimer
-
-        class Waiting:
-            def __enter__(self_inner):
-                self_inner.loop = QEventLoop()
-                signal.connect(self_inner.loop.quit)
-                QTimer.singleShot(timeout, self_inner.loop.quit)
-                return self_inner
-
-            def __exit__(self_inner, *exc):
-                if exc[0] is None:
-                    self_inner.loop.exec()
-                signal.disconnect(self_inner.loop.quit)
-                return False
-
-        return Waiting()
-
-    def wait_until(self, condition, timeout_s: float = 60.0) -> None:
-        end = time.monotonic() + timeout_s
-        while not condition():
-            if time.monotonic() > end:
-                raise TimeoutError("the turn did not end")
-            QApplication.processEvents()
-            time.sleep(0.001)
 
 
 def main() -> int:

