@@ -48,6 +48,7 @@ class ToolServerManager(QObject):
         self._configs = settings.servers()
         self._approvals = Approvals(settings.always_allowed)
         self._statuses: dict[str, ServerStatus] = {}
+        self.secrets_kept = True  # the last change's secrets went to the keyring (not this session only)
         self._supervisor = None
         self._reported.connect(self._on_reported)
         self.warmed = threading.Event()  # the SDK is imported
@@ -67,15 +68,17 @@ class ToolServerManager(QObject):
     def config(self, name: str) -> ServerConfig | None:
         return next((config for config in self._configs if config.name == name), None)
 
-    def set_servers(self, configs: list[ServerConfig]) -> None:
-        """Keep the new list; servers removed, changed or switched off are stopped."""
+    def set_servers(self, configs: list[ServerConfig]) -> bool:
+        """Keep the new list; servers removed, changed or switched off are stopped. False when
+        the system keyring could not keep their secrets (kept until Hearth quits)."""
         self._configs = list(configs)
-        self._settings.set_servers(self._configs)
+        kept = self.secrets_kept = self._settings.set_servers(self._configs)
         for name in set(self._statuses) - {config.name for config in configs}:
             del self._statuses[name]
         if self._supervisor is not None:
             self._supervisor.configure(self._configs)
         self.serversChanged.emit()
+        return kept
 
     def import_file(self, path: Path) -> list[ServerConfig]:
         """Add the servers of a mcp.json or claude_desktop_config.json, each switched off until

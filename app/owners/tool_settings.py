@@ -68,9 +68,11 @@ class ToolSettings:
                 log.warning("ignoring a stored tool server: %s", exc)
         return servers
 
-    def set_servers(self, servers: list[ServerConfig]) -> None:
+    def set_servers(self, servers: list[ServerConfig]) -> bool:
         """Keep the servers: names in the file, values of environment and headers in the keyring
-        (those of a server no longer here are forgotten)."""
+        (those of a server no longer here are forgotten). False when the keyring could not keep
+        some secrets: they are kept for this session only (library/secrets.py)."""
+        kept = True
         before = {entry.get("name") for entry in self._json(TOOL_SERVERS, []) if isinstance(entry, dict)}
         entries = []
         for server in servers:
@@ -83,13 +85,15 @@ class ToolSettings:
                 continue  # the keyring was locked when they were read: never overwrite them with blanks
             self._unreadable.discard(server.name)
             if server.env or server.headers:
-                secrets.keep(_account(server.name), json.dumps({"env": dict(server.env), "headers": dict(server.headers)}))
+                kept &= secrets.keep(_account(server.name),
+                                     json.dumps({"env": dict(server.env), "headers": dict(server.headers)}))
             else:
                 secrets.forget(_account(server.name))
         for gone in before - {server.name for server in servers}:
             if isinstance(gone, str):
                 secrets.forget(_account(gone))
         self._store.setValue(TOOL_SERVERS, json.dumps(entries))
+        return kept
 
     @property
     def step_limit(self) -> int:

@@ -79,3 +79,17 @@ def test_always_allow_is_kept_against_the_program_not_its_command_alone():
     assert len({here.identity, there.identity, other_env.identity}) == 3
     assert renamed.identity == here.identity
     assert "/" not in here.identity.split("#")[1]  # the environment enters as a digest, never its values
+
+
+def test_without_a_keyring_the_secrets_are_kept_for_the_session_and_that_is_said(qapp, tmp_path):
+    import keyring.backends.fail
+
+    keyring.set_keyring(keyring.backends.fail.Keyring())
+    settings = settings_at(tmp_path / "hearth.ini")
+    manager = ToolServerManager(settings.tools)
+    assert manager.set_servers([ServerConfig("files", Transport.STDIO, "npx", env=(("TOKEN", SECRET),))]) is False
+    settings.sync()
+    assert manager.secrets_kept is False and SECRET not in (tmp_path / "hearth.ini").read_text()
+    assert settings.tools.servers()[0].env == (("TOKEN", SECRET),)  # this session's memory
+    manager.set_servers([])  # forgotten, from this session's memory too
+    manager.close()

@@ -40,6 +40,8 @@ EXPLANATION = (
     "reading it all again. These saved states can always be rebuilt: clearing them loses nothing but that time."
 )
 BUDGET_HINT = "The least recently used go first; 0 keeps none on disk."
+NOT_KEPT = ("There is no system keyring to keep the servers' environment and header values in, so they are "
+            "kept until Hearth quits: enter them again next time.")
 NO_FOLDER = "The folder for saved states could not be made, so none are kept while Hearth runs (see the log)."
 
 
@@ -149,13 +151,17 @@ class ToolsGroup(QGroupBox):
         self.page.set_statuses(servers.statuses())
         self.page.set_step_limit(servers.step_limit)
         self.page.set_result_cap(servers.result_cap_bytes)
-        self.page.configsEdited.connect(servers.set_servers)
+        self.page.configsEdited.connect(self._edited)
         self.page.importRequested.connect(self._import)
         self.page.stepLimitChanged.connect(lambda steps: setattr(servers, "step_limit", steps))
         self.page.resultCapChanged.connect(lambda size: setattr(servers, "result_cap_bytes", size))
         servers.serversChanged.connect(lambda: self.page.set_configs(servers.servers()))
         servers.statusChanged.connect(lambda _status: self.page.set_statuses(servers.statuses()))
         QVBoxLayout(self).addWidget(self.page)
+
+    def _edited(self, configs) -> None:
+        if not self.servers.set_servers(configs):
+            tell(self, "Tool servers", NOT_KEPT, warning=True)
 
     def _import(self, path: str) -> None:
         """Add a file's servers, switched off; a file that does not read says why and adds none."""
@@ -166,6 +172,8 @@ class ToolsGroup(QGroupBox):
             return
         tell(self, "Import tool servers", f"{len(added)} servers were added, each switched off: "
              "switch on those you trust." if added else "The file lists no servers.")
+        if not self.servers.secrets_kept:
+            tell(self, "Tool servers", NOT_KEPT, warning=True)
 
 
 class SettingsDialog(QDialog):
