@@ -6,6 +6,7 @@ import still runs.
     engine       runs models; engine/llama/ is the only package that imports llama_cpp
     store        conversations in SQLite            library   where models come from
     tool_servers MCP servers, supervised on a thread of their own (beside store and library)
+    documents    the user's files read, chunked, embedded and searched (beside store and library)
     conversation the rules the window and the command line share about a conversation
     serve        the OpenAI-compatible server
     owners       the QObjects that outlive windows (the only Qt below the front ends)
@@ -29,7 +30,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 RANKS: list[tuple[str, ...]] = [
     ("common",),
     ("engine",),
-    ("store", "library", "tool_servers"),
+    ("store", "library", "tool_servers", "documents"),
     ("conversation",),
     ("serve",),
     ("owners",),
@@ -46,7 +47,7 @@ UI_RANKS: list[tuple[str, ...]] = [
     ("window",),
     ("app",),
 ]
-QT_FREE = {"common", "engine", "store", "library", "tool_servers", "conversation", "serve"}
+QT_FREE = {"common", "engine", "store", "library", "tool_servers", "documents", "conversation", "serve"}
 QT_PACKAGES = ("PySide6", "shiboken6")
 LLAMA_ONLY_IN = "app.engine.llama"
 
