@@ -1,0 +1,569 @@
+"""The document index: collections, their files and their chunks with vectors, in one SQLite file
+of their own (not the conversation database: an index is derived from the user's files and may be
+thrown away and rebuilt, a conversation may not).
+
+Tables: `collections` (a name the user gave, the embedding model and its vector length, and a
+generation bumped by every change, so a search's cached vectors know when to load again, in this
+process or another), `files` (each file's size, mtime and SHA-256, so adding a folder again
+re-reads only what changed, and why a file failed), `chunks` (their text, page and heading),
+`chunk_vectors` (each chunk's vector: a little-endian float32 BLOB of the collection's model's
+length, in a table of its own so that its rows fill the 16 KB pages and a collection's matrix is
+read without the text) and `chunk_fts`, the
+FTS5 index over the chunks' text and headings.
+
+`chunk_fts` is an external-content table over `chunks`, as store/search.py's are, not a
+contentless one: the text is kept once (a Hit needs it), the index holds only tokens, triggers
+keep it in step through every insert and cascade delete, and 'rebuild' makes it again from the
+chunks alone. A contentless table would keep no less on disk, and on this SQLite (3.40, before
+contentless_delete) deleting a row from it needs the old text handed back anyway. The chunk's
+index keeps
+positions (detail=full) though no query here is a phrase: without them FTS5's bm25() scored a
+match ten times as slowly (measured over 10,000 chunks: 43 ms against 4.7), for a quarter less
+index. The chunk's collection is an indexed column of its own (its id as a token), so a keyword search reads only
+that collection's postings (`collection_id : "7" AND ...`) instead of filtering the whole
+index's matches afterwards; its bm25 weight is 0.
+
+The vectors belong to one embedding model: a collection records the model's name and length,
+and set_model() with another one drops the collection's chunks and file states, so the next
+indexing run reads and embeds every file again.
+
+Connection, migrations and transactions as app/store/schema.py does them (which this room, a
+rank beside the store, may not import): WAL, synchronous=NORMAL, PRAGMA user_version and one
+transaction per migration. Every public method turns sqlite3's errors into IndexDamaged
+(damaged pages, not a database) or DocumentIndexError (the rest): never a traceback in a slot.
+A damaged file is found at open (its header; PRAGMA quick_check with check=True), and
+open_or_rebuild() moves it aside and starts a new one.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from app.common.text import shorten
+from app.documents.types import Chunk
+
+# quick_check reads every page (a few hundred MB a second); an index past this size is not
+# checked at open (the calls that meet a damaged page still say so).
+QUICK_CHECK_MAX_BYTES = 1 << 30
+PAGE_SIZE = 16384
+# How many ids go into one "IN (...)" list: SQLite's default limit of variables is 32,766.
+ID_BATCH = 900
+# The longest reason kept for a failed file (a reader's message may quote a megabyte of it).
+REASON_CHARS = 300
+
+MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: collections, files, chunks with their vectors, and the full-text index.
+    """
+    CREATE TABLE collections (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dims INTEGER NOT NULL CHECK (dims > 0),
+        generation INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        collection_id INTEGER NOT NULL REFERENCES collections (id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        size INTEGER,
+        mtime_ns INTEGER,
+        sha256 TEXT,
+        status TEXT NOT NULL CHECK (status IN ('indexed', 'failed')),
+        error TEXT NOT NULL DEFAULT '',
+        indexed_at TEXT NOT NULL,
+        UNIQUE (collection_id, path)
+    );
+    -- collection_id is the file's, kept on the chunk: a collection's vectors are read in one
+    -- range of this index, and the full-text index holds it as a token (see the docstring).
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+        collection_id INTEGER NOT NULL,
+        ordinal INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        page INTEGER,
+        heading TEXT NOT NULL DEFAULT '',
+        start INTEGER NOT NULL DEFAULT 0,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (file_id, ordinal)
+    );
+    -- A chunk's vector in a table of its own: rows of one size that fill the pages (beside the
+    -- text, a 1.5 KB vector leaves most of a page empty), read without the text when a search
+    -- loads a collection's matrix.
+    CREATE TABLE chunk_vectors (
+        chunk_id INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX chunks_by_collection ON chunks (collection_id);
+    CREATE VIRTUAL TABLE chunk_fts USING fts5(
+        text, heading, collection_id, content='chunks', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2');
+    -- Each term's chunk count, per column: search.py leaves out the words in most chunks.
+    CREATE VIRTUAL TABLE chunk_terms USING fts5vocab(chunk_fts, 'col');
+    INSERT INTO chunk_fts (chunk_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.0)');
+    CREATE TRIGGER chunk_fts_insert AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunk_fts (rowid, text, heading, collection_id)
+            VALUES (new.id, new.text, new.heading, new.collection_id);
+    END;
+    CREATE TRIGGER chunk_fts_delete AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunk_fts (chunk_fts, rowid, text, heading, collection_id)
+            VALUES ('delete', old.id, old.text, old.heading, old.collection_id);
+    END;
+    CREATE TRIGGER chunk_fts_update AFTER UPDATE OF text, heading, collection_id ON chunks BEGIN
+        INSERT INTO chunk_fts (chunk_fts, rowid, text, heading, collection_id)
+            VALUES ('delete', old.id, old.text, old.heading, old.collection_id);
+        INSERT INTO chunk_fts (rowid, text, heading, collection_id)
+            VALUES (new.id, new.text, new.heading, new.collection_id);
+    END;
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class DocumentIndexError(Exception):
+    """What the user can be told about the index: a name that exists or does not, vectors of the
+    wrong length, an index from a newer Hearth, a full disk. The message is written to be shown."""
+
+
+class IndexDamaged(DocumentIndexError):
+    """The index file is not a database or has damaged pages. It holds nothing that cannot be
+    made again from the user's files: the caller moves it aside and builds a new one
+    (open_or_rebuild)."""
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A named set of files indexed with one embedding model (`model`, its vectors `dims` long).
+    `generation` changes with every change to its files or chunks."""
+
+    id: int
+    name: str
+    created_at: str
+    model: str
+    dims: int
+    generation: int
+
+
+class FileState(NamedTuple):
+    """What says a file is unchanged since it was read: its size and modification time first
+    (cheap), then its SHA-256 (hex) where those differ."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class FailedFile:
+    """A file of a collection that could not be indexed, and why (for the user)."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """How much a collection holds: files indexed and failed, chunks, and the bytes of their text
+    (UTF-8) and of their vectors."""
+
+    files: int
+    failed: int
+    chunks: int
+    text_bytes: int
+    vector_bytes: int
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as the index keeps it, with the file it came from (what a Hit is made of)."""
+
+    id: int
+    source: Path
+    ordinal: int
+    text: str
+    page: int | None
+    heading: str
+
+
+def connect(path: str | os.PathLike) -> sqlite3.Connection:
+    """Open (creating if needed) and upgrade the index at path, in autocommit mode (changes of
+    several statements go through transaction()). Raises IndexDamaged for a file that is no
+    database or whose pages are damaged, DocumentIndexError for one from a newer Hearth."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from exc
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        # Before the first table only (a no-op on an index that exists): 16 KB pages hold ten
+        # vectors of 384 numbers with 6 % left over, where 4 KB pages hold two with a quarter.
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+        migrate(conn)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise database_error(path, exc) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...] = MIGRATIONS) -> None:
+    """Bring the index up to len(migrations), one transaction per step; refuses an index newer
+    than the migrations it knows before writing anything."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(migrations):
+        raise DocumentIndexError(
+            f"The document index was written by a newer version of Hearth (schema {version}; this "
+            f"version knows up to {len(migrations)}). Update Hearth to open it; the file has not been changed."
+        )
+    for number, script in enumerate(migrations[version:], start=version + 1):
+        # executescript() would commit an open transaction first, so BEGIN/COMMIT go inside it.
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Several statements as one commit; IMMEDIATE takes the write lock up front."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def database_error(path: str | os.PathLike, exc: sqlite3.Error) -> DocumentIndexError:
+    """IndexDamaged when the file's pages are corrupt or it is no database, else a plain
+    DocumentIndexError (a full disk, a file that cannot be written, a lock held too long)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code is the low byte
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return IndexDamaged(f"The document index {os.fspath(path)} is damaged ({shorten(str(exc))}).")
+    return DocumentIndexError(f"The document index {os.fspath(path)} could not be read or written ({shorten(str(exc))}).")
+
+
+def quick_check(conn: sqlite3.Connection, path: str | os.PathLike, max_problems: int = 3) -> list[str]:
+    """PRAGMA quick_check on conn: the problems found, [] when the file is sound or too big to
+    check at open."""
+    try:
+        if Path(path).stat().st_size > QUICK_CHECK_MAX_BYTES:
+            return []
+    except OSError:
+        return []
+    rows = conn.execute(f"PRAGMA quick_check({int(max_problems)})").fetchall()
+    return [] if rows == [("ok",)] else [shorten(str(row[0])) for row in rows]
+
+
+_DATABASE_FILES = ("", "-wal", "-shm", "-journal")  # the file and what SQLite keeps beside it
+
+
+def move_aside(path: str | os.PathLike) -> Path:
+    """Rename the index, with its -wal, -shm and -journal files, to a timestamped name beside it
+    (documents.sqlite3.damaged-20250101-120000), so a new one can take its place; never
+    overwrites (a second move in the same second gets "-2")."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    number = 2
+    while any(Path(f"{target}{suffix}").exists() for suffix in _DATABASE_FILES):
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
+        number += 1
+    for suffix in _DATABASE_FILES:  # a WAL goes with its file: never replayed into a new one
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(f"{target}{suffix}")
+    return target
+
+
+def open_or_rebuild(path: str | os.PathLike, *, check: bool = True) -> tuple["DocumentIndex", Path | None]:
+    """The index at path, or, when it is damaged, a new empty one in its place: the damaged file
+    is moved aside (its new path is returned with the index, None when it was sound), so the
+    caller can say that the collections are indexed again. An index from a newer Hearth is not
+    damaged and is not moved: DocumentIndexError."""
+    try:
+        return DocumentIndex(path, check=check), None
+    except IndexDamaged:
+        moved = move_aside(path)
+        return DocumentIndex(path, check=False), moved
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _reports_database_errors(cls):
+    """Every public method of cls turns an SQLite error into a DocumentIndexError (IndexDamaged
+    for damaged pages), whichever call meets it first."""
+
+    def guarded(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as exc:
+                raise database_error(self.path, exc) from exc
+
+        return call
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_"):
+            setattr(cls, name, guarded(value))
+    return cls
+
+
+@_reports_database_errors
+class DocumentIndex:
+    """All reads and writes of one index file; one per thread (sqlite3 connections stay on the
+    thread that made them), closed with close(). WAL lets an indexing thread write while another
+    searches."""
+
+    def __init__(self, path: str | os.PathLike, *, check: bool = False):
+        """Open path, creating or upgrading it. check=True also reads every page (PRAGMA
+        quick_check, about a second for a few hundred MB; skipped past QUICK_CHECK_MAX_BYTES),
+        so damage is found now rather than by a later search. Raises IndexDamaged or
+        DocumentIndexError; the file is left as it was."""
+        self.path = Path(path)
+        self._conn = connect(path)
+        try:
+            problems = quick_check(self._conn, path) if check else []
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise database_error(path, exc) from exc
+        if problems:
+            self._conn.close()
+            raise IndexDamaged(f"The document index {os.fspath(path)} is damaged ({problems[0]}).")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "DocumentIndex":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # Collections
+
+    def add_collection(self, name: str, model: str, dims: int) -> Collection:
+        """A new, empty collection whose vectors come from `model` (`dims` long)."""
+        if not name.strip():
+            raise DocumentIndexError("A collection needs a name.")
+        if dims <= 0:
+            raise DocumentIndexError(f"An embedding model's vectors cannot be {dims} long.")
+        try:
+            self._conn.execute("INSERT INTO collections (name, created_at, model, dims) VALUES (?, ?, ?, ?)",
+                               (name, _utc_now(), model, int(dims)))
+        except sqlite3.IntegrityError as exc:
+            raise DocumentIndexError(f"There is already a collection named {shorten(name)}.") from exc
+        return self.collection(name)
+
+    def collection(self, name: str) -> Collection:
+        row = self._conn.execute("SELECT id, name, created_at, model, dims, generation FROM collections WHERE name = ?",
+                                 (name,)).fetchone()
+        if row is None:
+            raise DocumentIndexError(f"There is no collection named {shorten(name)}.")
+        return Collection(*row)
+
+    def list_collections(self) -> list[Collection]:
+        """Every collection, by name."""
+        rows = self._conn.execute("SELECT id, name, created_at, model, dims, generation FROM collections ORDER BY name")
+        return [Collection(*row) for row in rows]
+
+    def remove_collection(self, name: str) -> None:
+        """The collection, its files and chunks (the cascade's triggers empty the full-text index)."""
+        collection = self.collection(name)
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM collections WHERE id = ?", (collection.id,))
+
+    def set_model(self, name: str, model: str, dims: int) -> bool:
+        """Record the embedding model the collection's vectors come from. Another model than the
+        one recorded makes every vector meaningless: its chunks and file states go, so the next
+        indexing run reads every file again. True when that happened."""
+        collection = self.collection(name)
+        if (collection.model, collection.dims) == (model, dims):
+            return False
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM files WHERE collection_id = ?", (collection.id,))
+            self._conn.execute("UPDATE collections SET model = ?, dims = ?, generation = generation + 1 WHERE id = ?",
+                               (model, int(dims), collection.id))
+        return True
+
+    def collection_by_id(self, collection_id: int) -> Collection | None:
+        """The collection with this id, None when it is gone: one row read, cheap before every
+        search (its generation says whether the vectors kept are still its own)."""
+        row = self._conn.execute("SELECT id, name, created_at, model, dims, generation FROM collections WHERE id = ?",
+                                 (collection_id,)).fetchone()
+        return None if row is None else Collection(*row)
+
+    # Files
+
+    def file_state(self, collection: str, path: str | os.PathLike) -> FileState | None:
+        """What was recorded of the file when it was last read (indexed, or failed with its state
+        known), None when it never was: the indexer compares it with the file now and reads only
+        what changed."""
+        row = self._conn.execute(
+            "SELECT f.size, f.mtime_ns, f.sha256 FROM files f JOIN collections c ON c.id = f.collection_id "
+            "WHERE c.name = ? AND f.path = ?", (collection, os.fspath(path))).fetchone()
+        if row is None or None in row:
+            return None
+        return FileState(*row)
+
+    def replace_file(self, collection: str, path: str | os.PathLike, size: int, mtime_ns: int, sha256: str,
+                     chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """The file's chunks and their vectors (one row each, the collection's model's length), in
+        place of whatever it had, in one transaction: a search sees the old file or the new one."""
+        found = self.collection(collection)
+        matrix = _vectors(vectors, len(chunks), found.dims)
+        with transaction(self._conn):
+            file_id = self._upsert_file(found.id, path, size, mtime_ns, sha256, "indexed", "")
+            self._conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+            for ordinal, (chunk, row) in enumerate(zip(chunks, matrix)):
+                chunk_id = self._conn.execute(
+                    "INSERT INTO chunks (file_id, collection_id, ordinal, text, page, heading, start, tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (file_id, found.id, ordinal, chunk.text, chunk.page, chunk.heading, chunk.start, chunk.tokens),
+                ).lastrowid
+                self._conn.execute("INSERT INTO chunk_vectors (chunk_id, vector) VALUES (?, ?)", (chunk_id, row.tobytes()))
+            self._bump(found.id)
+
+    def mark_failed(self, collection: str, path: str | os.PathLike, reason: str, *, size: int | None = None,
+                    mtime_ns: int | None = None, sha256: str | None = None) -> None:
+        """The file could not be indexed, for `reason`; whatever it had before goes. With its state
+        given, file_state() reports it, so an unchanged hostile file is not read again each time."""
+        found = self.collection(collection)
+        with transaction(self._conn):
+            file_id = self._upsert_file(found.id, path, size, mtime_ns, sha256, "failed", shorten(reason, REASON_CHARS))
+            self._conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+            self._bump(found.id)
+
+    def remove_missing(self, collection: str, present_paths: Iterable[str | os.PathLike]) -> int:
+        """Forget the collection's files that are not among present_paths (deleted or moved since
+        they were read), with their chunks; how many."""
+        found = self.collection(collection)
+        present = {os.fspath(path) for path in present_paths}
+        gone = [file_id for file_id, path in
+                self._conn.execute("SELECT id, path FROM files WHERE collection_id = ?", (found.id,))
+                if path not in present]
+        if gone:
+            with transaction(self._conn):
+                for start in range(0, len(gone), ID_BATCH):
+                    batch = gone[start:start + ID_BATCH]
+                    self._conn.execute(f"DELETE FROM files WHERE id IN ({','.join('?' * len(batch))})", batch)
+                self._bump(found.id)
+        return len(gone)
+
+    def failures(self, collection: str) -> list[FailedFile]:
+        """The collection's files that could not be indexed, and why, by path."""
+        found = self.collection(collection)
+        rows = self._conn.execute("SELECT path, error FROM files WHERE collection_id = ? AND status = 'failed' "
+                                  "ORDER BY path", (found.id,))
+        return [FailedFile(Path(path), error) for path, error in rows]
+
+    def stats(self, collection: str) -> CollectionStats:
+        found = self.collection(collection)
+        files, failed = self._conn.execute(
+            "SELECT COUNT(*) FILTER (WHERE status = 'indexed'), COUNT(*) FILTER (WHERE status = 'failed') "
+            "FROM files WHERE collection_id = ?", (found.id,)).fetchone()
+        chunks, text_bytes, vector_bytes = self._conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(c.text AS BLOB))), 0), COALESCE(SUM(LENGTH(v.vector)), 0) "
+            "FROM chunks c JOIN chunk_vectors v ON v.chunk_id = c.id WHERE c.collection_id = ?", (found.id,)).fetchone()
+        return CollectionStats(files, failed, chunks, text_bytes, vector_bytes)
+
+    # What search.py reads
+
+    def load_vectors(self, collection_id: int, dims: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every chunk id of the collection (int64) and its vector, as one (n, dims) float32 matrix
+        in the same order: read once, searched in memory. A vector of another length (a file
+        written by hand) is damage."""
+        ids, blobs = [], []
+        for chunk_id, blob in self._conn.execute(
+                "SELECT v.chunk_id, v.vector FROM chunks c JOIN chunk_vectors v ON v.chunk_id = c.id "
+                "WHERE c.collection_id = ? ORDER BY c.id", (collection_id,)):
+            ids.append(chunk_id)
+            blobs.append(blob)
+        joined = b"".join(blobs)
+        if len(joined) != len(ids) * dims * 4:
+            raise IndexDamaged(f"The document index {self.path} is damaged (a vector is not {dims} long).")
+        matrix = np.frombuffer(joined, dtype="<f4").reshape(len(ids), dims)
+        return np.asarray(ids, dtype=np.int64), matrix.astype(np.float32, copy=False)
+
+    def keyword_ranks(self, collection_id: int, match: str, limit: int) -> list[int]:
+        """The ids of the collection's chunks that the FTS5 expression `match` finds, best BM25
+        first (text weighs 1, heading 0.5), at most `limit`. `match` must already be safe
+        (search.fts_query makes it so)."""
+        rows = self._conn.execute(
+            "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ? ORDER BY rank LIMIT ?",
+            (f'collection_id : "{int(collection_id)}" AND {{text heading}} : ({match})', int(limit)))
+        return [row[0] for row in rows]
+
+    def term_chunks(self, terms: Sequence[str]) -> dict[str, int]:
+        """In how many chunks of the whole index each term is (its text or heading), terms the
+        index has never seen left out: what a query's words would cost to score. Terms as the
+        tokenizer writes them: folded, without accents."""
+        found: dict[str, int] = {}
+        for start in range(0, len(terms), ID_BATCH):
+            batch = list(terms[start:start + ID_BATCH])
+            rows = self._conn.execute(
+                f"SELECT term, MAX(doc) FROM chunk_terms WHERE term IN ({','.join('?' * len(batch))}) "
+                "AND col IN ('text', 'heading') GROUP BY term", batch)
+            found.update(rows)
+        return found
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
+        """The chunks with these ids and their files, by id (ids that are gone are left out)."""
+        found: dict[int, StoredChunk] = {}
+        for start in range(0, len(ids), ID_BATCH):
+            batch = [int(chunk_id) for chunk_id in ids[start:start + ID_BATCH]]
+            rows = self._conn.execute(
+                "SELECT c.id, f.path, c.ordinal, c.text, c.page, c.heading FROM chunks c JOIN files f ON f.id = c.file_id "
+                f"WHERE c.id IN ({','.join('?' * len(batch))})", batch)
+            for chunk_id, path, ordinal, text, page, heading in rows:
+                found[chunk_id] = StoredChunk(chunk_id, Path(path), ordinal, text, page, heading)
+        return found
+
+    # Inside
+
+    def _upsert_file(self, collection_id: int, path: str | os.PathLike, size: int | None, mtime_ns: int | None,
+                     sha256: str | None, status: str, error: str) -> int:
+        return self._conn.execute(
+            "INSERT INTO files (collection_id, path, size, mtime_ns, sha256, status, error, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (collection_id, path) DO UPDATE SET size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, status = excluded.status, error = excluded.error, "
+            "indexed_at = excluded.indexed_at RETURNING id",
+            (collection_id, os.fspath(path), size, mtime_ns, sha256, status, error, _utc_now())).fetchone()[0]
+
+    def _bump(self, collection_id: int) -> None:
+        self._conn.execute("UPDATE collections SET generation = generation + 1 WHERE id = ?", (collection_id,))
+
+
+def _vectors(vectors: np.ndarray, rows: int, dims: int) -> np.ndarray:
+    """vectors as little-endian float32 rows, checked: one per chunk, `dims` long, finite."""
+    matrix = np.asarray(vectors)
+    if matrix.ndim != 2 or matrix.shape != (rows, dims):
+        raise DocumentIndexError(f"Expected {rows} vectors of {dims} numbers, got an array shaped {matrix.shape}.")
+    matrix = np.ascontiguousarray(matrix, dtype="<f4")
+    if not np.isfinite(matrix).all():
+        raise DocumentIndexError("An embedding held a number that is not finite.")
+    return matrix
+
