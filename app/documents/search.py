@@ -47,7 +47,7 @@ def query_terms(text: str, max_terms: int = MAX_TERMS) -> list[str]:
     each once, in order, at most max_terms."""
     # Accents come off first (canonical decomposition, its marks dropped) and the words are cut
     # after, so that each term is one token of the index's (a term of two would be a phrase,
-    # stricter than the word asked for) and is found in chunk_terms as the tokenizer wrote it.
+    # stricter than the word asked for) and is counted as the tokenizer wrote it.
     decomposed = unicodedata.normalize("NFD", text[:MAX_QUERY_CHARS].casefold())
     plain = "".join(char for char in decomposed if not unicodedata.combining(char))
     terms: list[str] = []
@@ -69,8 +69,8 @@ def fts_query(terms: Sequence[str]) -> str | None:
 
 def telling_terms(terms: Sequence[str], chunk_counts: dict[str, int], budget: int = SCORED_CHUNKS) -> list[str]:
     """The rarest of terms, in their order, as many as keep the chunks BM25 must score within
-    budget (the sum of their chunk counts; the rarest one is always kept); terms no chunk has
-    are left out (they find nothing).
+    budget (the sum of their chunk counts, each counted up to budget + 1; the rarest one is always
+    kept); terms no chunk has are left out (they find nothing).
 
     FTS5 scores every chunk that matches any term before it sorts them, about 1.7 µs each: "how",
     "the" or "does" are in a third to all of the chunks, and with them a question over 100,000
@@ -137,7 +137,7 @@ class DocumentSearch:
         terms = query_terms(query)
         if not terms:
             return []
-        match = fts_query(telling_terms(terms, self.index.term_chunks(terms)))
+        match = fts_query(telling_terms(terms, self.index.term_chunks(terms, SCORED_CHUNKS)))
         return self.index.keyword_ranks(collection_id, match, limit) if match else []
 
     def nearest(self, collection_id: int, query_vector: np.ndarray, limit: int = CANDIDATES) -> list[int]:
