@@ -1,0 +1,81 @@
+"""PDF through PDFium (pypdfium2): each page's text a passage with its 1-based page number, for
+citations that open the file at that page, and the heading from the document's outline where it
+has one. PDFium is not safe to call from two threads at once, so every use here holds one lock:
+two indexers reading PDFs wait for each other rather than corrupting its state."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from app.documents.limits import MAX_PDF_PAGES, MAX_TEXT_CHARS
+from app.documents.readers.text import normalise_newlines
+from app.documents.types import DocumentError, Passage
+
+_PDFIUM = threading.Lock()
+_MAX_OUTLINE_ITEMS = 5000  # bookmarks read for headings; an outline past this is not walked
+# What PDFium leaves in extracted text that is no text: control characters, its own markers.
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
+# PDFium's FPDF_ERR_PASSWORD and FPDF_ERR_SECURITY; any other failure to open is damage.
+_REASONS = {4: "is protected by a password", 5: "uses a security handler Hearth cannot open"}
+
+
+def read_pdf(data: bytes) -> list[Passage]:
+    """A passage per page that has text (a scanned page without a text layer has none)."""
+    import pypdfium2 as pdfium  # here: its 8 MB library loads only when a PDF is read
+
+    with _PDFIUM:
+        try:
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as error:
+            raise DocumentError(_REASONS.get(error.err_code, "is damaged or not a PDF")) from None
+        try:
+            return _pages(document)
+        except pdfium.PdfiumError:
+            raise DocumentError("is damaged: a page could not be read") from None
+        finally:
+            document.close()
+
+
+def _pages(document) -> list[Passage]:
+    count = len(document)
+    if count > MAX_PDF_PAGES:
+        raise DocumentError(f"has {count:,} pages, more than the {MAX_PDF_PAGES:,} Hearth reads")
+    headings = _outline_headings(document, count)
+    passages: list[Passage] = []
+    total = 0
+    heading = ""
+    for index in range(count):
+        heading = headings.get(index, heading)
+        page = document[index]
+        try:
+            text_page = page.get_textpage()
+            text = text_page.get_text_range()
+            text_page.close()
+        finally:
+            page.close()
+        text = _NOT_TEXT.sub("", normalise_newlines(text)).strip()
+        total += len(text)
+        if total > MAX_TEXT_CHARS:
+            raise DocumentError(f"holds more than the {MAX_TEXT_CHARS:,} characters Hearth reads from one file")
+        if text:
+            passages.append(Passage(text, page=index + 1, heading=heading))
+    return passages
+
+
+def _outline_headings(document, count: int) -> dict[int, str]:
+    """Page index → the title of the last bookmark that points there, in outline order. An
+    outline that cannot be read gives no headings, never a failed file."""
+    headings: dict[int, str] = {}
+    try:
+        for number, bookmark in enumerate(document.get_toc(max_depth=6)):
+            if number >= _MAX_OUTLINE_ITEMS:
+                break
+            destination = bookmark.get_dest()
+            index = destination.get_index() if destination is not None else None
+            title = " ".join(bookmark.get_title().split())
+            if index is not None and 0 <= index < count and title:
+                headings[index] = title
+    except Exception:  # noqa: BLE001 — a damaged outline costs the headings, not the file
+        return {}
+    return headings
