@@ -122,9 +122,11 @@ def add_subcommands(subparsers) -> None:
 
     add_conversations_parser(subparsers)
 
+    from .docs import add_docs_parser
     from .tools import add_tools_parser
 
     add_tools_parser(subparsers)
+    add_docs_parser(subparsers)
 
 
 def run_inspect(args) -> int:

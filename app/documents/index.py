@@ -264,6 +264,14 @@ class DocumentIndex:
                 self._conn.execute("INSERT INTO chunk_vectors (chunk_id, vector) VALUES (?, ?)", (chunk_id, row.tobytes()))
             self._bump(found.id)
 
+    def touch_file(self, collection: str, path: str | os.PathLike, size: int, mtime_ns: int) -> None:
+        """The file's size or time changed but not its bytes (its hash is as recorded): the new
+        state is kept, so the next run skips it without hashing it again."""
+        found = self.collection(collection)
+        with transaction(self._conn):
+            self._conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE collection_id = ? AND path = ?",
+                               (size, mtime_ns, found.id, os.fspath(path)))
+
     def mark_failed(self, collection: str, path: str | os.PathLike, reason: str, *, size: int | None = None,
                     mtime_ns: int | None = None, sha256: str | None = None) -> None:
         """The file could not be indexed, for `reason`; whatever it had before goes. With its state

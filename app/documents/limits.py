@@ -14,3 +14,6 @@ EMBED_MAX_TOKENS = 512  # the default model's window (all-MiniLM-L6-v2); no chun
 CHUNK_TOKENS = 256  # the most one chunk holds, overlap included
 OVERLAP_TOKENS = 32  # of the previous chunk's end, repeated at the start of the next (same page)
 MAX_CHUNK_CHARS = 4000  # whatever the tokens: a run the tokenizer calls one [UNK] stays readable
+
+# Indexing (indexing.py)
+EMBED_BATCH = 32  # chunks handed to the embedding model at once (it packs them into its batch)

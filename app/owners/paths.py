@@ -71,6 +71,17 @@ def served_responses_path() -> Path:
     return data_dir() / "served-responses.sqlite3"
 
 
+def documents_index_path() -> Path:
+    """The user's documents, chunked and embedded (documents/index.py): a file of its own,
+    which can always be rebuilt from the documents, apart from the conversations."""
+    return data_dir() / "documents.sqlite3"
+
+
+def embedding_models_dir() -> Path:
+    """Where the default embedding model is converted to GGUF on first use (it can be again)."""
+    return _ensure(cache_dir() / "embedding-models")
+
+
 # The file a running Hearth locks in its data folder (ui/app/single_instance.py); the command line's
 # conversation commands test it before touching the database.
 INSTANCE_LOCK_FILE = "hearth.lock"
