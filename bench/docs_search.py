@@ -102,7 +102,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from app.documents.index import DocumentIndex
-    from app.documents.search import SCORED_CHUNKS, DocumentSearch, fts_query, query_terms, telling_terms
+    from app.documents.limits import SCORED_CHUNKS
+    from app.documents.search import DocumentSearch, fts_query, query_terms, telling_terms
 
     rng = np.random.default_rng(28)
     words, p = vocabulary()

@@ -17,3 +17,13 @@ MAX_CHUNK_CHARS = 4000  # whatever the tokens: a run the tokenizer calls one [UN
 
 # Indexing (indexing.py)
 EMBED_BATCH = 32  # chunks handed to the embedding model at once (it packs them into its batch)
+
+# Searching (search.py)
+RRF_K = 60  # reciprocal rank fusion's constant, as in the paper and in LocalDocs
+CANDIDATES = 50  # how many each search ranks before fusion
+TOP = 5  # hits a search gives unless asked for more
+MAX_TERMS = 32  # a pasted page as a query is cut to its first words: each term is a posting list read
+MAX_QUERY_CHARS = 10_000  # and a pasted book to its first characters before they are split
+# The chunks BM25 may score for one query, counted from its terms' chunk counts (telling_terms):
+# about 15 ms of FTS5's time on this machine.
+SCORED_CHUNKS = 8_000

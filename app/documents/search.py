@@ -27,16 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.documents.index import DocumentIndex, DocumentIndexError
+from app.documents.limits import CANDIDATES, MAX_QUERY_CHARS, MAX_TERMS, RRF_K, SCORED_CHUNKS, TOP
 from app.documents.types import Hit
-
-RRF_K = 60  # reciprocal rank fusion's constant, as in the paper and in LocalDocs
-CANDIDATES = 50  # how many each search ranks before fusion
-MAX_TERMS = 32  # a pasted page as a query is cut to its first words: each term is a posting list read
-MAX_QUERY_CHARS = 10_000  # and a pasted book to its first characters before they are split
-# The chunks BM25 may score for one query, counted from its terms' chunk counts (telling_terms):
-# about 15 ms of FTS5's time on this machine.
-SCORED_CHUNKS = 8_000
-TOP = 5
 
 # A word as FTS5's unicode61 tokenizer reads one: letters, digits (of any script), no underscore.
 _WORD = re.compile(r"[^\W_]+")
