@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from app.common.sqlite_files import move_aside, transaction
 from app.common.text import shorten
 from app.documents.index_schema import (
     PAGE_SIZE,
@@ -42,9 +43,7 @@ from app.documents.index_schema import (
     IndexDamaged,
     connect,
     database_error,
-    move_aside,
     quick_check,
-    transaction,
 )
 from app.documents.types import Chunk
 

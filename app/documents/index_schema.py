@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from app.common import sqlite_files
 from app.common.text import shorten
 
 # quick_check reads every page (a few hundred MB a second); an index past this size is not
@@ -139,41 +137,17 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
 
 
 def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...] = MIGRATIONS) -> None:
-    """Bring the index up to len(migrations), one transaction per step; refuses an index newer
-    than the migrations it knows before writing anything."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > len(migrations):
-        raise DocumentIndexError(
-            f"The document index was written by a newer version of Hearth (schema {version}; this "
-            f"version knows up to {len(migrations)}). Update Hearth to open it; the file has not been changed."
-        )
-    for number, script in enumerate(migrations[version:], start=version + 1):
-        # executescript() would commit an open transaction first, so BEGIN/COMMIT go inside it.
-        try:
-            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Several statements as one commit; IMMEDIATE takes the write lock up front."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    """Bring the index up to len(migrations), one transaction per step (common/sqlite_files.py);
+    an index newer than the migrations known is refused before anything is written."""
+    sqlite_files.migrate(conn, migrations, lambda version: DocumentIndexError(
+        f"The document index was written by a newer version of Hearth (schema {version}; this "
+        f"version knows up to {len(migrations)}). Update Hearth to open it; the file has not been changed."))
 
 
 def database_error(path: str | os.PathLike, exc: sqlite3.Error) -> DocumentIndexError:
     """IndexDamaged when the file's pages are corrupt or it is no database, else a plain
     DocumentIndexError (a full disk, a file that cannot be written, a lock held too long)."""
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code is the low byte
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+    if sqlite_files.is_damage(exc):
         return IndexDamaged(f"The document index {os.fspath(path)} is damaged ({shorten(str(exc))}).")
     return DocumentIndexError(f"The document index {os.fspath(path)} could not be read or written ({shorten(str(exc))}).")
 
@@ -188,24 +162,3 @@ def quick_check(conn: sqlite3.Connection, path: str | os.PathLike, max_problems:
         return []
     rows = conn.execute(f"PRAGMA quick_check({int(max_problems)})").fetchall()
     return [] if rows == [("ok",)] else [shorten(str(row[0])) for row in rows]
-
-
-_DATABASE_FILES = ("", "-wal", "-shm", "-journal")  # the file and what SQLite keeps beside it
-
-
-def move_aside(path: str | os.PathLike) -> Path:
-    """Rename the index, with its -wal, -shm and -journal files, to a timestamped name beside it
-    (documents.sqlite3.damaged-20250101-120000), so a new one can take its place; never
-    overwrites (a second move in the same second gets "-2")."""
-    path = Path(path)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.damaged-{stamp}")
-    number = 2
-    while any(Path(f"{target}{suffix}").exists() for suffix in _DATABASE_FILES):
-        target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
-        number += 1
-    for suffix in _DATABASE_FILES:  # a WAL goes with its file: never replayed into a new one
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            source.rename(f"{target}{suffix}")
-    return target

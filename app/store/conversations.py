@@ -24,6 +24,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.common.sqlite_files import transaction
 from app.common.text import shorten
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus
@@ -41,7 +42,7 @@ from app.store.records import (
     unanswered,
     utc_now,
 )
-from app.store.schema import connect, database_error, transaction
+from app.store.schema import connect, database_error
 from app.store.tree import (
     BRANCH,
     MESSAGE,
@@ -183,8 +184,7 @@ class ConversationStore:
         self._update_conversation(conversation_id, "deleted_at = COALESCE(deleted_at, ?)", utc_now())
         return self.get_conversation(conversation_id)
 
-    def restore(self, conversation_id: int) -> None:
-        """Take the conversation out of the trash (the Undo of delete)."""
+    def restore(self, conversation_id: int) -> None:  # the Undo of delete: out of the trash
         self._update_conversation(conversation_id, "deleted_at = NULL")
 
     def purge_deleted(self) -> int:

@@ -10,9 +10,10 @@ import os
 import sqlite3
 from pathlib import Path
 
+from app.common.sqlite_files import transaction
 from app.store import exchange
 from app.store.records import utc_now
-from app.store.schema import connect, database_error, transaction
+from app.store.schema import connect, database_error
 from app.store.tree import last_seen_leaf
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.store.schema import transaction
+from app.common.sqlite_files import transaction
 
 # index table -> (content table, indexed columns)
 _INDEXES = {"conversation_fts": ("conversations", ("title",)),

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from app.common.sqlite_files import transaction
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store.records import STATUSES, StoreError, calls_search_text, calls_to_json, require_choice, utc_now
-from app.store.schema import transaction
 
 
 def save_partial(conn: sqlite3.Connection, message_id: int, content: str) -> None:

@@ -10,7 +10,8 @@ import pytest
 from support.damaged_database import build_conversations, damaged_database
 
 from app.store import ConversationStore, DatabaseDamaged, StoreError
-from app.store.schema import move_aside, quick_check
+from app.common.sqlite_files import move_aside
+from app.store.schema import quick_check
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from ...common.sqlite_files import move_aside
 from ...engine.types import ModelSource, RemoteModel
 from ...owners import paths
 from ...owners.bridge import EngineBridge
@@ -26,7 +27,6 @@ from ...owners.saved_states import open_state_cache
 from ...owners.settings import Appearance, Settings
 from ...owners.tool_servers import ToolServerManager
 from ...store import ConversationStore, DatabaseDamaged, StoreError
-from ...store.schema import move_aside
 from ..widgets.background import run_in_background
 from ..window import appearance
 from . import crash

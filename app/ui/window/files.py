@@ -16,9 +16,10 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QStatusBar, QWidget
 
+from ...common.sqlite_files import move_aside
 from ...owners.chat_session import ChatSession
 from ...store import ConversationStore, DatabaseDamaged, StoreError, import_file, shorten
-from ...store.schema import move_aside, quick_check
+from ...store.schema import quick_check
 from ..widgets.background import run_in_background
 from .conversation_list import TITLE_SHOWN_CHARS
 from .store_problems import StoreProblemBanner, guarded, reports_store_errors

@@ -1,0 +1,68 @@
+"""What every SQLite file of Hearth's does the same way (the conversations, the documents'
+index): schema upgrades one transaction per step, transactions that take the write lock up
+front, telling a damaged file from another failure, and moving a damaged file aside with its
+WAL. Each room keeps its own schema and its own words for the user; these are the mechanics."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+DATABASE_FILES = ("", "-wal", "-shm", "-journal")  # the file and what SQLite keeps beside it
+
+
+def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...], too_new: Callable[[int], Exception]) -> None:
+    """Bring the file up to len(migrations), one transaction per step. A file newer than the
+    migrations known is refused before anything is written (`too_new(its version)` is raised):
+    an older Hearth must not guess at a schema it has never seen."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(migrations):
+        raise too_new(version)
+    for number, script in enumerate(migrations[version:], start=version + 1):
+        # executescript() would commit an open transaction first, so BEGIN/COMMIT go inside it.
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Several statements as one commit; IMMEDIATE takes the write lock up front."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """The file's pages are corrupt or it is no database (not a full disk, a lock, a permission)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # extended codes keep the primary in the low byte
+    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def move_aside(path: str | Path) -> Path:
+    """Rename the file, with its -wal, -shm and -journal files, to a timestamped name beside it
+    (conversations.sqlite3.damaged-20250101-120000), so a fresh one can take its place and
+    nothing in the old one is lost: SQLite still finds the renamed file's WAL under its new name.
+    Never overwrites: a second move in the same second gets "-2"."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    number = 2
+    while any(Path(f"{target}{suffix}").exists() for suffix in DATABASE_FILES):
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
+        number += 1
+    for suffix in DATABASE_FILES:  # a WAL or journal goes with its file: never replayed into a new one
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(f"{target}{suffix}")
+    return target
