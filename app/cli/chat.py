@@ -7,6 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
+from ..conversation.sources import sources_list, with_sources
 from ..engine.gguf.reading import inspect_model
 from ..engine.options import NOTHING_STORED, resolve
 from ..engine.sampling import ModelDefaults
@@ -21,8 +22,8 @@ def run_chat(args) -> int:
     if args.conversation is not None:
         from .conversation_chat import run_chat_in_conversation
 
-        if args.tools or args.json_schema:
-            raise UsageError("--tools and --json-schema make one-off replies; they do not go with --conversation")
+        if args.tools or args.json_schema or args.docs:
+            raise UsageError("--tools, --json-schema and --docs make one-off replies; they do not go with --conversation")
         if args.tool_choice is not None and not wants_tool_servers(args):
             raise UsageError("--tool-choice goes with --tools or tool servers (--mcp, --allow-tool)")
 
@@ -47,6 +48,8 @@ def run_chat(args) -> int:
     check_loadable(options)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": message_text(args)})
+    hits = _sources(args, messages[-1]["content"])
+    messages = with_sources(messages, hits)
     with command_line_tools(args) as servers:
         tools = tool_use_from_args(args) if servers is None else None
         backend = open_backend(source, options)
@@ -59,11 +62,24 @@ def run_chat(args) -> int:
                 stats = _tool_loop(backend, messages, params, servers)
         finally:
             backend.close()
+    if hits:
+        print(f"\nSources:\n{sources_list(hits)}", flush=True)
     report_stats(args, stats, device)
     if stats.stop_reason is StopReason.ERROR:
         print(f"hearth: {stats.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _sources(args, question: str) -> list:
+    """--docs NAME: the collection's chunks that answer the question, for the prompt."""
+    if not args.docs:
+        return []
+    if args.docs_top < 1:
+        raise UsageError("--docs-top must be at least 1")
+    from .docs import find_sources
+
+    return find_sources(args.docs, question, args.docs_top)
 
 
 def _tool_loop(backend, messages: list[dict], params, tools: CommandLineTools) -> ReplyStats:

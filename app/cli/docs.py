@@ -126,18 +126,8 @@ def run_docs_search(args) -> int:
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     with _index() as index:
-        collection = _known(index, args.name)
-        embedder = open_embedder(args.embedding_model)
-        try:
-            if embedder.name != collection.model:
-                print(f"hearth: note: {args.name} was indexed with {collection.model}, not {embedder.name}: "
-                      "searched by its words only", file=sys.stderr)
-                vector = None
-            else:
-                vector = embedder.embed([args.query])[0]
-        finally:
-            embedder.close()
-        hits = DocumentSearch(index).search(args.name, args.query, vector, args.top)
+        _known(index, args.name)
+    hits = find_sources(args.name, args.query, args.top, args.embedding_model)
     if args.json:
         print(json.dumps([{"source": str(hit.source), "page": hit.page, "text": hit.text, "score": hit.score}
                           for hit in hits], ensure_ascii=False))
@@ -146,6 +136,21 @@ def run_docs_search(args) -> int:
         where = f"{hit.source}" + (f", page {hit.page}" if hit.page else "")
         print(f"[{number}] {printable(where)}\n{printable(hit.text, limit=400)}\n")
     return 0
+
+
+def find_sources(name: str, query: str, top: int, model: Path | None = None) -> list:
+    """The `top` chunks of collection `name` that answer `query` (`hearth chat --docs`)."""
+    with _index() as index:
+        collection = _known(index, name)
+        embedder = open_embedder(model)
+        try:
+            vector = embedder.embed([query])[0] if embedder.name == collection.model else None
+        finally:
+            embedder.close()
+        if vector is None:
+            print(f"hearth: note: {printable(name)} was indexed with {printable(collection.model)}, not "
+                  f"{printable(embedder.name)}: searched by its words only", file=sys.stderr)
+        return DocumentSearch(index).search(name, query, vector, top)
 
 
 def _known(index: DocumentIndex, name: str):

@@ -89,6 +89,10 @@ def add_subcommands(subparsers) -> None:
                       help="seconds a tool call may take (default: each server's, 60 unless set)")
     chat.add_argument("--json-schema", type=Path, metavar="SCHEMA.json",
                       help="the reply is JSON that satisfies this JSON schema (held to it by a grammar)")
+    chat.add_argument("--docs", metavar="NAME",
+                      help="answer from collection NAME (hearth docs add): its chunks that answer the message go "
+                           "into the prompt as numbered sources, listed after the reply")
+    chat.add_argument("--docs-top", type=int, default=5, metavar="K", help="with --docs: how many chunks (default 5)")
     add_server_arguments(chat, required=False)
     chat.set_defaults(run=run_chat)
 

@@ -114,3 +114,36 @@ def test_the_command_line_adds_lists_searches_and_removes(tmp_path, folder):
     assert hearth("list").stdout.decode() == ""
     unknown = hearth("search", "home", "x")
     assert unknown.returncode == 2 and "no collection named home" in unknown.stderr.decode()
+
+
+def test_a_chat_answers_from_a_collection_and_lists_its_sources(tmp_path, folder, gemma_path):
+    """`hearth chat MODEL QUESTION --docs NAME`: the chunks that answer go into the prompt as
+    numbered sources (with_sources), and the sources are listed after the reply."""
+    env = dict(os.environ, HEARTH_HOME=str(tmp_path / "home"))
+    model = str(ensure_minilm().gguf)
+
+    def hearth(*args):
+        return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, cwd=ROOT, env=env,
+                              timeout=180)
+
+    assert hearth("docs", "add", "home", folder, "--embedding-model", model).returncode == 0
+    # The chat's embedding model is the default one, converted into Hearth's cache on first use:
+    # the same conversion as the test's, so the collection is searched by meaning too.
+    out = hearth("chat", gemma_path, "How long should bread dough rise?", "--docs", "home", "--docs-top", "2",
+                 "--max-tokens", "8", "--temperature", "0")
+    assert out.returncode == 0, out.stderr.decode()
+    assert "searched by its words only" not in out.stderr.decode()
+    _reply, _, sources = out.stdout.decode().partition("\nSources:\n")
+    assert sources.splitlines()[0].startswith("[1] ") and sources.splitlines()[0].endswith("bread.txt")
+
+
+def test_sources_go_into_the_system_message_numbered():
+    from app.conversation.sources import with_sources
+    from app.documents.types import Hit
+
+    hits = [Hit(Path("/docs/a.pdf"), "Prune in winter.", 0.5, page=3), Hit(Path("/docs/b.md"), "Water daily.", 0.4)]
+    [system, user] = with_sources([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "?"}], hits)
+    assert system["content"].startswith("Be brief.\n\nAnswer from the numbered sources")
+    assert "[1] a.pdf, page 3\nPrune in winter." in system["content"] and "[2] b.md\nWater daily." in system["content"]
+    assert user == {"role": "user", "content": "?"}
+    assert with_sources([{"role": "user", "content": "?"}], [])[0]["role"] == "user"
