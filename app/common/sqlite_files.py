@@ -5,13 +5,67 @@ WAL. Each room keeps its own schema and its own words for the user; these are th
 
 from __future__ import annotations
 
+import functools
+import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+ToError = Callable[[str | os.PathLike, sqlite3.Error], Exception]  # the room's words for an SQLite error
+
 DATABASE_FILES = ("", "-wal", "-shm", "-journal")  # the file and what SQLite keeps beside it
+
+
+def open_file(path: str | os.PathLike, to_error: ToError, migrate: Callable[[sqlite3.Connection], None],
+              first: Sequence[str] = ()) -> sqlite3.Connection:
+    """Open (creating if needed) and upgrade the file at path, in autocommit mode (changes of
+    several statements go through transaction()), with foreign keys, WAL and `first` (pragmas
+    that must come before any table). An SQLite error becomes the room's (`to_error`); the
+    file is left as it was."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise to_error(path, exc) from exc
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        for pragma in first:
+            conn.execute(pragma)
+        migrate(conn)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise to_error(path, exc) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def reporting_errors(to_error: ToError) -> Callable[[type], type]:
+    """A class decorator: every public method of the class (whose instances have `path`) turns
+    an SQLite error into the room's (`to_error`), whichever call meets it first, so a damaged or
+    full file is a message the window can show and never a traceback in a slot."""
+
+    def guarded(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as exc:
+                raise to_error(self.path, exc) from exc
+
+        return call
+
+    def decorate(cls: type) -> type:
+        for name, value in list(vars(cls).items()):
+            if callable(value) and not name.startswith("_"):
+                setattr(cls, name, guarded(value))
+        return cls
+
+    return decorate
 
 
 def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...], too_new: Callable[[int], Exception]) -> None:

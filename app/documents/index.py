@@ -24,7 +24,6 @@ a new one.
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -35,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from app.common.sqlite_files import move_aside, transaction
+from app.common.sqlite_files import move_aside, reporting_errors, transaction
 from app.common.text import shorten
 from app.documents.index_schema import (
     PAGE_SIZE,
@@ -135,27 +134,7 @@ def _utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _reports_database_errors(cls):
-    """Every public method of cls turns an SQLite error into a DocumentIndexError (IndexDamaged
-    for damaged pages), whichever call meets it first."""
-
-    def guarded(method):
-        @functools.wraps(method)
-        def call(self, *args, **kwargs):
-            try:
-                return method(self, *args, **kwargs)
-            except sqlite3.DatabaseError as exc:
-                raise database_error(self.path, exc) from exc
-
-        return call
-
-    for name, value in list(vars(cls).items()):
-        if callable(value) and not name.startswith("_"):
-            setattr(cls, name, guarded(value))
-    return cls
-
-
-@_reports_database_errors
+@reporting_errors(database_error)
 class DocumentIndex:
     """All reads and writes of one index file; one per thread (sqlite3 connections stay on the
     thread that made them), closed with close(). WAL lets an indexing thread write while another

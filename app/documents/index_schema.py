@@ -115,25 +115,9 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     """Open (creating if needed) and upgrade the index at path, in autocommit mode (changes of
     several statements go through transaction()). Raises IndexDamaged for a file that is no
     database or whose pages are damaged, DocumentIndexError for one from a newer Hearth."""
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise database_error(path, exc) from exc
-    try:
-        conn.execute("PRAGMA foreign_keys = ON")
-        # Before the first table only (a no-op on an index that exists): 16 KB pages hold ten
-        # vectors of 384 numbers with 6 % left over, where 4 KB pages hold two with a quarter.
-        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-        migrate(conn)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-    except sqlite3.Error as exc:
-        conn.close()
-        raise database_error(path, exc) from exc
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    # The page size is set before the first table only (a no-op on an index that exists): 16 KB
+    # pages hold ten vectors of 384 numbers with 6 % left over, where 4 KB pages hold two with a quarter.
+    return sqlite_files.open_file(path, database_error, migrate, (f"PRAGMA page_size = {PAGE_SIZE}",))
 
 
 def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...] = MIGRATIONS) -> None:

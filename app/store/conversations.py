@@ -16,7 +16,6 @@ one's streaming reply for a crashed one.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -24,7 +23,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.common.sqlite_files import transaction
+from app.common.sqlite_files import reporting_errors, transaction
 from app.common.text import shorten
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus
@@ -84,28 +83,7 @@ class MessagePage:
     earlier: int
 
 
-def _reports_database_errors(cls):
-    """Every public method of cls turns an SQLite error into a StoreError (DatabaseDamaged for
-    damaged pages), so a damaged or full database is a message the window can show, whatever
-    call meets it first, and never a traceback in a slot."""
-
-    def guarded(method):
-        @functools.wraps(method)
-        def call(self, *args, **kwargs):
-            try:
-                return method(self, *args, **kwargs)
-            except sqlite3.DatabaseError as exc:
-                raise database_error(self.path, exc) from exc
-
-        return call
-
-    for name, value in list(vars(cls).items()):
-        if callable(value) and not name.startswith("_"):
-            setattr(cls, name, guarded(value))
-    return cls
-
-
-@_reports_database_errors
+@reporting_errors(database_error)
 class ConversationStore:
     """All reads and writes of conversations; one per database file, closed with close().
 

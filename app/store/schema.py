@@ -157,21 +157,7 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     multi-statement changes use transaction(). Raises StoreError when the file is not a usable
     database or comes from a newer Hearth; such a file is left as it was.
     """
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise database_error(path, exc) from exc
-    try:
-        conn.execute("PRAGMA foreign_keys = ON")
-        migrate(conn)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-    except sqlite3.Error as exc:
-        conn.close()
-        raise database_error(path, exc) from exc
-    except BaseException:
-        conn.close()
-        raise
+    conn = sqlite_files.open_file(path, database_error, migrate)
     conn.row_factory = sqlite3.Row
     return conn
 
