@@ -110,6 +110,9 @@ def add_subcommands(subparsers) -> None:
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                        help="let web pages from ORIGIN (scheme://host[:port], as the browser sends it) call the "
                             "server; repeat for more, '*' for every site (default: none)")
+    serve.add_argument("--embedding-model", type=Path, metavar="FILE.gguf",
+                       help="the model /v1/embeddings serves, by its file name (default: all-MiniLM-L6-v2, "
+                            "converted on first use); loaded at its first request")
     serve.set_defaults(run=run_serve)
 
     models = subparsers.add_parser("models", help="list an OpenAI-compatible server's models as JSON lines")

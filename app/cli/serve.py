@@ -62,8 +62,8 @@ def run_serve(args) -> int:
 
     try:
         kept = KeptResponses(served_responses_path())
-        server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins, kept=kept), sock,
-                   on_stop=queue.stop)
+        server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins, kept=kept,
+                              embeddings=_embeddings(args.embedding_model)), sock, on_stop=queue.stop)
     finally:
         queue.close()
         sock.close()
@@ -104,3 +104,29 @@ def _default_model() -> Path:
     if path is None:
         raise UsageError("no model given, and the default model is not available: give a MODEL.gguf")
     return path
+
+
+def _embeddings(model: Path | None):
+    """/v1/embeddings' model: the file given (named by its file name), else the default one where
+    its package is installed (None: no such route), each loaded when its first request comes."""
+    from ..engine.embedding.default_model import (
+        MODEL_NAME,
+        EmbeddingModelUnavailable,
+        default_embedding_model,
+        source_zip,
+    )
+    from ..owners.paths import embedding_models_dir
+    from ..serve.embeddings import Embeddings
+
+    if model is None:
+        try:
+            source_zip()
+        except EmbeddingModelUnavailable:
+            return None
+
+    def load():
+        from ..engine.llama.embedder import LlamaEmbedder
+
+        return LlamaEmbedder(model if model is not None else default_embedding_model(embedding_models_dir()))
+
+    return Embeddings(model.stem if model is not None else MODEL_NAME, load)

@@ -30,6 +30,8 @@ from starlette.routing import Route
 from . import errors
 from .completions import Completions, Job, QueueFull, ServedModel
 from .cors import cors_middleware
+from .embeddings import Embeddings
+from .embeddings import answer as answer_embeddings
 from .errors import ApiError
 from .kept_responses import KeptResponses
 from .replies import ClientGone, Reply, check_begun
@@ -44,11 +46,13 @@ DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # an oversized body is read this far so the cl
 
 
 def create_app(completions: Completions, api_key: str | None = None, on_startup=None,
-               cors_origins: Sequence[str] = (), kept: KeptResponses | None = None) -> Starlette:
+               cors_origins: Sequence[str] = (), kept: KeptResponses | None = None,
+               embeddings: Embeddings | None = None) -> Starlette:
     """The server's app. `api_key`: required of every request when given. `on_startup`: called
     once the app serves. `cors_origins`: the web pages' origins a browser lets call it (serve/cors.py;
     none: no page of any site). `kept`: where responses are kept (serve/kept_responses.py; none:
-    nowhere, and previous_response_id finds nothing). A request's missing sampling fields take
+    nowhere, and previous_response_id finds nothing). `embeddings`: the embedding model
+    /v1/embeddings serves (serve/embeddings.py; none: the route is not there). A request's missing sampling fields take
     the served model's (ServedModel.sampling), asked per request: the window's model can change
     while it serves."""
 
@@ -70,10 +74,16 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
 
     async def list_models(request: Request) -> Response:
         authorize(request)
-        return JSONResponse({"object": "list", "data": [model_entry()]})
+        served = [model_entry()] + ([embedding_entry()] if embeddings is not None else [])
+        return JSONResponse({"object": "list", "data": served})
+
+    def embedding_entry() -> dict:
+        return {"id": embeddings.model_id, "object": "model", "created": 0, "owned_by": "hearth"}
 
     async def get_model(request: Request) -> Response:
         authorize(request)
+        if embeddings is not None and request.path_params["model"] == embeddings.model_id:
+            return JSONResponse(embedding_entry())
         check_model(request.path_params["model"], completions.model())
         return JSONResponse(model_entry())
 
@@ -99,6 +109,10 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         parsed = await checked_body(request, parse_completion)
         job = Job(parsed.params, prompt=parsed.prompt, n=parsed.n, logprobs=parsed.logprobs)
         return await answer(request, parsed, job, CompletionShape)
+
+    async def embed(request: Request) -> Response:
+        authorize(request)
+        return JSONResponse(await answer_embeddings(await read_body(request), embeddings))
 
     async def respond(request: Request) -> Response:
         return await answer_response(request, await checked_body(request, parse_responses), completions, responses)
@@ -142,6 +156,8 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
             on_startup()
         yield
         responses.close()  # its last writes done
+        if embeddings is not None:
+            embeddings.close()
 
     return Starlette(
         routes=[
@@ -150,6 +166,7 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/completions", complete, methods=["POST"]),
             Route("/v1/responses", respond, methods=["POST"]),
+            *([Route("/v1/embeddings", embed, methods=["POST"])] if embeddings is not None else []),
         ],
         middleware=cors_middleware(cors_origins),
         exception_handlers={ApiError: on_api_error, HTTPException: on_http_error, Exception: on_crash},

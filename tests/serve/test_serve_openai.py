@@ -58,7 +58,9 @@ def hearth(*args: str) -> subprocess.CompletedProcess:
 
 def test_the_model_list_names_the_served_file(client, served, gemma_path):
     models = client.models.list().data
-    assert [m.id for m in models] == [gemma_path.name]
+    # The chat model first, then the default embedding model /v1/embeddings serves
+    # (tests/serve/test_serve_embeddings.py).
+    assert [m.id for m in models] == [gemma_path.name, "all-MiniLM-L6-v2"]
     assert client.models.retrieve(gemma_path.name).id == gemma_path.name
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("gpt-4o")
