@@ -50,7 +50,6 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from window_waits import Bot  # noqa: E402
 
 TARGET_MS = 50.0
-WEATHER = ROOT / "tests" / "support" / "mcp_servers" / "weather.py"
 
 
 def main() -> int:
@@ -60,16 +59,13 @@ def main() -> int:
     parser.add_argument("--tool-ms", type=float, default=100.0, help="how long the tool itself takes")
     args = parser.parse_args()
     from support.model_files.scripted_models import scripted_models
+    from support.tool_window import weather
     from support.window_stack import ModelStack, WindowStack
-
-    from app.tool_servers.types import ServerConfig, Transport
 
     app = QApplication.instance() or QApplication([])
     folder = Path(tempfile.mkdtemp(prefix="hearth-bench-tools-"))
     stamps = folder / "stamps"
-    server = ServerConfig("weather", Transport.STDIO, sys.executable, (str(WEATHER),),
-                          env=(("WEATHER_STAMPS", str(stamps)), ("WEATHER_DELAY_S", str(args.tool_ms / 1000))),
-                          enabled=True)
+    server = weather(args.tool_ms / 1000, stamps)
     stack = ModelStack.start(folder)
     stack.settings.tools.set_servers([server])
     stack.settings.tools.step_limit = args.steps  # then the model is asked to answer, no call allowed

@@ -16,7 +16,6 @@ it), the calls not yet run are answered as not run, and done(stopped=True) still
 from __future__ import annotations
 
 import concurrent.futures
-import time
 
 from PySide6.QtCore import QObject, Signal
 
@@ -57,7 +56,6 @@ class ToolTurn(QObject):
         self._current: PlannedCall | None = None
         self._future: concurrent.futures.Future | None = None
         self._outcome.connect(self._on_outcome)
-        self.call_started_at = 0.0  # perf_counter when the current call went to its server (bench/)
 
     @property
     def active(self) -> bool:
@@ -121,7 +119,6 @@ class ToolTurn(QObject):
             self.callProposed.emit(self.current)
 
     def _run(self, planned: PlannedCall) -> None:
-        self.call_started_at = time.perf_counter()
         future = self._future = self._servers.call(planned.listed.server, planned.listed.name, arguments_of(planned.call))
         self.callStarted.emit(planned.call.id)
         future.add_done_callback(lambda done: self._outcome.emit(done, None if done.cancelled() else done.result()))
