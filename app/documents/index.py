@@ -53,6 +53,7 @@ __all__ = ["PAGE_SIZE", "Collection", "CollectionStats", "DocumentIndex", "Docum
 ID_BATCH = 900
 # The longest reason kept for a failed file (a reader's message may quote a megabyte of it).
 REASON_CHARS = 300
+COLLECTION_COLUMNS = "id, name, created_at, model, dims, generation, finished_at"
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,11 @@ class Collection:
     model: str
     dims: int
     generation: int
+    finished_at: str | None = None  # when its last indexing run ended; None while one is under way or was cut short
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
 
 
 class FileState(NamedTuple):
@@ -181,7 +187,7 @@ class DocumentIndex:
         return self.collection(name)
 
     def collection(self, name: str) -> Collection:
-        row = self._conn.execute("SELECT id, name, created_at, model, dims, generation FROM collections WHERE name = ?",
+        row = self._conn.execute(f"SELECT {COLLECTION_COLUMNS} FROM collections WHERE name = ?",
                                  (name,)).fetchone()
         if row is None:
             raise DocumentIndexError(f"There is no collection named {shorten(name)}.")
@@ -189,7 +195,7 @@ class DocumentIndex:
 
     def list_collections(self) -> list[Collection]:
         """Every collection, by name."""
-        rows = self._conn.execute("SELECT id, name, created_at, model, dims, generation FROM collections ORDER BY name")
+        rows = self._conn.execute(f"SELECT {COLLECTION_COLUMNS} FROM collections ORDER BY name")
         return [Collection(*row) for row in rows]
 
     def remove_collection(self, name: str) -> None:
@@ -214,9 +220,34 @@ class DocumentIndex:
     def collection_by_id(self, collection_id: int) -> Collection | None:
         """The collection with this id, None when it is gone: one row read, cheap before every
         search (its generation says whether the vectors kept are still its own)."""
-        row = self._conn.execute("SELECT id, name, created_at, model, dims, generation FROM collections WHERE id = ?",
+        row = self._conn.execute(f"SELECT {COLLECTION_COLUMNS} FROM collections WHERE id = ?",
                                  (collection_id,)).fetchone()
         return None if row is None else Collection(*row)
+
+    def roots(self, name: str) -> list[Path]:
+        """The folders and files the collection was made from, by path."""
+        found = self.collection(name)
+        rows = self._conn.execute("SELECT path FROM collection_roots WHERE collection_id = ? ORDER BY path", (found.id,))
+        return [Path(path) for (path,) in rows]
+
+    def add_roots(self, name: str, paths: Iterable[str | os.PathLike]) -> None:
+        """More folders or files for the collection (absolute; those it has already are kept once)."""
+        found = self.collection(name)
+        with transaction(self._conn):
+            self._conn.executemany("INSERT OR IGNORE INTO collection_roots (collection_id, path) VALUES (?, ?)",
+                                   [(found.id, os.path.abspath(path)) for path in paths])
+
+    def remove_root(self, name: str, path: str | os.PathLike) -> None:
+        """A folder or file the collection no longer reads (its files leave at the next run)."""
+        found = self.collection(name)
+        self._conn.execute("DELETE FROM collection_roots WHERE collection_id = ? AND path = ?",
+                           (found.id, os.fspath(path)))
+
+    def set_finished(self, name: str, finished: bool) -> None:
+        """An indexing run begins (False) or ends without being cut short (True)."""
+        found = self.collection(name)
+        self._conn.execute("UPDATE collections SET finished_at = ? WHERE id = ?",
+                           (_utc_now() if finished else None, found.id))
 
     # Files
 

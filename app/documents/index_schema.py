@@ -96,6 +96,19 @@ MIGRATIONS: tuple[str, ...] = (
             VALUES (new.id, new.text, new.heading, new.collection_id);
     END;
     """,
+    # 1 -> 2: the folders and files a collection was made from (its roots: an update walks them
+    # all again, and a file gone from every root leaves the index), and whether its last run
+    # finished (NULL while one is under way or was cut short: the window goes on with it at its
+    # next start).
+    """
+    CREATE TABLE collection_roots (
+        collection_id INTEGER NOT NULL REFERENCES collections (id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        PRIMARY KEY (collection_id, path)
+    );
+    ALTER TABLE collections ADD COLUMN finished_at TEXT;
+    UPDATE collections SET finished_at = created_at;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,7 +6,9 @@ Only what changed is read again: a file whose size and modification time are as 
 skipped without opening it; one whose size or time changed is hashed, and read only if its
 bytes did. A file that cannot be read (damaged, hostile, not what its name says) is recorded
 with its reason and its state, so it is not tried again until it changes, and the rest goes on.
-Files gone from the paths leave the index at the end of a run that was not cancelled.
+The paths given are kept as the collection's roots: each run walks all of them (adding a folder
+adds to what the collection reads), and files gone from every root leave the index at the end
+of a run that was not cancelled, which also marks the collection finished (Collection.finished).
 
 A folder is walked without following links (a link may point anywhere, or loop), in a stable
 order, taking the files whose suffix a reader reads (readers.SUPPORTED_SUFFIXES).
@@ -90,16 +92,19 @@ def sha256_file(path: Path) -> str:
 def index_paths(index: DocumentIndex, collection: str, paths: Sequence[Path], embedder: Embedder,
                 progress: Callable[[Progress], None] = lambda _progress: None,
                 cancel: threading.Event | None = None) -> IndexReport:
-    """Bring `collection` up to date with the files under `paths` (it is made if new, and
-    embedded again if it was made with another model). Returns how it went; never raises for a
-    file, only for the index itself (DocumentIndexError)."""
+    """Add `paths` to `collection`'s roots and bring it up to date with the files under all of
+    them (no paths: an update of what it has). It is made if new, and embedded again if it was
+    made with another model. Returns how it went; never raises for a file, only for the index
+    itself (DocumentIndexError)."""
     cancel = cancel or threading.Event()
     names = {found.name for found in index.list_collections()}
     if collection not in names:
         index.add_collection(collection, embedder.name, embedder.dims)
     else:
         index.set_model(collection, embedder.name, embedder.dims)
-    files = files_under(paths)
+    index.add_roots(collection, paths)
+    index.set_finished(collection, False)
+    files = files_under(index.roots(collection))
     indexed = unchanged = chunks = 0
     failed: list[tuple[Path, str]] = []
     for done, path in enumerate(files):
@@ -116,6 +121,8 @@ def index_paths(index: DocumentIndex, collection: str, paths: Sequence[Path], em
             chunks += outcome
     cancelled = cancel.is_set()
     removed = 0 if cancelled else index.remove_missing(collection, files)
+    if not cancelled:
+        index.set_finished(collection, True)
     progress(Progress(len(files) if not cancelled else indexed + unchanged + len(failed), len(files), chunks,
                       len(failed)))
     return IndexReport(indexed, unchanged, tuple(failed), removed, chunks, cancelled)

@@ -18,6 +18,7 @@ from app.documents.index import (
     IndexDamaged,
     open_or_rebuild,
 )
+from app.documents.index_schema import MIGRATIONS, SCHEMA_VERSION
 from app.documents.types import Chunk
 
 DIMS = 8
@@ -111,11 +112,33 @@ def test_another_embedding_model_drops_the_vectors(index):
     assert (index.collection("notes").model, index.collection("notes").dims) == ("bigger-model", 16)
 
 
+def test_a_collection_keeps_its_roots_and_whether_its_last_run_finished(index):
+    assert index.roots("notes") == [] and not index.collection("notes").finished
+    index.add_roots("notes", ["/home/u/papers", "/home/u/b.pdf", "/home/u/papers"])
+    assert index.roots("notes") == [Path("/home/u/b.pdf"), Path("/home/u/papers")]
+    index.remove_root("notes", "/home/u/b.pdf")
+    assert index.roots("notes") == [Path("/home/u/papers")]
+    index.set_finished("notes", True)
+    assert index.collection("notes").finished and index.list_collections()[0].finished
+    index.set_finished("notes", False)
+    assert not index.collection("notes").finished
+
+
+def test_an_index_of_the_first_schema_is_upgraded_and_its_collections_count_as_finished(tmp_path):
+    path = tmp_path / "documents.sqlite3"
+    with sqlite3.connect(path) as raw:
+        raw.executescript(MIGRATIONS[0] + "PRAGMA user_version = 1;")
+        raw.execute("INSERT INTO collections (name, created_at, model, dims) VALUES ('old', '2026-01-01', 'm', 8)")
+    with DocumentIndex(path) as upgraded:
+        [old] = upgraded.list_collections()
+        assert old.finished and upgraded.roots("old") == []
+
+
 def test_a_new_index_has_its_schema_wal_and_large_pages(tmp_path):
     path = tmp_path / "documents.sqlite3"
     DocumentIndex(path).close()
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
 

@@ -87,9 +87,23 @@ def test_a_cancelled_run_keeps_what_it_did_and_the_next_goes_on(tmp_path, folder
     with DocumentIndex(tmp_path / "index.sqlite3") as index:
         first = run(index, folder, embedder, progress=progress, cancel=cancel)
         assert first.cancelled and first.removed == 0
-        rest = run(index, folder, embedder)
+        assert not index.collection("home").finished  # the window goes on with it at its next start
+        rest = index_paths(index, "home", [], embedder)  # an update: the roots kept are walked
         assert rest.unchanged == first.indexed + len(first.failed) and not rest.cancelled
-        assert index.stats("home").files == 2
+        assert index.stats("home").files == 2 and index.collection("home").finished
+
+
+def test_a_folder_added_to_a_collection_adds_to_what_it_reads(tmp_path, folder, embedder):
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "tea.txt").write_text("Steep green tea for two minutes at eighty degrees.\n")
+    with DocumentIndex(tmp_path / "index.sqlite3") as index:
+        run(index, folder, embedder)
+        added = index_paths(index, "home", [more], embedder)
+        assert (added.indexed, added.unchanged, added.removed) == (1, 3, 0)
+        assert index.roots("home") == [folder, more] and index.stats("home").files == 3
+        index.remove_root("home", more)
+        assert index_paths(index, "home", [], embedder).removed == 1
 
 
 def test_the_command_line_adds_lists_searches_and_removes(tmp_path, folder):
