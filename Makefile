@@ -81,6 +81,10 @@ $(BUNDLE_STAMP): $(INSTALLED)
 
 # dist/hearth/hearth: a one-folder bundle (build.spec says what is in it and why), with the
 # default model copied into dist/hearth/models/, where a frozen Hearth looks for it.
+# The default embedding model is converted (1 s) into dist/hearth/embedding-models/, where a frozen
+# Hearth looks for it (app/owners/paths.py): its GGUF (44 MiB), tokenizer.json and sha256 ship,
+# not the package's 80 MiB zip, so the bundle never converts. Not in models/: the model picker
+# lists every GGUF there as a model to chat with.
 # CUDA=1: dist/hearth-cuda/hearth, built in build/cuda/ so the two bundles' builds don't mix.
 bundle: $(BUNDLE_STAMP)
 	$(PY) -m PyInstaller --noconfirm --log-level WARN $(if $(filter 1,$(CUDA)),--workpath build/cuda) build.spec
@@ -88,7 +92,9 @@ bundle: $(BUNDLE_STAMP)
 	model="$$($(PY) -c 'from app.owners.paths import default_model; print(default_model() or "")')" && \
 	  { test -n "$$model" || { echo "make bundle: the default model is unavailable" >&2; exit 1; }; } && \
 	  cp "$$model" dist/$(BUNDLE)/models/
-	@du -sh --exclude=models dist/$(BUNDLE) && du -sh dist/$(BUNDLE)/models
+	$(PY) -c 'import sys, pathlib, app.engine.embedding.default_model as m; m.ensure_default_embedding_model(pathlib.Path(sys.argv[1]))' \
+	  dist/$(BUNDLE)/embedding-models
+	@du -sh --exclude=models dist/$(BUNDLE) && du -sh dist/$(BUNDLE)/models dist/$(BUNDLE)/embedding-models
 
 # The application-menu entry and icon for the current user (XDG_DATA_HOME is respected);
 # Exec is the bundle if built, else the venv's hearth.

@@ -78,8 +78,18 @@ def documents_index_path() -> Path:
 
 
 def embedding_models_dir() -> Path:
-    """Where the default embedding model is converted to GGUF on first use (it can be again)."""
+    """Where the default embedding model is converted to GGUF on first use (it can be again);
+    in a bundle, the folder it ships in, converted at build time: a bundle has no package to
+    convert from (engine/embedding/default_model.py)."""
+    if getattr(sys, "frozen", False):
+        return app_embedding_models_dir()
     return _ensure(cache_dir() / "embedding-models")
+
+
+def app_embedding_models_dir() -> Path:
+    """`embedding-models/` beside a bundled `hearth`, where `make bundle` puts the default embedding
+    model's GGUF: not in `models/`, whose every GGUF the model picker lists as a model to chat with."""
+    return Path(sys.executable).resolve().parent / "embedding-models"
 
 
 # The file a running Hearth locks in its data folder (ui/app/single_instance.py); the command line's

