@@ -22,7 +22,6 @@ from pathlib import Path
 
 from ..common.text import printable
 from ..documents.index import DocumentIndex, DocumentIndexError, open_or_rebuild
-from ..documents.search import DocumentSearch
 from ..owners import paths
 from .args import UsageError
 
@@ -55,10 +54,9 @@ def add_docs_parser(subparsers) -> None:
 
 def open_embedder(model: Path | None):
     """The embedding model in llama.cpp (the default, converted on first use, unless given)."""
-    from ..engine.embedding.default_model import default_embedding_model
-    from ..engine.llama.embedder import LlamaEmbedder
+    from ..engine.opening import open_embedder as opened
 
-    return LlamaEmbedder(model if model is not None else default_embedding_model(paths.embedding_models_dir()))
+    return opened(model, paths.embedding_models_dir())
 
 
 @contextmanager
@@ -140,17 +138,20 @@ def run_docs_search(args) -> int:
 
 def find_sources(name: str, query: str, top: int, model: Path | None = None) -> list:
     """The `top` chunks of collection `name` that answer `query` (`hearth chat --docs`)."""
+    from ..documents.retrieval import retrieve
+
     with _index() as index:
-        collection = _known(index, name)
+        _known(index, name)
         embedder = open_embedder(model)
         try:
-            vector = embedder.embed([query])[0] if embedder.name == collection.model else None
+            found = retrieve(index, [name], query, embedder, top)
         finally:
             embedder.close()
-        if vector is None:
+        if found.words_only:
+            collection = index.collection(name)
             print(f"hearth: note: {printable(name)} was indexed with {printable(collection.model)}, not "
                   f"{printable(embedder.name)}: searched by its words only", file=sys.stderr)
-        return DocumentSearch(index).search(name, query, vector, top)
+        return list(found.hits)
 
 
 def _known(index: DocumentIndex, name: str):

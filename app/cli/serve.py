@@ -112,7 +112,6 @@ def _embeddings(model: Path | None):
     from ..engine.embedding.default_model import (
         MODEL_NAME,
         EmbeddingModelUnavailable,
-        default_embedding_model,
         source_zip,
     )
     from ..owners.paths import embedding_models_dir
@@ -125,8 +124,8 @@ def _embeddings(model: Path | None):
             return None
 
     def load():
-        from ..engine.llama.embedder import LlamaEmbedder
+        from ..engine.opening import open_embedder
 
-        return LlamaEmbedder(model if model is not None else default_embedding_model(embedding_models_dir()))
+        return open_embedder(model, embedding_models_dir())
 
     return Embeddings(model.stem if model is not None else MODEL_NAME, load)

@@ -46,7 +46,7 @@ from app.documents.index_schema import (
 )
 from app.documents.types import Chunk
 
-__all__ = ["PAGE_SIZE", "Collection", "CollectionStats", "DocumentIndex", "DocumentIndexError",
+__all__ = ["PAGE_SIZE", "Collection", "CollectionStats", "CollectionSummary", "DocumentIndex", "DocumentIndexError",
            "FailedFile", "FileState", "IndexDamaged", "StoredChunk", "move_aside", "open_or_rebuild"]
 
 # How many ids go into one "IN (...)" list: SQLite's default limit of variables is 32,766.
@@ -108,6 +108,20 @@ class CollectionStats:
     chunks: int
     text_bytes: int
     vector_bytes: int
+
+
+@dataclass(frozen=True)
+class CollectionSummary:
+    """All the window shows of a collection: itself, its counts, its roots, its failed files."""
+
+    collection: Collection
+    stats: CollectionStats
+    roots: tuple[Path, ...]
+    failures: tuple[FailedFile, ...]
+
+    @property
+    def name(self) -> str:
+        return self.collection.name
 
 
 @dataclass(frozen=True)
@@ -330,6 +344,11 @@ class DocumentIndex:
             "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(c.text AS BLOB))), 0), COALESCE(SUM(LENGTH(v.vector)), 0) "
             "FROM chunks c JOIN chunk_vectors v ON v.chunk_id = c.id WHERE c.collection_id = ?", (found.id,)).fetchone()
         return CollectionStats(files, failed, chunks, text_bytes, vector_bytes)
+
+    def summaries(self) -> list[CollectionSummary]:
+        """Every collection with its counts, roots and failures, by name."""
+        return [CollectionSummary(found, self.stats(found.name), tuple(self.roots(found.name)),
+                                  tuple(self.failures(found.name))) for found in self.list_collections()]
 
     # What search.py reads
 

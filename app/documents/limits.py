@@ -21,7 +21,8 @@ EMBED_BATCH = 32  # chunks handed to the embedding model at once (it packs them 
 # Searching (search.py)
 RRF_K = 60  # reciprocal rank fusion's constant, as in the paper and in LocalDocs
 CANDIDATES = 50  # how many each search ranks before fusion
-TOP = 5  # hits a search gives unless asked for more
+TOP = 5  # hits a search gives unless asked for more (and the sources a reply is given in the window)
+MAX_TOP = 20  # the most sources the window gives a reply (Settings → Documents)
 MAX_TERMS = 32  # a pasted page as a query is cut to its first words: each term is a posting list read
 MAX_QUERY_CHARS = 10_000  # and a pasted book to its first characters before they are split
 # The chunks BM25 may score for one query, counted from its terms' chunk counts (telling_terms):

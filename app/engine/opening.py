@@ -9,8 +9,10 @@ thread only; httpx only where a remote model is used).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from .backend import Backend, LoadProgress
+from .embedding.types import Embedder
 from .kv.cache import StateCache
 from .types import LoadOptions, ModelSource, RemoteModel
 
@@ -42,3 +44,15 @@ def open_backend(
     from .llama.generator import Engine  # imports llama.cpp: only on the thread that loads
 
     return Engine(source.path, options, progress=progress, cancel=cancel, states=states)
+
+
+def open_embedder(model: Path | None, cache_dir: Path) -> Embedder:
+    """An embedding model in llama.cpp: the GGUF given, else the default one (all-MiniLM-L6-v2,
+    converted into `cache_dir` on first use; EmbeddingModelUnavailable where it is not
+    installed). Blocks while it loads (and, the first time, converts): call it off the GUI
+    thread. For `hearth docs`, `hearth chat --docs`, `hearth serve`'s /v1/embeddings and the
+    window's documents alike."""
+    from .embedding.default_model import default_embedding_model
+    from .llama.embedder import LlamaEmbedder  # imports llama.cpp: only where documents are used
+
+    return LlamaEmbedder(model if model is not None else default_embedding_model(cache_dir))

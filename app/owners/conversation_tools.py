@@ -1,72 +1,44 @@
 """Which tool servers the open conversation's model may call, and the tools that gives it.
 
 A conversation keeps its choice in the store (Conversation.tool_servers); one never chosen
-starts with the choice made last (the settings' default), so a user who always works with the
-same servers picks them once. Choosing a server is using it: it starts then, on the
+starts with the choice made last (conversation_choice.py). Choosing a server is using it: it starts then, on the
 supervisor's thread, and a reply asked before it is ready waits for it (ChatSession says so)
 rather than going out without the tools the user picked.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer
 
-from ..store import ConversationStore, StoreError
+from ..store import Conversation, ConversationStore
 from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.limits import START_TIMEOUT_S
 from ..tool_servers.types import ServerState
+from .conversation_choice import ConversationChoice
 from .tool_servers import ToolServerManager
 from .tool_settings import ToolSettings
 
 UNSETTLED = (ServerState.IDLE, ServerState.STARTING)
 
 
-class ConversationTools(QObject):
-    """The open conversation's tool servers.
-
-    Signals:
-        choiceChanged(object): the servers chosen for the open conversation (a tuple of names).
-    """
-
-    choiceChanged = Signal(object)
+class ConversationTools(ConversationChoice):
+    """The open conversation's tool servers (choiceChanged: a tuple of server names)."""
 
     def __init__(self, servers: ToolServerManager, settings: ToolSettings, parent: QObject | None = None):
-        super().__init__(parent)
         self.servers = servers
-        self._settings = settings
-        self._chosen: tuple[str, ...] = settings.default_choice
-        self.open_id: int | None = None  # the conversation the choice is of (None: a new one)
+        super().__init__(settings, parent)
 
-    @property
-    def chosen(self) -> tuple[str, ...]:
-        """The servers chosen that are still configured."""
-        return tuple(name for name in self._chosen if self.servers.config(name) is not None)
+    def _kept(self, conversation: Conversation) -> tuple[str, ...] | None:
+        return conversation.tool_servers
 
-    def open(self, store: ConversationStore, conversation_id: int | None) -> None:
-        """Another conversation is open: its choice (or the default) applies, and starts."""
-        self.open_id = conversation_id
-        chosen = None
-        if conversation_id is not None:
-            try:
-                chosen = store.get_conversation(conversation_id).tool_servers
-            except StoreError:
-                chosen = None
-        self._set(chosen if chosen is not None else self._settings.default_choice)
+    def _keep(self, store: ConversationStore, conversation_id: int, names: tuple[str, ...]) -> None:
+        store.set_tool_servers(conversation_id, names)
 
-    def choose(self, store: ConversationStore, conversation_id: int | None, names: tuple[str, ...]) -> None:
-        """The user's choice for this conversation (None: none open yet; then it applies to the
-        next one), kept as the default for new ones."""
-        if conversation_id is not None:
-            store.set_tool_servers(conversation_id, names)
-        self.open_id = conversation_id
-        self._settings.default_choice = names
-        self._set(names)
+    def _exists(self, name: str) -> bool:
+        return self.servers.config(name) is not None
 
-    def keep_for(self, store: ConversationStore, conversation_id: int) -> None:
-        """A conversation was just created with the choice shown: keep it with it."""
-        self.open_id = conversation_id
-        if self._chosen:
-            store.set_tool_servers(conversation_id, self._chosen)
+    def _chose(self, names: tuple[str, ...]) -> None:
+        self.servers.start(names)
 
     def unsettled(self, names: tuple[str, ...]) -> list[str]:
         """Those of these servers not ready yet nor failed: a reply waits for these."""
@@ -81,11 +53,6 @@ class ConversationTools(QObject):
     def catalog(self, names: tuple[str, ...] | None = None) -> ToolCatalog:
         """The tools of these servers (the chosen ones by default) that are ready."""
         return ToolCatalog.build(self.servers.statuses(), self.chosen if names is None else names)
-
-    def _set(self, names: tuple[str, ...]) -> None:
-        self._chosen = tuple(names)
-        self.servers.start(self.chosen)
-        self.choiceChanged.emit(self.chosen)
 
 
 class SettledWait(QObject):

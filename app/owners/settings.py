@@ -40,6 +40,7 @@ from ..engine.types import (
 )
 from ..serve.origins import check_origin
 from . import paths
+from .document_settings import DocumentSettings
 from .tool_settings import ToolSettings
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class Settings:
     def __init__(self, store: QSettings):
         self._store = store
         self.tools = ToolSettings(store)  # tool servers (secrets in the keyring), the step limit, approvals
+        self.documents = DocumentSettings(store)  # the embedding model, sources per reply, default collections
 
     @classmethod
     def for_profile(cls) -> "Settings":

@@ -11,6 +11,7 @@ from app.store.records import (
     Conversation,
     DatabaseDamaged,
     DeletedVersion,
+    Source,
     StoredMessage,
     StoreError,
     ToolResult,
@@ -18,6 +19,6 @@ from app.store.records import (
 )
 
 __all__ = [
-    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "StoreError",
+    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "Source", "StoreError",
     "StoredMessage", "ToolResult", "auto_title", "import_file", "shorten",
 ]

@@ -34,10 +34,12 @@ from app.store.records import (
     STATUSES,
     Conversation,
     DeletedVersion,
+    Source,
     StoredMessage,
     StoreError,
     ToolResult,
     require_choice,
+    sources_to_json,
     unanswered,
     utc_now,
 )
@@ -152,6 +154,15 @@ class ConversationStore:
     def set_tool_servers(self, conversation_id: int, names: tuple[str, ...]) -> None:
         """The tool servers whose tools the model may see in this conversation (Conversation.tool_servers)."""
         self._update_conversation(conversation_id, "tool_servers_json = ?", json.dumps(list(names)))
+
+    def set_collections(self, conversation_id: int, names: tuple[str, ...]) -> None:
+        """The document collections this conversation's questions are answered from (Conversation.collections)."""
+        self._update_conversation(conversation_id, "collections_json = ?", json.dumps(list(names)))
+
+    def set_sources(self, message_id: int, sources: tuple[Source, ...]) -> None:
+        """The passages a user message's reply is given (StoredMessage.sources)."""
+        self._conn.execute("UPDATE messages SET sources_json = ? WHERE id = ? AND role = 'user'",
+                           (sources_to_json(sources), message_id))
 
     def delete(self, conversation_id: int) -> Conversation:
         """Move the conversation to the trash; the returned snapshot is what an Undo offers.
@@ -385,11 +396,12 @@ class ConversationStore:
                 parent = self._conn.execute(
                     "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
                     " stats_json, status, created_at, updated_at, viewed_at, tool_calls_json, tool_calls_text,"
-                    " tool_call_id, tool_name, tool_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " tool_call_id, tool_name, tool_error, sources_json)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, parent, row["position"], row["role"], row["content"], row["model"],
                      row["params_json"], row["stats_json"], row["status"], row["created_at"], row["updated_at"], now,
                      row["tool_calls_json"], row["tool_calls_text"], row["tool_call_id"], row["tool_name"],
-                     row["tool_error"]),
+                     row["tool_error"], row["sources_json"]),
                 ).lastrowid
             set_leaf(self._conn, conversation_id, parent)
         return conversation_id

@@ -47,11 +47,15 @@ class Conversation:
     system_prompt: str
     deleted_at: str | None
     tool_servers: tuple[str, ...] | None = None  # whose tools its model may call; None: never chosen
+    collections: tuple[str, ...] | None = None  # the document collections it asks; None: never chosen
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "Conversation":
-        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "tool_servers"}
-        return cls(**fields, tool_servers=_names(row["tool_servers_json"] if "tool_servers_json" in row.keys() else None))
+        chosen = ("tool_servers", "collections")
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name not in chosen}
+        keys = row.keys()
+        return cls(**fields, tool_servers=_names(row["tool_servers_json"] if "tool_servers_json" in keys else None),
+                   collections=_names(row["collections_json"] if "collections_json" in keys else None))
 
 
 def _names(stored: str | None) -> tuple[str, ...] | None:
@@ -61,6 +65,35 @@ def _names(stored: str | None) -> tuple[str, ...] | None:
     except ValueError:
         return None
     return tuple(str(name) for name in names) if isinstance(names, list) else None
+
+
+@dataclass(frozen=True)
+class Source:
+    """A passage of the user's documents a reply was given to read and cite (as [n], n its place
+    in the message's sources): its file's path, its page where the format has pages, its heading
+    and its text as it was indexed. Untrusted text: the user's file."""
+
+    path: str
+    text: str
+    page: int | None = None
+    heading: str = ""
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "page": self.page, "heading": self.heading, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Source":
+        page = data.get("page")
+        return cls(str(data["path"]), str(data["text"]), int(page) if page is not None else None,
+                   str(data.get("heading") or ""))
+
+
+def sources_to_json(sources: tuple[Source, ...]) -> str:
+    return json.dumps([source.to_dict() for source in sources], ensure_ascii=False)
+
+
+def sources_from_json(stored: str) -> tuple[Source, ...]:
+    return tuple(Source.from_dict(entry) for entry in json.loads(stored or "[]"))
 
 
 @dataclass(frozen=True)
@@ -108,12 +141,13 @@ class StoredMessage:
     updated_at: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
+    sources: tuple[Source, ...] = ()  # a user message's: the passages its reply was given
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
         """The message in row; a row whose JSON or status makes no sense (a damaged page that
         still reads) is DatabaseDamaged, like a page SQLite itself cannot read."""
-        computed = ("params", "stats", "status", "tool_calls", "tool_result")
+        computed = ("params", "stats", "status", "tool_calls", "tool_result", "sources")
         values = {name: row[name] for name in cls.__dataclass_fields__ if name not in computed}
         result = None
         if row["role"] == "tool":
@@ -124,6 +158,7 @@ class StoredMessage:
                 **values, params=json.loads(row["params_json"]), status=ReplyStatus(row["status"]),
                 stats=ReplyStats.from_dict(stats) if stats else None,
                 tool_calls=calls_from_json(row["tool_calls_json"]), tool_result=result,
+                sources=sources_from_json(row["sources_json"]) if "sources_json" in row.keys() else (),
             )
         except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
             raise DatabaseDamaged(f"Message {row['id']} in the conversation database cannot be read ({shorten(str(exc))}).") from exc

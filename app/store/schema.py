@@ -145,6 +145,15 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE conversations ADD COLUMN tool_servers_json TEXT;
     """,
+    # 4 -> 5: chat with documents. The collections a conversation's questions are answered from
+    # (a JSON list of their names; NULL where never chosen), and, on a user message, the sources
+    # its reply was given (sources_json: [{"path", "page", "heading", "text"}]): kept with the
+    # message, so the prompt reads the same at every later turn (its prefix reused), a
+    # regenerated reply reads the same sources, and the citations open what the reply read.
+    """
+    ALTER TABLE conversations ADD COLUMN collections_json TEXT;
+    ALTER TABLE messages ADD COLUMN sources_json TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

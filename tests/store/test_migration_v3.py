@@ -62,13 +62,13 @@ def test_every_row_survives_with_no_tools(v2, copy_of_v2):
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 3
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         after = read_v2(conn)
-    later_columns = {"tool_servers_json"}  # added by later versions, empty for every row
+    later_columns = {"tool_servers_json", "collections_json"}  # added by later versions, empty for every row
     assert [{k: v for k, v in c.row.items() if k not in later_columns} for c in after] == [c.row for c in v2.conversations]
-    assert all(c.row.get("tool_servers_json") is None for c in after)
+    assert all(c.row.get(column) is None for c in after for column in later_columns)
     for before, now in zip(v2.conversations, after):
         assert [{name: row[name] for name in V2_MESSAGE_COLUMNS} for row in now.messages] == list(before.messages)
         assert all((row["tool_calls_json"], row["tool_calls_text"], row["tool_call_id"], row["tool_name"],
-                    row["tool_error"]) == ("[]", "", None, None, 0) for row in now.messages)
+                    row["tool_error"], row["sources_json"]) == ("[]", "", None, None, 0, "[]") for row in now.messages)
 
 
 def test_the_tree_reads_as_version_2_showed_it(v2, copy_of_v2):

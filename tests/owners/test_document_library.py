@@ -1,0 +1,140 @@
+"""DocumentLibrary, the window's owner of the document collections: indexing queued on a thread
+of its own with progress, cancel and resume after a quit, and questions answered on another, all
+with the real embedding model (all-MiniLM-L6-v2 in llama.cpp) and a real index file."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+from support.model_files.embedding_model import ensure_minilm
+
+from app.documents.index import DocumentIndex
+from app.owners.document_settings import DocumentSettings
+from app.owners.documents import Asked, DocumentLibrary
+
+WAIT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Path:
+    return ensure_minilm().gguf
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "garden.md").write_text("# Tomatoes\n\nWater tomatoes in the morning, deeply, twice a week.\n")
+    (docs / "bread.txt").write_text("Knead the dough for ten minutes, then let it rise for an hour.\n")
+    (docs / "broken.docx").write_bytes(b"not a zip at all")
+    return docs
+
+
+def library_at(tmp_path, minilm, qtbot, opened: list | None = None) -> DocumentLibrary:
+    from app.engine.opening import open_embedder
+
+    def opener(model):
+        if opened is not None:
+            opened.append(threading.current_thread().name)
+        return open_embedder(minilm if model is None else model, tmp_path)
+
+    settings = DocumentSettings(QSettings(str(tmp_path / "hearth.ini"), QSettings.Format.IniFormat))
+    library = DocumentLibrary(settings, tmp_path / "documents.sqlite3", opener)
+    qtbot.waitUntil(lambda: library.summaries == () and not library.indexing(), timeout=WAIT_MS)
+    return library
+
+
+def test_a_folder_is_indexed_with_progress_then_searched(tmp_path, folder, minilm, qtbot):
+    opened: list[str] = []
+    library = library_at(tmp_path, minilm, qtbot, opened)
+    steps = []
+    library.progress.connect(lambda name, step: steps.append((name, step)))
+    with qtbot.waitSignal(library.indexed, timeout=WAIT_MS) as ended:
+        library.add("home", [folder])
+        assert library.indexing() == ("home",)
+    name, report = ended.args
+    assert name == "home" and (report.indexed, len(report.failed)) == (2, 1)
+    assert steps[-1][1].done == steps[-1][1].total == 3
+    qtbot.waitUntil(lambda: library.names() == ("home",) and not library.indexing(), timeout=WAIT_MS)
+    [summary] = library.summaries
+    assert (summary.stats.files, summary.stats.failed, summary.roots) == (2, 1, (folder,))
+    assert summary.collection.finished and summary.failures[0].path.name == "broken.docx"
+    with qtbot.waitSignal(library.retrieved, timeout=WAIT_MS) as answered:
+        ticket = library.retrieve(["home"], "how long should bread dough be kneaded?", top=1)
+    asked: Asked = answered.args[0]
+    assert asked.ticket == ticket and not asked.error
+    [hit] = asked.retrieval.hits
+    assert hit.source.name == "bread.txt"
+    assert opened == ["documents-index_0"]  # loaded once, for both threads
+    library.close()
+
+
+class GatedEmbedder:
+    """The real model, whose first embed waits for `gate`: the test cancels while a file is being
+    embedded, not racing the thread to it."""
+
+    def __init__(self, model):
+        self._model, self.gate, self.embedding = model, threading.Event(), threading.Event()
+        self.name, self.dims = model.name, model.dims
+
+    def embed(self, texts):
+        self.embedding.set()
+        self.gate.wait(WAIT_MS / 1000)
+        return self._model.embed(texts)
+
+    def count_tokens(self, text):
+        return self._model.count_tokens(text)
+
+    def close(self):
+        self._model.close()
+
+
+def test_a_cancelled_run_is_resumed_at_the_next_start(tmp_path, folder, minilm, qtbot):
+    from app.engine.opening import open_embedder
+
+    gated: list[GatedEmbedder] = []
+    settings = DocumentSettings(QSettings(str(tmp_path / "hearth.ini"), QSettings.Format.IniFormat))
+    library = DocumentLibrary(settings, tmp_path / "documents.sqlite3",
+                              lambda _model: gated.append(GatedEmbedder(open_embedder(minilm, tmp_path))) or gated[-1])
+    with qtbot.waitSignal(library.indexed, timeout=WAIT_MS) as ended:
+        library.add("home", [folder])
+        qtbot.waitUntil(lambda: bool(gated) and gated[0].embedding.is_set(), timeout=WAIT_MS)  # the first file
+        library.cancel("home")
+        gated[0].gate.set()
+    assert ended.args[1].cancelled and ended.args[1].indexed == 1
+    library.close()
+    with DocumentIndex(tmp_path / "documents.sqlite3") as index:
+        assert not index.collection("home").finished
+
+    again = DocumentLibrary(settings, tmp_path / "documents.sqlite3", lambda _model: open_embedder(minilm, tmp_path))
+    qtbot.waitUntil(lambda: again.names() == ("home",), timeout=WAIT_MS)
+    with qtbot.waitSignal(again.indexed, timeout=WAIT_MS) as resumed:
+        again.resume()
+    report = resumed.args[1]
+    assert (report.cancelled, report.unchanged, report.indexed, len(report.failed)) == (False, 1, 1, 1)
+    qtbot.waitUntil(lambda: bool(again.summaries) and again.summaries[0].collection.finished, timeout=WAIT_MS)
+    again.close()
+
+
+def test_a_question_of_a_collection_that_is_gone_says_so(tmp_path, minilm, qtbot):
+    library = library_at(tmp_path, minilm, qtbot)
+    with qtbot.waitSignal(library.retrieved, timeout=WAIT_MS) as answered:
+        library.retrieve(["nothing here"], "anything")
+    assert answered.args[0].retrieval is None and "no collection named" in answered.args[0].error
+    library.close()
+
+
+def test_an_embedding_model_that_does_not_load_is_said_and_nothing_is_lost(tmp_path, folder, qtbot):
+    def broken(_model):
+        raise OSError("the model file is damaged")
+
+    settings = DocumentSettings(QSettings(str(tmp_path / "hearth.ini"), QSettings.Format.IniFormat))
+    library = DocumentLibrary(settings, tmp_path / "documents.sqlite3", broken)
+    with qtbot.waitSignal(library.problem, timeout=WAIT_MS) as said:
+        library.add("home", [folder])
+    assert "could not be indexed" in said.args[0] and "damaged" in said.args[0]
+    qtbot.waitUntil(lambda: not library.indexing(), timeout=WAIT_MS)
+    library.close()
