@@ -7,7 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..conversation.sources import sources_list, with_sources
+from ..conversation.sources import sources_list, sources_of, with_sources
 from ..engine.gguf.reading import inspect_model
 from ..engine.options import NOTHING_STORED, resolve
 from ..engine.sampling import ModelDefaults
@@ -47,9 +47,9 @@ def run_chat(args) -> int:
     options, params = settings.load_options(), settings.sampling
     check_loadable(options)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
-    messages.append({"role": "user", "content": message_text(args)})
-    hits = _sources(args, messages[-1]["content"])
-    messages = with_sources(messages, hits)
+    question = message_text(args)
+    sources = sources_of(_sources(args, question))
+    messages.append({"role": "user", "content": with_sources(question, sources)})
     with command_line_tools(args) as servers:
         tools = tool_use_from_args(args) if servers is None else None
         backend = open_backend(source, options)
@@ -62,8 +62,8 @@ def run_chat(args) -> int:
                 stats = _tool_loop(backend, messages, params, servers)
         finally:
             backend.close()
-    if hits:
-        print(f"\nSources:\n{sources_list(hits)}", flush=True)
+    if sources:
+        print(f"\nSources:\n{sources_list(sources)}", flush=True)
     report_stats(args, stats, device)
     if stats.stop_reason is StopReason.ERROR:
         print(f"hearth: {stats.error}", file=sys.stderr)

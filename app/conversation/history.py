@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..engine.types import ReplyStatus
 from ..store import ConversationStore, StoredMessage
 from .context_use import ContextUse, estimate_prompt, measured
+from .sources import with_sources
 
 # The newest messages a reply is given as history. Far more than any context window holds (the
 # engine drops the oldest that do not fit), few enough that a conversation of a hundred
@@ -36,7 +37,8 @@ def history(store: ConversationStore, conversation_id: int | None, system_prompt
             before: int | None = None) -> list[dict]:
     """The branch shown as the engine reads it: the system prompt, then the newest
     HISTORY_MESSAGES messages (before position `before`, when a reply is asked again in place
-    of the one there). Replies that failed before saying anything are left out. Tool calls and
+    of the one there). Replies that failed before saying anything are left out. A question
+    asked of the user's documents reads with its sources before it (sources.py). Tool calls and
     results are in OpenAI's form, which templates and servers read: a reply's "tool_calls"
     (arguments as JSON text), and a "tool" message for each result."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
@@ -49,7 +51,7 @@ def history(store: ConversationStore, conversation_id: int | None, system_prompt
 def _as_read(message: StoredMessage) -> dict:
     if message.tool_result is not None:
         return message.tool_result.to_openai()
-    read = {"role": message.role, "content": message.content}
+    read = {"role": message.role, "content": with_sources(message.content, message.sources)}
     if message.tool_calls:
         read["tool_calls"] = [call.to_openai() for call in message.tool_calls]
     return read

@@ -27,6 +27,7 @@ from ..engine.tools.types import PLAIN, ToolCall
 from ..engine.types import ReplyStats, ReplyStatus
 from ..store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
 from .bridge import EngineBridge
+from .conversation_documents import ConversationDocuments
 from .conversation_tools import ConversationTools
 from .model_session import ModelSession
 from .replies import FinishedReply, ReplyInProgress, ReplySoFar
@@ -85,12 +86,13 @@ class ChatSession(QObject):
     storeFailed = Signal(object)
 
     def __init__(self, store: ConversationStore, bridge: EngineBridge, models: ModelSession,
-                 tools: ConversationTools | None = None, parent=None):
+                 tools: ConversationTools | None = None, parent=None, documents: ConversationDocuments | None = None):
         super().__init__(parent)
         self.store = store
         self._bridge = bridge
         self._models = models
         self.tools = tools
+        self.documents = documents
         self.loop = ToolLoop(tools, lambda: self.store, self) if tools is not None else None
         self.turn = self.loop.turn if self.loop is not None else None
         self._conversation_id: int | None = None
@@ -187,8 +189,9 @@ class ChatSession(QObject):
         if conversation_id != self._conversation_id:
             self._bridge.prepare(conversation_id)  # the KV state read while the user reads, not on Send
         self._conversation_id = conversation_id
-        if self.tools is not None:
-            self.tools.open(self.store, conversation_id)
+        for choice in (self.tools, self.documents):
+            if choice is not None:
+                choice.open(self.store, conversation_id)
         self.conversationChanged.emit(conversation_id)
         self._emit_context()
 
@@ -196,6 +199,11 @@ class ChatSession(QObject):
         """The servers whose tools the open conversation's model may call from its next reply."""
         if self.tools is not None:
             self.tools.choose(self.store, self._conversation_id, names)
+
+    def choose_collections(self, names: tuple[str, ...]) -> None:
+        """The document collections the open conversation's next questions are answered from."""
+        if self.documents is not None:
+            self.documents.choose(self.store, self._conversation_id, names)
 
     def new_conversation(self) -> int:
         """Open a new conversation, or stay in the open one if nothing was said in it yet: each
@@ -206,8 +214,9 @@ class ChatSession(QObject):
         current = self._models.current
         conversation_id = self.store.create_conversation(
             model=current.record_name if current else None, system_prompt=self._models.settings.system_prompt)
-        if self.tools is not None:
-            self.tools.keep_for(self.store, conversation_id)
+        for choice in (self.tools, self.documents):
+            if choice is not None:
+                choice.keep_for(self.store, conversation_id)
         self.open(conversation_id)
         self.conversationsChanged.emit()
         return conversation_id

@@ -35,9 +35,16 @@ from ..documents.indexing import IndexReport, index_paths
 from ..documents.retrieval import Retrieval, retrieve
 from ..documents.search import DocumentSearch
 from ..engine.embedding.types import Embedder
+from . import paths
 from .document_settings import DocumentSettings
 
 log = logging.getLogger(__name__)
+
+
+def _profile_embedder(model: Path | None) -> Embedder:
+    from ..engine.opening import open_embedder  # loads llama.cpp: on a worker thread, when first needed
+
+    return open_embedder(model, paths.embedding_models_dir())
 
 
 @dataclass(frozen=True)
@@ -125,14 +132,16 @@ class DocumentLibrary(QObject):
     _ran = Signal(object, object)  # the indexing thread -> the GUI thread: the job, its report (or None)
     _set_summaries = Signal(object)  # a worker thread -> the GUI thread: the collections read
 
-    def __init__(self, settings: DocumentSettings, index_path: Path,
-                 open_embedder: Callable[[Path | None], Embedder], parent: QObject | None = None):
-        """`open_embedder(model)`: the embedding model (None: the default), loaded on a worker
-        thread when first needed (engine/opening.py's open_embedder in the application)."""
+    def __init__(self, settings: DocumentSettings, index_path: Path | None = None,
+                 open_embedder: Callable[[Path | None], Embedder] | None = None, parent: QObject | None = None):
+        """`index_path`: the index file (the profile's by default). `open_embedder(model)`: the
+        embedding model (None: the default), loaded on a worker thread when first needed
+        (engine/opening.py's, with the profile's model cache, by default)."""
         super().__init__(parent)
         self.settings = settings
-        self._index_path = index_path
-        self._embedding = _Embedding(lambda: open_embedder(settings.embedding_model))
+        self._index_path = index_path if index_path is not None else paths.documents_index_path()
+        opener = open_embedder or _profile_embedder
+        self._embedding = _Embedding(lambda: opener(settings.embedding_model))
         self._indexer = ThreadPoolExecutor(1, thread_name_prefix="documents-index")
         self._searcher = ThreadPoolExecutor(1, thread_name_prefix="documents-search")
         self._local = threading.local()  # each thread's DocumentIndex (and its search's cache)

@@ -132,7 +132,7 @@ def test_the_command_line_adds_lists_searches_and_removes(tmp_path, folder):
 
 def test_a_chat_answers_from_a_collection_and_lists_its_sources(tmp_path, folder, gemma_path):
     """`hearth chat MODEL QUESTION --docs NAME`: the chunks that answer go into the prompt as
-    numbered sources (with_sources), and the sources are listed after the reply."""
+    numbered sources before the question (with_sources), and the sources are listed after the reply."""
     env = dict(os.environ, HEARTH_HOME=str(tmp_path / "home"))
     model = str(ensure_minilm().gguf)
 
@@ -151,13 +151,12 @@ def test_a_chat_answers_from_a_collection_and_lists_its_sources(tmp_path, folder
     assert sources.splitlines()[0].startswith("[1] ") and sources.splitlines()[0].endswith("bread.txt")
 
 
-def test_sources_go_into_the_system_message_numbered():
-    from app.conversation.sources import with_sources
+def test_sources_go_into_the_question_numbered():
+    from app.conversation.sources import sources_of, with_sources
     from app.documents.types import Hit
 
     hits = [Hit(Path("/docs/a.pdf"), "Prune in winter.", 0.5, page=3), Hit(Path("/docs/b.md"), "Water daily.", 0.4)]
-    [system, user] = with_sources([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "?"}], hits)
-    assert system["content"].startswith("Be brief.\n\nAnswer from the numbered sources")
-    assert "[1] a.pdf, page 3\nPrune in winter." in system["content"] and "[2] b.md\nWater daily." in system["content"]
-    assert user == {"role": "user", "content": "?"}
-    assert with_sources([{"role": "user", "content": "?"}], [])[0]["role"] == "user"
+    asked = with_sources("When do I prune?", sources_of(hits))
+    assert asked.startswith("Answer from the numbered sources") and asked.endswith("\n\nQuestion: When do I prune?")
+    assert "[1] a.pdf, page 3\nPrune in winter." in asked and "[2] b.md\nWater daily." in asked
+    assert with_sources("When?", ()) == "When?"

@@ -18,7 +18,9 @@ from ...engine.types import ModelSource, RemoteModel
 from ...owners import paths
 from ...owners.bridge import EngineBridge
 from ...owners.chat_session import ChatSession
+from ...owners.conversation_documents import ConversationDocuments
 from ...owners.conversation_tools import ConversationTools
+from ...owners.documents import DocumentLibrary
 from ...owners.downloads import DownloadManager
 from ...owners.local_server import LocalServer
 from ...owners.model_session import ModelSession
@@ -102,8 +104,10 @@ def run_gui(args) -> int:
     local_server = LocalServer(bridge, models, parent=app)  # serves the loaded model when asked
     tool_servers = ToolServerManager(config.tools, paths.log_dir() / "tool-servers", parent=app)  # start on first use
     conversation_tools = ConversationTools(tool_servers, config.tools, parent=app)
-    window = MainWindow(models, ChatSession(store, bridge, models, conversation_tools), config, downloads, servers,
-                        local_server, states=states)
+    documents = DocumentLibrary(config.documents, parent=app)  # the index read at once, the model at first use
+    session = ChatSession(store, bridge, models, conversation_tools,
+                          documents=ConversationDocuments(documents, parent=app))
+    window = MainWindow(models, session, config, downloads, servers, local_server, states=states)
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
@@ -130,6 +134,7 @@ def run_gui(args) -> int:
     window.session.close()  # a reply stopped by quitting is kept as stopped, with its statistics
     local_server.shutdown()  # waiting requests get 503, a served reply stops, the port closes
     tool_servers.close()  # every server's process ends with Hearth
+    documents.close()  # an indexing run stops after its file; the next start goes on with it
     downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
     window.session.store.close()  # the one in use: a damaged one may have been replaced
