@@ -31,12 +31,14 @@ from .conversation_documents import ConversationDocuments
 from .conversation_tools import ConversationTools
 from .model_session import ModelSession
 from .replies import FinishedReply, ReplyInProgress, ReplySoFar
+from .source_lookup import SourceLookup
 from .tool_loop import ToolLoop
 
 QUIT_WAIT_MS = 2_000  # how long quitting waits for a stopped reply to come back from the engine
 NO_MODEL_MESSAGE = "No model is loaded. Choose one above the chat, or get one with Get models (Ctrl+Shift+G)."
 SERVED_WAIT_MESSAGE = "The reply will start when the served request has finished (Esc cancels it)."
 TOOLS_WAIT_MESSAGE = "The reply will start when its tool servers are ready (Esc cancels it)."
+SOURCES_WAIT_MESSAGE = "Searching your documents… (Esc cancels the reply)"
 
 
 class ChatSession(QObject):
@@ -93,6 +95,7 @@ class ChatSession(QObject):
         self._models = models
         self.tools = tools
         self.documents = documents
+        self.lookup = SourceLookup(documents, lambda: self.store, self) if documents is not None else None
         self.loop = ToolLoop(tools, lambda: self.store, self) if tools is not None else None
         self.turn = self.loop.turn if self.loop is not None else None
         self._conversation_id: int | None = None
@@ -113,6 +116,9 @@ class ChatSession(QObject):
             self.loop.ended.connect(self._end_turn)
             self.loop.notice.connect(self.error)
             self.loop.storeFailed.connect(self.storeFailed)
+        if self.lookup is not None:
+            self.lookup.notice.connect(self.error)
+            self.lookup.storeFailed.connect(self.storeFailed)
         bridge.failed.connect(self._on_failed)
         bridge.modelLoaded.connect(lambda _description: self._bridge.prepare(self._conversation_id))
 
@@ -144,6 +150,8 @@ class ChatSession(QObject):
         servers or runs tools), if one is."""
         if self._reply is not None:
             return self._reply.conversation_id
+        if self.lookup is not None and self.lookup.conversation_id is not None:
+            return self.lookup.conversation_id
         return self.loop.conversation_id if self.loop is not None else None
 
     def reply_so_far(self) -> ReplySoFar | None:
@@ -279,7 +287,9 @@ class ChatSession(QObject):
         return self._start_reply()
 
     def stop(self) -> None:
-        """Stop the reply, the tool call in flight, or the wait for tool servers: the turn ends."""
+        """Stop the reply, the tool call in flight, or the wait for tool servers or sources: the turn ends."""
+        if self.lookup is not None and (looked_up := self.lookup.stop()) is not None:
+            self._end_turn(looked_up)
         if self.loop is not None:
             self.loop.stop()
         self._bridge.stop()
@@ -370,13 +380,26 @@ class ChatSession(QObject):
     def _start_reply(self, replacing: StoredMessage | None = None) -> bool:
         """Start a reply at the end of the branch shown, or as a new version of `replacing`
         (Regenerate): then the branch shown changes, and conversationChanged says so instead
-        of replyStarted. A reply whose tool servers are still starting waits for them."""
+        of replyStarted. A question asked of documents has its sources found first (SourceLookup);
+        a reply whose tool servers are still starting waits for them."""
         conversation_id = self._conversation_id
+        if self.lookup is not None and self.lookup.begin(conversation_id, replacing,
+                                                         lambda: self._after_lookup(conversation_id, replacing)):
+            self._set_waiting(True, SOURCES_WAIT_MESSAGE)
+            self.busyChanged.emit(True)
+            return True
         if self.loop is not None and self.loop.begin(conversation_id, lambda: self._go_on(conversation_id, replacing, 0)):
             self._set_waiting(True, TOOLS_WAIT_MESSAGE)
             self.busyChanged.emit(True)
             return True
         return self._begin(conversation_id, replacing, 0)
+
+    def _after_lookup(self, conversation_id: int, replacing: StoredMessage | None) -> None:
+        self._set_waiting(False)
+        if self.loop is None or not self.loop.begin(conversation_id, lambda: self._go_on(conversation_id, replacing, 0)):
+            self._go_on(conversation_id, replacing, 0)
+        else:
+            self._set_waiting(True, TOOLS_WAIT_MESSAGE)
 
     def _go_on(self, conversation_id: int, replacing: StoredMessage | None, step: int) -> None:
         """Begin the reply a turn waited for (its servers, or its calls' results); a failure to
