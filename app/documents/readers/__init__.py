@@ -46,6 +46,10 @@ READERS: dict[str, Reader] = {
     **{suffix: read_text for suffix in CODE_SUFFIXES},
 }
 SUPPORTED_SUFFIXES = frozenset(READERS)
+# What the window hands to the system's default program when a source is opened: the document
+# formats, never code or scripts, which a system may run rather than show (a .bat opened on
+# Windows runs; some desktops run an executable .sh).
+OPENED_BY_THE_SYSTEM = SUPPORTED_SUFFIXES - CODE_SUFFIXES
 
 
 def read_document(path: Path) -> list[Passage]:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 
 from app.documents.limits import MAX_PDF_PAGES, MAX_TEXT_CHARS
 from app.documents.readers.text import normalise_newlines
 from app.documents.types import DocumentError, Passage
 
 _PDFIUM = threading.Lock()
+MAX_RENDER_PIXELS = 4_000_000  # a page drawn for the source view (a 10 m poster page is not 1 GB of pixels)
 _MAX_OUTLINE_ITEMS = 5000  # bookmarks read for headings; an outline past this is not walked
 # What PDFium leaves in extracted text that is no text: control characters, its own markers.
 _NOT_TEXT = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
@@ -79,3 +82,51 @@ def _outline_headings(document, count: int) -> dict[int, str]:
     except Exception:  # noqa: BLE001 — a damaged outline costs the headings, not the file
         return {}
     return headings
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """One page drawn: `width` × `height` pixels, rows of `stride` bytes, BGRx (as PDFium draws
+    and Qt's QImage.Format_RGB32 reads on a little-endian machine)."""
+
+    width: int
+    height: int
+    stride: int
+    pixels: bytes
+    pages: int  # in the whole document, so a viewer can say "page 3 of 12"
+
+
+def render_page(path: Path, page: int, width: int) -> PageImage:
+    """Page `page` (1-based) of the PDF at `path`, drawn `width` pixels wide, for the window's
+    source view (a citation opens its page). Raises DocumentError for a file that is gone,
+    damaged or has no such page; at most MAX_RENDER_PIXELS are drawn, whatever the page's shape."""
+    import pypdfium2 as pdfium
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"cannot be read ({exc.strerror or exc})") from None
+    with _PDFIUM:
+        try:
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as error:
+            raise DocumentError(_REASONS.get(error.err_code, "is damaged or not a PDF")) from None
+        try:
+            count = len(document)
+            if not 1 <= page <= count:
+                raise DocumentError(f"has no page {page} (it has {count})")
+            drawn = document[page - 1]
+            try:
+                points_wide, points_high = drawn.get_size()
+                scale = max(min(width / max(points_wide, 1.0),
+                                (MAX_RENDER_PIXELS / max(points_wide * points_high, 1.0)) ** 0.5), 0.05)
+                bitmap = drawn.render(scale=scale, prefer_bgrx=True)
+                image = PageImage(bitmap.width, bitmap.height, bitmap.stride, bytes(bitmap.buffer), count)
+                bitmap.close()
+                return image
+            finally:
+                drawn.close()
+        except pdfium.PdfiumError:
+            raise DocumentError(f"is damaged: page {page} could not be drawn") from None
+        finally:
+            document.close()

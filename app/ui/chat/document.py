@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtGui import (
     QBrush,
+    QColor,
     QFont,
     QTextBlock,
     QTextBlockFormat,
@@ -311,3 +312,27 @@ def end_of(document: QTextDocument) -> QTextCursor:
 def _small(fmt: QTextCharFormat) -> QTextCharFormat:
     fmt.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)
     return fmt
+
+
+def open_box(cursor: QTextCursor, theme: ChatTheme, error: bool = False, message_id: int | None = None) -> None:
+    """Open a thin framed box a shade off the page under a message (a tool call or result, a
+    reply's sources); the cursor ends in its first block, marked as message `message_id`'s
+    start where given. Leave it with cursor.movePosition(End)."""
+    frame = QTextFrameFormat()
+    frame.setBorder(1.5 if error else 1)
+    frame.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+    frame.setBorderBrush(QBrush(theme.error) if error else QBrush(QColor(theme.render.rule)))
+    frame.setBackground(QColor(theme.render.inline_code_background))
+    frame.setPadding(8)
+    frame.setTopMargin(6)
+    frame.setBottomMargin(4)
+    if cursor.block().length() == 1:  # the empty line Qt keeps after the frame before: thin
+        thin = QTextBlockFormat()
+        thin.setLineHeight(1, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
+        cursor.setBlockFormat(thin)
+    cursor.insertFrame(frame)
+    first = QTextBlockFormat()
+    first.setBottomMargin(2)
+    if message_id is not None:
+        first.setProperty(MESSAGE_START, message_id)
+    cursor.setBlockFormat(first)

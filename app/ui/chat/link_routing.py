@@ -32,6 +32,7 @@ class LinkRouter(QObject):
         getModelsClicked(): the welcome's "Get models".
         promptClicked(int): the welcome's example prompt at this index.
         resultExpandClicked(int): "Show all" (or "Show less") under the tool result with this id.
+        sourceClicked(int, int): source n (1-based) of the question with this id, under its reply.
     """
 
     webLinkClicked = Signal(QUrl)
@@ -46,6 +47,7 @@ class LinkRouter(QObject):
     getModelsClicked = Signal()
     promptClicked = Signal(int)
     resultExpandClicked = Signal(int)
+    sourceClicked = Signal(int, int)
 
     def __init__(self, browser: QTextBrowser) -> None:
         super().__init__(browser)
@@ -67,6 +69,10 @@ class LinkRouter(QObject):
             self.showEarlierClicked.emit()
         elif action == "get-models":
             self.getModelsClicked.emit()
+        elif action == "open-source":
+            question, _, number = argument.partition("-")
+            if question.isdigit() and number.isdigit():
+                self.sourceClicked.emit(int(question), int(number))
         elif argument.isdigit():
             self._run_numbered(action, int(argument))
 

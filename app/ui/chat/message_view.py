@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ...engine.tools.types import ToolCall
 from ...engine.types import ReplyStats, ReplyStatus, StopReason
-from ...store import ToolResult
+from ...store import Source, ToolResult
 
 # A reply with no stop reason (nothing was measured, or an imported record) says how it ended
 # by its status; a complete one says nothing.
@@ -39,6 +39,7 @@ class MessageView:
     versions: int = 1
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
+    sources: tuple[Source, ...] = ()  # a user message's: the passages of documents its reply read
 
 
 def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:

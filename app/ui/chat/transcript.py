@@ -26,6 +26,7 @@ from .markdown_render import MarkdownRenderer
 from .message_footer import ACTION_SCHEME, action_href, footer_parts
 from .message_view import stats_text
 from .paging import Pages
+from .sources_block import SourcesBlock
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
 from .tool_calls.stored import ToolBlocks
@@ -73,11 +74,13 @@ class Transcript:
         self._whole_results: set[int] = set()  # tool results shown whole ("Show all"), by message id
         self.writer = self._writer_for(theme)
         self._tools = ToolBlocks(theme)
+        self._sources = SourcesBlock(theme)
 
     def set_theme(self, theme: ChatTheme) -> None:
         """Write in these colours from now on (the pane's palette changed): render() again."""
         self.writer = self._writer_for(theme)
         self._tools = ToolBlocks(theme)
+        self._sources = SourcesBlock(theme)
 
     def expand_result(self, message_id: int) -> bool:
         """"Show all" (or "Show less") under the tool result with this id: from the next
@@ -145,6 +148,7 @@ class Transcript:
         cursor.movePosition(QTextCursor.MoveOperation.End)  # out of the user's bubble
         for call in message.tool_calls:
             self._tools.call(cursor, call)
+        self._write_sources(cursor, index)
         footer = self._write_footer(cursor, index, regenerate)
         if message.role == "assistant":
             self._last_body = (body_start, footer - 1)
@@ -154,6 +158,7 @@ class Transcript:
         under it if its text was rendered where it stood, else write it again from its content."""
         index = self._pages.last_index()
         if rendered_in_place:
+            self._write_sources(end_of(self._document), index)
             footer = self._write_footer(end_of(self._document), index, regenerate=True)
             self._last_body = (streamed.body_start, footer - 1)
             return
@@ -225,6 +230,16 @@ class Transcript:
             return None
         prompts = self._welcome.prompts()
         return prompts[index] if index < len(prompts) else None
+
+    def _write_sources(self, cursor: QTextCursor, index: int) -> None:
+        """Under a reply, the sources its question was given (the user message before it): under
+        the turn's last reply only, where a turn with tool calls has several."""
+        messages = self._pages.messages
+        if messages[index].role != "assistant" or (index + 1 < len(messages) and messages[index + 1].role != "user"):
+            return
+        question = next((message for message in reversed(self._pages.messages[:index]) if message.role == "user"), None)
+        if question is not None and question.id is not None and question.sources:
+            self._sources.write(cursor, question.id, question.sources)
 
     def _write_footer(self, cursor: QTextCursor, index: int, regenerate: bool) -> int:
         """Write the footer of message `index` at the cursor, and the context divider if it

@@ -82,6 +82,8 @@ class ChatView(QWidget):
         earlierRequested(): "Show earlier messages" was clicked when every message handed over
             is shown but older ones exist (set_messages' `earlier`): the window answers with
             prepend_messages().
+        sourceOpened(int, int): source n (1-based) under a reply was clicked: of the question
+            (user message) with this id; the window opens its file.
 
     A reply's lifecycle: begin_reply(), append_text() per chunk (cheap: buffered), then
     finish_reply() with the authoritative text.
@@ -105,6 +107,7 @@ class ChatView(QWidget):
     earlierRequested = Signal()
     promptChosen = Signal(str)
     getModelsRequested = Signal()
+    sourceOpened = Signal(int, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -137,6 +140,7 @@ class ChatView(QWidget):
         links.getModelsClicked.connect(self.getModelsRequested)
         links.promptClicked.connect(self._choose_prompt)
         links.resultExpandClicked.connect(self._show_whole_result)
+        links.sourceClicked.connect(self.sourceOpened)
         self._editing.submitted.connect(self.editSubmitted)
         self._editing.rewriteNeeded.connect(self._rebuild_in_place)
         self._steps.versionStepped.connect(self.versionStepped)

@@ -15,14 +15,11 @@ long runs get the transcript's break opportunities (markdown_render.break_long_r
 from __future__ import annotations
 
 from PySide6.QtGui import (
-    QBrush,
-    QColor,
     QFont,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
     QTextFormat,
-    QTextFrameFormat,
 )
 
 from ....common.text import shorten
@@ -30,7 +27,7 @@ from ....engine.tools.types import ToolCall
 from ....store import ToolResult
 from ....tool_servers.approval import NOT_RUN
 from ...widgets.foreign_text import formatted_json, head_lines, inert_lines
-from ..document import MESSAGE_START
+from ..document import open_box
 from ..markdown_render import break_long_runs
 from ..message_footer import action_href
 from ..theme import ChatTheme
@@ -70,7 +67,7 @@ class ToolBlocks:
 
     def call(self, cursor: QTextCursor, call: ToolCall) -> None:
         """One call a reply ended with: its tool and its arguments, the first lines of them."""
-        self._frame(cursor, error=False)
+        open_box(cursor, self._theme, error=False)
         cursor.insertText(f"Tool call · {shorten(call.name, NAME_CHARS)}", self._caption)
         shown, cut = head_lines(formatted_json(call.arguments), CALL_LINES, CALL_CHARS)
         self._text_block(cursor, shown + ("\n…" if cut else ""))
@@ -83,7 +80,7 @@ class ToolBlocks:
         """A call's result, marked as the message `message_id`'s start: its first lines, or with
         `whole` all of it; a link shows all of it, or less again."""
         failed = result.error and not result.content.startswith(NOT_RUN)  # refused is not failed
-        self._frame(cursor, error=failed, message_id=message_id)
+        open_box(cursor, self._theme, error=failed, message_id=message_id)
         caption = "Error" if failed else "Not run" if result.error else "Result"
         cursor.insertText(f"{caption} · {shorten(result.name, NAME_CHARS)}",
                           self._error_caption if failed else self._caption)
@@ -106,27 +103,6 @@ class ToolBlocks:
             cursor.insertBlock(QTextBlockFormat(), self._note)
             cursor.insertText(words, link)
         cursor.movePosition(QTextCursor.MoveOperation.End)
-
-    def _frame(self, cursor: QTextCursor, error: bool, message_id: int | None = None) -> None:
-        """Open a thin framed box a shade off the page; the cursor ends in its first block."""
-        frame = QTextFrameFormat()
-        frame.setBorder(1.5 if error else 1)
-        frame.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-        frame.setBorderBrush(QBrush(self._theme.error) if error else QBrush(QColor(self._theme.render.rule)))
-        frame.setBackground(QColor(self._theme.render.inline_code_background))
-        frame.setPadding(8)
-        frame.setTopMargin(6)
-        frame.setBottomMargin(4)
-        if cursor.block().length() == 1:  # the empty line Qt keeps after the frame before: thin
-            thin = QTextBlockFormat()
-            thin.setLineHeight(1, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
-            cursor.setBlockFormat(thin)
-        cursor.insertFrame(frame)
-        first = QTextBlockFormat()
-        first.setBottomMargin(2)
-        if message_id is not None:
-            first.setProperty(MESSAGE_START, message_id)
-        cursor.setBlockFormat(first)
 
     def _text_block(self, cursor: QTextCursor, text: str) -> None:
         shown, _run = break_long_runs(text.replace("\n", _LINE))

@@ -1,0 +1,36 @@
+"""A citation clicked under a reply opens its source (ui/dialogs/source_view.py): the source
+is read from the question's record in the store, so it is what the reply read, wherever the
+file has gone since."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QWidget
+
+from ...owners.chat_session import ChatSession
+from ...store import StoreError
+from ..chat.view import ChatView
+from ..dialogs.source_view import SourceView
+
+
+class Citations(QObject):
+    """Opens the source view of a citation clicked in `chat`, one at a time, over `window`."""
+
+    def __init__(self, session: ChatSession, chat: ChatView, window: QWidget) -> None:
+        super().__init__(window)
+        self._session, self._window = session, window
+        self.view: SourceView | None = None
+        chat.sourceOpened.connect(self.open)
+
+    def open(self, question_id: int, number: int) -> None:
+        try:
+            question = self._session.store.message(question_id)
+        except StoreError:
+            return  # the message is gone (deleted meanwhile): nothing to open
+        sources = question.sources if question is not None else ()
+        if not 1 <= number <= len(sources):
+            return
+        if self.view is not None:
+            self.view.close()
+        self.view = SourceView(sources[number - 1], number, self._window)
+        self.view.show()
