@@ -54,9 +54,13 @@ def add_docs_parser(subparsers) -> None:
 
 def open_embedder(model: Path | None):
     """The embedding model in llama.cpp (the default, converted on first use, unless given)."""
+    from ..engine.embedding.default_model import EmbeddingModelUnavailable
     from ..engine.opening import open_embedder as opened
 
-    return opened(model, paths.embedding_models_dir())
+    try:
+        return opened(model, paths.embedding_models_dir())
+    except EmbeddingModelUnavailable as exc:
+        raise UsageError(f"{exc} Or give one with --embedding-model FILE.gguf.") from None
 
 
 @contextmanager

@@ -108,20 +108,13 @@ def _default_model() -> Path:
 
 def _embeddings(model: Path | None):
     """/v1/embeddings' model: the file given (named by its file name), else the default one where
-    its package is installed (None: no such route), each loaded when its first request comes."""
-    from ..engine.embedding.default_model import (
-        MODEL_NAME,
-        EmbeddingModelUnavailable,
-        source_zip,
-    )
+    its package is installed or a bundle ships it (None: no such route), each loaded when its first request comes."""
+    from ..engine.embedding.default_model import MODEL_NAME, default_embedding_available
     from ..owners.paths import embedding_models_dir
     from ..serve.embeddings import Embeddings
 
-    if model is None:
-        try:
-            source_zip()
-        except EmbeddingModelUnavailable:
-            return None
+    if model is None and not default_embedding_available(embedding_models_dir()):
+        return None
 
     def load():
         from ..engine.opening import open_embedder

@@ -17,9 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..common.text import printable
+from .context_use import estimate_tokens
 from ..documents.types import Hit
 from ..store import Source
 
+# The most of the context window a question's sources may fill: the rest is for the conversation,
+# the question and the reply. Sources past it are left out, the best kept.
+CONTEXT_SHARE = 0.5
 INSTRUCTION = ("Answer from the numbered sources below, taken from the user's documents. Cite the sources you use "
                "as [1], [2]… If they do not hold the answer, say so.")
 QUESTION = "Question:"
@@ -28,6 +32,21 @@ QUESTION = "Question:"
 def sources_of(hits: Sequence[Hit]) -> tuple[Source, ...]:
     """A search's hits as the store keeps them with the message they answer."""
     return tuple(Source(str(hit.source), hit.text, hit.page, hit.heading) for hit in hits)
+
+
+def fitting(sources: Sequence[Source], context_tokens: int | None) -> tuple[Source, ...]:
+    """The best of `sources` (they come best first) that fill at most CONTEXT_SHARE of a context
+    window of `context_tokens` (None: not known, all of them), by the estimate the context meter
+    uses: a small context is not filled by sources before the question is read."""
+    if context_tokens is None:
+        return tuple(sources)
+    room, kept = int(context_tokens * CONTEXT_SHARE), []
+    for number, source in enumerate(sources, start=1):
+        room -= estimate_tokens(len(f"[{number}] {where(source)}\n{source.text}\n\n"))
+        if room < 0:
+            break
+        kept.append(source)
+    return tuple(kept)
 
 
 def where(source: Source) -> str:

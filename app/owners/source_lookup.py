@@ -2,7 +2,8 @@
 
 With collections chosen for the conversation (ConversationDocuments), a Send, an edit or a
 Regenerate of a question that has no sources yet asks the DocumentLibrary's search thread
-first; the passages found are stored with the question (ConversationStore.set_sources) and
+first; the best of the passages found, as many as fill at most half the model's context
+(sources.fitting), are stored with the question (ConversationStore.set_sources) and
 the reply begins, reading them with it (conversation/history.py). A question that has its
 sources (Regenerate, or a reply asked again after a stop) keeps them: the reply reads what the
 one before it read. The wait is short (embedding one question and two searches: tens of
@@ -19,10 +20,11 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
-from ..conversation.sources import sources_of
+from ..conversation.sources import fitting, sources_of
 from ..store import ConversationStore, StoredMessage, StoreError
 from .conversation_documents import ConversationDocuments
 from .documents import Asked
+from .model_session import ModelSession
 
 WORDS_ONLY = ("{names} was indexed with another embedding model than the one chosen in Settings → Documents, so it "
               "was searched by its words only. Update it there to search it by meaning too.")
@@ -49,9 +51,10 @@ class SourceLookup(QObject):
     storeFailed = Signal(object)
 
     def __init__(self, documents: ConversationDocuments, store: Callable[[], ConversationStore],
-                 parent: QObject | None = None):
+                 models: ModelSession, parent: QObject | None = None):
+        """`models`: whose loaded context the sources may fill half of at most (sources.fitting)."""
         super().__init__(parent)
-        self._documents, self._store = documents, store
+        self._documents, self._store, self._models = documents, store, models
         self._pending: _Pending | None = None
         documents.library.retrieved.connect(self._on_retrieved)
 
@@ -91,7 +94,9 @@ class SourceLookup(QObject):
             if asked.retrieval.words_only:
                 self.notice.emit(WORDS_ONLY.format(names=", ".join(asked.retrieval.words_only)))
             try:
-                self._store().set_sources(pending.question_id, sources_of(asked.retrieval.hits))
+                current = self._models.current
+                kept = fitting(sources_of(asked.retrieval.hits), current.n_ctx if current is not None else None)
+                self._store().set_sources(pending.question_id, kept)
             except StoreError as exc:
                 self.storeFailed.emit(exc)
         pending.then()

@@ -104,3 +104,12 @@ def test_a_collection_removed_meanwhile_is_said_and_the_reply_goes_on(qtbot, tmp
         session.send("How long should the dough rise?")
     assert "could not be searched" in said.args[0] and "no collection named kitchen" in said.args[0]
     assert script.requests[-1][0][-1]["content"] == "How long should the dough rise?"
+
+
+def test_sources_fill_at_most_half_of_a_small_context():
+    from app.conversation.sources import fitting
+    from app.store import Source
+
+    sources = [Source(f"/d/{n}.txt", "word " * 200) for n in range(5)]  # about 250 tokens each
+    assert len(fitting(sources, None)) == 5 and len(fitting(sources, 100_000)) == 5
+    assert len(fitting(sources, 1024)) == 2 and fitting(sources, 256) == ()

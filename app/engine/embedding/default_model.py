@@ -78,6 +78,17 @@ def default_embedding_tokenizer(cache_dir: Path) -> Path:
     return ensure_default_embedding_model(cache_dir).tokenizer_json
 
 
+def default_embedding_available(cache_dir: Path) -> bool:
+    """The default model can be had without converting anything or with its package: its
+    package is installed, or a conversion ships in `cache_dir` (a bundle). Cheap: nothing is
+    hashed or converted (`hearth serve` asks it to decide whether to offer /v1/embeddings)."""
+    try:
+        source_zip()
+        return True
+    except EmbeddingModelUnavailable:
+        return any(cache_dir.glob(f"{MODEL_NAME}-*-c{CONVERTER_VERSION}.f16.gguf"))
+
+
 def ensure_default_embedding_model(cache_dir: Path, source: Path | None = None) -> DefaultEmbeddingModel:
     """The GGUF and tokenizer.json of `source` (the installed package's zip unless given),
     converted into `cache_dir` unless a sound conversion of the same zip is there already.
