@@ -96,7 +96,7 @@ class ChatSession(QObject):
         self.tools = tools
         self.documents = documents
         self.lookup = SourceLookup(documents, lambda: self.store, models, self) if documents is not None else None
-        self.loop = ToolLoop(tools, lambda: self.store, self) if tools is not None else None
+        self.loop = ToolLoop(tools, lambda: self.store, self, documents) if tools is not None else None
         self.turn = self.loop.turn if self.loop is not None else None
         self._conversation_id: int | None = None
         self._reply: ReplyInProgress | None = None

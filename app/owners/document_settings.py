@@ -1,6 +1,7 @@
 """The documents' settings in the settings file: which embedding model indexes and searches
-(the default, or a GGUF the user chose), how many sources a reply is given, and the collections
-a new conversation starts with. The collections themselves live in the document index
+(the default, or a GGUF the user chose), how many sources a reply is given, whether the model
+searches itself (a tool) or each question is searched, and the collections a new conversation
+starts with. The collections themselves live in the document index
 (documents/index.py), not here: the command line and the window share them."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ log = logging.getLogger(__name__)
 
 EMBEDDING_MODEL = "documents/embedding_model"  # a GGUF's path; empty: the default model
 SOURCES = "documents/sources_per_reply"
+AS_TOOL = "documents/as_tool"  # true: the model searches with search_documents; false: each question is searched
 DEFAULT_CHOICE = "documents/default_collections"  # JSON: the collections a new conversation starts with
 
 
@@ -49,6 +51,17 @@ class DocumentSettings:
     @sources_per_reply.setter
     def sources_per_reply(self, count: int) -> None:
         self._store.setValue(SOURCES, min(max(int(count), 1), MAX_TOP))
+
+    @property
+    def as_tool(self) -> bool:
+        """The model searches the collections itself, with a search_documents tool it may call
+        (for models that call tools, as Jan does), rather than each question being searched and
+        its sources put before it (the default: every model reads them)."""
+        return str(self._store.value(AS_TOOL, "false")).lower() == "true"
+
+    @as_tool.setter
+    def as_tool(self, on: bool) -> None:
+        self._store.setValue(AS_TOOL, "true" if on else "false")
 
     @property
     def default_choice(self) -> tuple[str, ...]:

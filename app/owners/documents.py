@@ -24,7 +24,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,6 +216,14 @@ class DocumentLibrary(QObject):
         ticket, names, top = self._tickets, tuple(names), top or self.settings.sources_per_reply
         self._searcher.submit(self._retrieve, ticket, names, query, top)
         return ticket
+
+    def search(self, names: Sequence[str], query: str, top: int | None = None) -> Future:
+        """The sources of `query` in the collections `names`, as a future Retrieval resolved on
+        the search thread (the model's search_documents tool: documents_tool.py); a failure is
+        the future's DocumentIndexError, or another exception where the model did not load."""
+        names, top = tuple(names), top or self.settings.sources_per_reply
+        return self._searcher.submit(lambda: retrieve(self._index_here(), names, query, _LockedEmbedder(self._embedding),
+                                                      top, self._local.search))
 
     def close(self) -> None:
         """Before Hearth quits: the run in progress stops after its file (what is done stays),

@@ -66,10 +66,10 @@ class SourceLookup(QObject):
     def begin(self, conversation_id: int, replacing: StoredMessage | None, then: Callable[[], None]) -> bool:
         """Look up the sources of the question the reply answers (the leaf, or the question
         `replacing` answered), then call `then`. False (nothing to do, `then` not called): no
-        collections are chosen, or the question has its sources already."""
+        collections are chosen, the model searches them itself, or the question has its sources."""
         names = self._documents.chosen
-        if not names or conversation_id is None:
-            return False
+        if not names or conversation_id is None or self._documents.library.settings.as_tool:
+            return False  # none chosen, or the model searches them itself (documents_tool.py)
         store = self._store()
         question = store.message(replacing.parent_id) if replacing is not None else store.leaf_message(conversation_id)
         if question is None or question.role != "user" or question.sources:

@@ -24,7 +24,9 @@ from ..engine.types import ReplyStats, StopReason
 from ..store import ConversationStore, StoreError, ToolResult
 from ..tool_servers.approval import STOPPED_BEFORE_TEXT
 from ..tool_servers.catalog import ToolCatalog
+from .conversation_documents import ConversationDocuments
 from .conversation_tools import ConversationTools, SettledWait
+from .documents_tool import DocumentsTool
 from .tool_turns import ToolTurn
 
 STEP_LIMIT_MESSAGE = "The model used its {limit} tool steps (the limit set in Settings → Tools) and was asked to answer."
@@ -48,11 +50,18 @@ class ToolLoop(QObject):
     notice = Signal(str)
     storeFailed = Signal(object)
 
-    def __init__(self, tools: ConversationTools, store: Callable[[], ConversationStore], parent: QObject | None = None):
+    def __init__(self, tools: ConversationTools, store: Callable[[], ConversationStore], parent: QObject | None = None,
+                 collections: ConversationDocuments | None = None):
+        """`collections`: the conversation's, offered as the search_documents tool beside the
+        servers' where the user chose that the model searches them itself (documents_tool.py)."""
         super().__init__(parent)
         self.tools = tools
-        self.turn = ToolTurn(tools.servers, self)
+        self.documents = documents = DocumentsTool(collections, store, self) if collections is not None else None
+        self.turn = ToolTurn(tools.servers, self, documents)
         self._store = store
+        if documents is not None:
+            documents.conversation = lambda: self._conversation_id
+            documents.storeFailed.connect(self.storeFailed)
         self._conversation_id: int | None = None
         self._servers: tuple[str, ...] = ()
         self._step = 0
@@ -87,7 +96,9 @@ class ToolLoop(QObject):
         began, less any the user has unticked since in that conversation."""
         if self.tools.open_id == self._conversation_id:
             self._servers = tuple(name for name in self._servers if name in self.tools.chosen)
-        catalog = self.tools.catalog(self._servers)
+        builtin = self.documents.status() if self.documents is not None else None
+        catalog = (self.tools.catalog(self._servers) if builtin is None else
+                   ToolCatalog.build([*self.tools.servers.statuses(), builtin], (*self._servers, builtin.name)))
         return (step_use(catalog, step, self.tools.servers.step_limit), catalog) if catalog.tools else (PLAIN, None)
 
     def written(self, call: ToolCall) -> ToolCall:

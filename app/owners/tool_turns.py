@@ -25,6 +25,8 @@ from ..store import ToolResult
 from ..tool_servers.approval import DENIED_TEXT, STOPPED_BEFORE_TEXT, STOPPED_TEXT, Decision, PendingCall
 from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.types import ToolOutcome
+from .documents_tool import SERVER as BUILTIN_SERVER
+from .documents_tool import DocumentsTool
 from .tool_servers import ToolServerManager
 
 
@@ -49,9 +51,12 @@ class ToolTurn(QObject):
     done = Signal(bool)
     _outcome = Signal(object, object)  # (future, ToolOutcome): the supervisor's thread -> here
 
-    def __init__(self, servers: ToolServerManager, parent: QObject | None = None):
+    def __init__(self, servers: ToolServerManager, parent: QObject | None = None, builtin: DocumentsTool | None = None):
+        """`builtin`: Hearth's own tool (search_documents), run here without asking: read-only,
+        over the collections the user attached."""
         super().__init__(parent)
         self._servers = servers
+        self._builtin = builtin
         self._queue: list[PlannedCall] = []
         self._current: PlannedCall | None = None
         self._future: concurrent.futures.Future | None = None
@@ -113,13 +118,18 @@ class ToolTurn(QObject):
         planned = self._current = self._queue.pop(0)
         if planned.refusal is not None:
             self._answer(refused(planned.call, planned.refusal))
-        elif self._servers.allows(planned.listed.server, planned.listed.name):
+        elif self._is_builtin(planned) or self._servers.allows(planned.listed.server, planned.listed.name):
             self._run(planned)
         else:
             self.callProposed.emit(self.current)
 
+    def _is_builtin(self, planned: PlannedCall) -> bool:
+        return self._builtin is not None and planned.listed.server == BUILTIN_SERVER
+
     def _run(self, planned: PlannedCall) -> None:
-        future = self._future = self._servers.call(planned.listed.server, planned.listed.name, arguments_of(planned.call))
+        arguments = arguments_of(planned.call)
+        future = self._future = (self._builtin.call(arguments) if self._is_builtin(planned) else
+                                 self._servers.call(planned.listed.server, planned.listed.name, arguments))
         self.callStarted.emit(planned.call.id)
         future.add_done_callback(lambda done: self._outcome.emit(done, None if done.cancelled() else done.result()))
 
