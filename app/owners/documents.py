@@ -12,8 +12,9 @@ connection stays on its thread; WAL lets one write while the other reads):
 Both use one embedding model (the default, converted on first use, or the GGUF chosen in
 Settings → Documents), loaded on first use by whichever thread needs it first; llama.cpp's
 context is not for two threads at once, so each use holds a lock (a search waits at most for one
-batch of chunks, about a third of a second). A damaged index is moved aside and a new one begun,
-and the user is told (`problem`), as the command line does.
+batch of chunks, about a third of a second). A damaged index, found at open or by any read while
+Hearth runs, is moved aside and a new one begun, and the user is told (`problem`), as the command
+line does: it holds nothing the user's files cannot give again.
 
 Everything from these threads reaches the GUI thread as queued signals; nothing here blocks it.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from ..documents.index import CollectionSummary, DocumentIndex, DocumentIndexError, open_or_rebuild
+from ..documents.index import CollectionSummary, DocumentIndex, DocumentIndexError, IndexDamaged, open_or_rebuild
 from ..documents.indexing import IndexReport, index_paths
 from ..documents.retrieval import Retrieval, retrieve
 from ..documents.search import DocumentSearch
@@ -146,6 +147,7 @@ class DocumentLibrary(QObject):
         self._searcher = ThreadPoolExecutor(1, thread_name_prefix="documents-search")
         self._local = threading.local()  # each thread's DocumentIndex (and its search's cache)
         self._opening = threading.Lock()
+        self._generation = 0  # bumped when a damaged index was moved aside: each thread opens the new one
         self._jobs: deque[IndexingJob] = deque()  # asked, not begun (GUI thread only)
         self._running: IndexingJob | None = None
         self._cancel = threading.Event()
@@ -222,8 +224,7 @@ class DocumentLibrary(QObject):
         the search thread (the model's search_documents tool: documents_tool.py); a failure is
         the future's DocumentIndexError, or another exception where the model did not load."""
         names, top = tuple(names), top or self.settings.sources_per_reply
-        return self._searcher.submit(lambda: retrieve(self._index_here(), names, query, _LockedEmbedder(self._embedding),
-                                                      top, self._local.search))
+        return self._searcher.submit(self._search_now, names, query, top)
 
     def close(self) -> None:
         """Before Hearth quits: the run in progress stops after its file (what is done stays),
@@ -231,6 +232,8 @@ class DocumentLibrary(QObject):
         self._closed = True
         self._jobs.clear()
         self._cancel.set()
+        for pool in (self._indexer, self._searcher):
+            pool.submit(self._close_here)  # each thread's connection, on its thread: the last one checkpoints the WAL
         self._indexer.shutdown(wait=True)
         self._searcher.shutdown(wait=True)
         self._embedding.close()
@@ -261,17 +264,55 @@ class DocumentLibrary(QObject):
     # -- the worker threads ---------------------------------------------------------------------
 
     def _index_here(self) -> DocumentIndex:
-        """This thread's index, opened on first use (a damaged one moved aside, and said)."""
+        """This thread's index, opened on first use and again after the file was rebuilt (a
+        damaged one moved aside, and said)."""
         index = getattr(self._local, "index", None)
+        if index is not None and self._local.generation != self._generation:
+            index.close()  # the other thread moved the damaged file aside: this one still reads it
+            index = None
         if index is None:
             with self._opening:  # two threads creating or upgrading one file at once: one is refused "locked"
                 index, moved = open_or_rebuild(self._index_path)
+                if moved is not None:
+                    self._generation += 1
+                self._local.generation = self._generation
             if moved is not None:
-                self.problem.emit(f"The document index was damaged; it was moved aside to {moved} and a new "
-                                  "one begun. Add your folders again to index them.")
+                self._said_moved(moved)
             self._local.index = index
             self._local.search = DocumentSearch(index)
         return index
+
+    def _close_here(self) -> None:
+        index = getattr(self._local, "index", None)
+        if index is not None:
+            index.close()
+            self._local.index = None
+
+    def _recover(self, exc: DocumentIndexError) -> None:
+        """This thread met damage in the index while Hearth runs: the file is checked again and,
+        damaged, moved aside for a new one (the other thread follows at its next use)."""
+        if not isinstance(exc, IndexDamaged):
+            return
+        with self._opening:
+            stale = getattr(self._local, "index", None)
+            if stale is not None:
+                stale.close()
+                self._local.index = None
+            if getattr(self._local, "generation", self._generation) != self._generation:
+                return  # the other thread rebuilt it already
+            try:
+                index, moved = open_or_rebuild(self._index_path)  # quick_check reads every page
+            except DocumentIndexError:
+                return
+            index.close()
+            if moved is not None:
+                self._generation += 1
+        if moved is not None:
+            self._said_moved(moved)
+
+    def _said_moved(self, moved: Path) -> None:
+        self.problem.emit(f"The document index was damaged; it was moved aside to {moved} and a new "
+                          "one begun. Add your folders again to index them.")
 
     def _index(self, job: IndexingJob, cancel: threading.Event) -> None:
         report = None
@@ -281,6 +322,7 @@ class DocumentLibrary(QObject):
             report = index_paths(index, job.name, job.paths, embedder,
                                  lambda step: self.progress.emit(job.name, step), cancel)
         except DocumentIndexError as exc:
+            self._recover(exc)
             self.problem.emit(f"{job.name} could not be indexed: {exc}")
         except Exception as exc:  # the embedding model would not load: said, never a traceback in a thread
             log.exception("indexing %s failed", job.name)
@@ -297,6 +339,7 @@ class DocumentLibrary(QObject):
         try:
             change(self._index_here())
         except DocumentIndexError as exc:
+            self._recover(exc)
             self.problem.emit(str(exc))
         self._publish()
 
@@ -304,15 +347,21 @@ class DocumentLibrary(QObject):
         try:
             summaries = tuple(self._index_here().summaries())
         except DocumentIndexError as exc:
+            self._recover(exc)
             self.problem.emit(str(exc))
             return
         self._set_summaries.emit(summaries)
 
+    def _search_now(self, names: tuple[str, ...], query: str, top: int) -> Retrieval:
+        try:
+            return retrieve(self._index_here(), names, query, _LockedEmbedder(self._embedding), top, self._local.search)
+        except DocumentIndexError as exc:
+            self._recover(exc)
+            raise
+
     def _retrieve(self, ticket: int, names: tuple[str, ...], query: str, top: int) -> None:
         try:
-            index = self._index_here()
-            found = retrieve(index, names, query, _LockedEmbedder(self._embedding), top, self._local.search)
-            self.retrieved.emit(Asked(ticket, found))
+            self.retrieved.emit(Asked(ticket, self._search_now(names, query, top)))
         except DocumentIndexError as exc:
             self.retrieved.emit(Asked(ticket, None, str(exc)))
         except Exception as exc:  # the embedding model would not load

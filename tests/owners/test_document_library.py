@@ -138,3 +138,58 @@ def test_an_embedding_model_that_does_not_load_is_said_and_nothing_is_lost(tmp_p
     assert "could not be indexed" in said.args[0] and "damaged" in said.args[0]
     qtbot.waitUntil(lambda: not library.indexing(), timeout=WAIT_MS)
     library.close()
+
+
+def damage(index_file: Path) -> None:
+    """Every byte overwritten, as a bad disk or another program might."""
+    size = index_file.stat().st_size
+    with open(index_file, "r+b") as damaged:
+        damaged.write(b"\xde\xad" * (size // 2))
+
+
+def test_an_index_damaged_while_hearth_runs_is_moved_aside_and_begun_again(tmp_path, folder, minilm, qtbot):
+    first = library_at(tmp_path, minilm, qtbot)
+    with qtbot.waitSignal(first.indexed, timeout=WAIT_MS):
+        first.add("home", [folder])
+    first.close()
+    library = library_at_existing(tmp_path, minilm, qtbot)  # the search thread has it open; the indexing thread not
+    damage(tmp_path / "documents.sqlite3")
+    with qtbot.waitSignal(library.problem, timeout=WAIT_MS) as said, \
+            qtbot.waitSignal(library.indexed, timeout=WAIT_MS) as again:
+        library.add("home", [folder])  # the indexing thread opens it: damaged, moved aside, a new one begun
+    assert "moved aside" in said.args[0] and len([moved for moved in tmp_path.glob("documents.sqlite3.damaged-*") if not moved.name.endswith(("-wal", "-shm"))]) == 1
+    assert again.args[1].indexed == 2
+    with qtbot.waitSignal(library.retrieved, timeout=WAIT_MS) as answered:  # the search thread follows it there
+        library.retrieve(["home"], "how long should dough rise")
+    assert answered.args[0].retrieval.hits[0].source.name == "bread.txt"
+    library.close()
+
+
+def test_damage_met_by_a_read_is_checked_and_the_file_moved_aside(tmp_path, folder, minilm, qtbot):
+    """SQLite keeps the pages it read, so a test cannot make a small index's open connection
+    meet damage on cue: the read that met it (IndexDamaged) is stood in for by calling the
+    library's answer to it on its thread, over a really damaged file."""
+    from app.documents.index import IndexDamaged
+
+    first = library_at(tmp_path, minilm, qtbot)
+    with qtbot.waitSignal(first.indexed, timeout=WAIT_MS):
+        first.add("home", [folder])
+    first.close()
+    library = library_at_existing(tmp_path, minilm, qtbot)
+    damage(tmp_path / "documents.sqlite3")
+    with qtbot.waitSignal(library.problem, timeout=WAIT_MS) as said:
+        library._searcher.submit(library._recover, IndexDamaged("a page could not be read")).result(timeout=30)
+    assert "moved aside" in said.args[0]
+    library.refresh()
+    qtbot.waitUntil(lambda: library.names() == (), timeout=WAIT_MS)  # a new, empty index: add the folders again
+    library.close()
+
+
+def library_at_existing(tmp_path, minilm, qtbot) -> DocumentLibrary:
+    from app.engine.opening import open_embedder
+
+    settings = DocumentSettings(QSettings(str(tmp_path / "hearth.ini"), QSettings.Format.IniFormat))
+    library = DocumentLibrary(settings, tmp_path / "documents.sqlite3",
+                              lambda model: open_embedder(minilm if model is None else model, tmp_path))
+    qtbot.waitUntil(lambda: library.names() == ("home",), timeout=WAIT_MS)
+    return library
