@@ -5,8 +5,8 @@
 The path users take: the command line, the default model (Gemma 3 270M), a collection indexed
 with the default embedding model from a corpus of Python's Language Reference topics (the first
 20 topics as Markdown: bench/docs_recall.py's corpus, smaller). Each run asks one question twice
-in fresh processes: plainly, and with `--docs NAME` (the 5 chunks that answer it go into the
-system message). Each process prints the engine's own statistics (`--stats json`): the time to
+in fresh processes: plainly, and with `--docs NAME` (the 5 chunks that answer it go before the
+question, as in the window: conversation/sources.py). Each process prints the engine's own statistics (`--stats json`): the time to
 the first token (from the reply's start: the prompt rendered, read, one token sampled) and the
 prompt's tokens.
 

@@ -74,12 +74,14 @@ def run_chat(args) -> int:
 def _sources(args, question: str) -> list:
     """--docs NAME: the collection's chunks that answer the question, for the prompt."""
     if not args.docs:
+        if args.embedding_model is not None:
+            raise UsageError("--embedding-model goes with --docs")
         return []
     if args.docs_top < 1:
         raise UsageError("--docs-top must be at least 1")
     from .docs import find_sources
 
-    return find_sources(args.docs, question, args.docs_top)
+    return find_sources(args.docs, question, args.docs_top, args.embedding_model)
 
 
 def _tool_loop(backend, messages: list[dict], params, tools: CommandLineTools) -> ReplyStats:

@@ -93,6 +93,8 @@ def add_subcommands(subparsers) -> None:
                       help="answer from collection NAME (hearth docs add): its chunks that answer the message go "
                            "into the prompt as numbered sources, listed after the reply")
     chat.add_argument("--docs-top", type=int, default=5, metavar="K", help="with --docs: how many chunks (default 5)")
+    chat.add_argument("--embedding-model", type=Path, metavar="FILE.gguf",
+                      help="with --docs: the embedding model the collection was indexed with, if not the default")
     add_server_arguments(chat, required=False)
     chat.set_defaults(run=run_chat)
 

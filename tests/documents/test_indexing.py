@@ -147,6 +147,8 @@ def test_a_chat_answers_from_a_collection_and_lists_its_sources(tmp_path, folder
                  "--max-tokens", "8", "--temperature", "0")
     assert out.returncode == 0, out.stderr.decode()
     assert "searched by its words only" not in out.stderr.decode()
+    alone = hearth("chat", gemma_path, "?", "--embedding-model", model)
+    assert alone.returncode == 2 and "--embedding-model goes with --docs" in alone.stderr.decode()
     _reply, _, sources = out.stdout.decode().partition("\nSources:\n")
     assert sources.splitlines()[0].startswith("[1] ") and sources.splitlines()[0].endswith("bread.txt")
 
