@@ -2,7 +2,8 @@
 
 Every change applies at once and is written to the settings file, so the dialog has no OK or
 Apply, only Close (Esc). A tab per group: the tool servers (MCP: ToolsGroup, over the
-application's ToolServerManager), and the conversations' saved KV states (#14), whose disk
+application's ToolServerManager), the document collections (DocumentsPage, over the
+application's DocumentLibrary), and the conversations' saved KV states (#14), whose disk
 budget and Clear act on the running `StateCache` the engine shares.
 """
 
@@ -27,10 +28,13 @@ from PySide6.QtWidgets import (
 
 from ...common.units import GIB, MIB, byte_size
 from ...engine.kv.cache import StateCache
+from ...owners.chat_session import ChatSession
+from ...owners.documents import DocumentLibrary
 from ...owners.settings import Settings
 from ...owners.tool_servers import ToolServerManager
 from ..widgets.focus_ring import FocusRing
 from ..widgets.plain_message import tell
+from .documents_page import DocumentsPage
 from .tool_servers import ToolServersPage
 
 MAX_BUDGET_GIB = 1024.0  # the budget is memory-like: binary, as the settings file's MiB are
@@ -177,20 +181,25 @@ class ToolsGroup(QGroupBox):
 
 
 class SettingsDialog(QDialog):
-    """The settings window, kept by the main window between openings (`show_settings`): a tab
-    per group (the tool servers', where the window has them; the saved states')."""
+    """The settings window: a tab per group (the tool servers' and the documents', where the
+    window has them; the saved states'). One window, kept by the main window between openings
+    (`show_settings`) and shown beside the chat: its changes apply at once, so it need not block
+    the window."""
 
     def __init__(self, settings: Settings, states: StateCache | None, servers: ToolServerManager | None = None,
-                 parent: QWidget | None = None):
+                 parent: QWidget | None = None, documents: DocumentLibrary | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         FocusRing(self)
         self.saved_states = SavedStatesGroup(settings, states)
         self.tools = ToolsGroup(servers) if servers is not None else None
+        self.documents = DocumentsPage(documents) if documents is not None else None
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Settings groups")
         if self.tools is not None:
             self.tabs.addTab(self.tools, "&Tools")
+        if self.documents is not None:
+            self.tabs.addTab(self.documents, "D&ocuments")
         self.tabs.addTab(self.saved_states, "Saved &states")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
@@ -199,12 +208,24 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
         layout.addWidget(buttons)
-        self.resize(620, self.sizeHint().height())
+        # The Documents tab's lists would make it taller than a small screen: they scroll.
+        self.resize(620 if self.documents is None else 720, min(self.sizeHint().height(), 640))
 
-    def show_page(self, tools: bool) -> None:
-        """Open at the Tools tab (the tools button's "Manage tool servers…"), else as left."""
-        if tools and self.tools is not None:
-            self.tabs.setCurrentWidget(self.tools)
+    @classmethod
+    def of_session(cls, settings: Settings, states: StateCache | None, session: ChatSession,
+                   parent: QWidget | None = None) -> SettingsDialog:
+        """The dialog over what the session has beside the settings: its tool servers and its
+        document collections, each where it has them."""
+        servers = session.tools.servers if session.tools is not None else None
+        library = session.documents.library if session.documents is not None else None
+        return cls(settings, states, servers, parent, documents=library)
+
+    def show_page(self, page: str | None) -> None:
+        """Open at the "tools" tab (the tools button's "Manage tool servers…") or the "documents"
+        one (the status bar's indexing), else as left."""
+        chosen = {"tools": self.tools, "documents": self.documents}.get(page or "")
+        if chosen is not None:
+            self.tabs.setCurrentWidget(chosen)
 
     def event(self, event: QEvent) -> bool:
         """Esc closes the dialog: claimed before the main window's application-wide Esc (Stop)

@@ -57,6 +57,7 @@ from .appearance import appearance_menu
 from .conversation_list import ConversationList, shown_title
 from .files import ConversationFiles
 from .focus_order import next_in_order
+from .indexing_status import IndexingStatus
 from .menu_actions import MenuActions
 from .models import ModelDisplay
 from .sending import MessageSending
@@ -158,6 +159,7 @@ class MainWindow(QMainWindow):
                                       self.store_banner, self)
         self.files = ConversationFiles(session, self.store_banner, status, self)
         self.tool_calls = ToolCallDisplay(session, self.chat, self.composer, self.show_conversation, self.show_settings, self)
+        self.indexing_status = IndexingStatus(session, status, self.show_settings, self)
         self.files.importFinished.connect(self.importFinished)
         self._build_menus()
         self._connect()
@@ -457,13 +459,11 @@ class MainWindow(QMainWindow):
         the keys that are not actions."""
         ShortcutsDialog(shortcut_rows(self.actions_with_keys), self).exec()
 
-    def show_settings(self, tools: bool = False) -> None:
-        """File → Settings…: one window, kept between openings, beside the chat (its changes
-        apply at once, so it need not block the window); `tools`: at its Tools page."""
+    def show_settings(self, page: str | None = None) -> None:
+        """File → Settings…, open at the tab `page` ("tools", "documents"; None: as it was left)."""
         if self._settings_dialog is None:
-            servers = self.session.tools.servers if self.session.tools is not None else None
-            self._settings_dialog = SettingsDialog(self.settings, self.states, servers, self)
-        self._settings_dialog.show_page(tools)
+            self._settings_dialog = SettingsDialog.of_session(self.settings, self.states, self.session, self)
+        self._settings_dialog.show_page(page)
         self._settings_dialog.show()
         self._settings_dialog.raise_()
         self._settings_dialog.activateWindow()

@@ -31,7 +31,7 @@ class ToolCallDisplay(QObject):
     """Wires the tools button and the call cards to the session's tools and turn.
 
     `reshow(conversation_id)` shows a conversation afresh from the store
-    (MainWindow.show_conversation); `manage(tools=True)` opens Settings at its Tools page.
+    (MainWindow.show_conversation); `manage("tools")` opens Settings at its Tools page.
     """
 
     def __init__(self, session: ChatSession, chat: ChatView, composer: Composer, reshow: Callable[[int | None], None],
@@ -47,7 +47,7 @@ class ToolCallDisplay(QObject):
         self._show_statuses()
         self.picker.set_chosen(frozenset(tools.chosen))
         self.picker.chosenChanged.connect(self._choose)
-        self.picker.manageRequested.connect(lambda: manage(tools=True))
+        self.picker.manageRequested.connect(lambda: manage("tools"))
         tools.servers.statusChanged.connect(self._show_statuses)
         tools.servers.serversChanged.connect(self._show_statuses)
         tools.choiceChanged.connect(lambda names: self.picker.set_chosen(frozenset(names)))
