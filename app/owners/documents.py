@@ -207,6 +207,14 @@ class DocumentLibrary(QObject):
         self._submit(self._indexer, lambda index: index.remove_root(name, path))
         self.update(name)
 
+    def set_embedding_model(self, model: Path | None) -> None:
+        """Index and search with this embedding GGUF from now on (None: the default): kept in the
+        settings, and the model loaded is let go (after the batch it is embedding), so the next
+        use loads the new one. Each collection made with another model is embedded again at its
+        next update, and searched by its words only until then (retrieval.py)."""
+        self.settings.embedding_model = model
+        self._searcher.submit(self._embedding.close)
+
     def refresh(self) -> None:
         """Read the collections again (collectionsChanged)."""
         self._submit(self._searcher, lambda _index: None)

@@ -193,3 +193,15 @@ def library_at_existing(tmp_path, minilm, qtbot) -> DocumentLibrary:
                               lambda model: open_embedder(minilm if model is None else model, tmp_path))
     qtbot.waitUntil(lambda: library.names() == ("home",), timeout=WAIT_MS)
     return library
+
+
+def test_another_embedding_model_applies_at_once(tmp_path, folder, minilm, qtbot):
+    opened: list[str] = []
+    library = library_at(tmp_path, minilm, qtbot, opened)
+    with qtbot.waitSignal(library.indexed, timeout=WAIT_MS):
+        library.add("home", [folder])
+    library.set_embedding_model(minilm)  # chosen in Settings → Documents (the same file: a load is a load)
+    with qtbot.waitSignal(library.retrieved, timeout=WAIT_MS):
+        library.retrieve(["home"], "dough")
+    assert len(opened) == 2 and library.settings.embedding_model == minilm
+    library.close()

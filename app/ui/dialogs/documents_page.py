@@ -60,8 +60,8 @@ EXPLANATION = ("A collection is a set of folders and files that a conversation c
                "with the Documents button beside the message box). Hearth reads them on this computer and never "
                "changes them.")
 DEFAULT_MODEL = "Default (all-MiniLM-L6-v2)"
-MODEL_HINT = ("Reads your files and your questions into meanings. A new model embeds each collection again at its "
-              "next update; the model in use changes when Hearth next starts.")
+MODEL_HINT = ("Reads your files and your questions into meanings. A new model applies at once, and embeds each "
+              "collection again at its next update.")
 SOURCES_HINT = "The passages of your documents a reply is given with the question."
 NAME_QUESTION = "&Name of the collection (an existing one adds to it; a new name makes a new one):"
 NO_NAME = "A collection needs a name: nothing was added."
@@ -485,7 +485,7 @@ class DocumentsPage(QWidget):
         dialog.open()
 
     def _set_model(self, model: Path | None) -> None:
-        self.library.settings.embedding_model = model
+        self.library.set_embedding_model(model)
         self._show_model()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
