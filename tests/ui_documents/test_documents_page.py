@@ -37,7 +37,7 @@ from support.widget_walk import unnamed_widgets
 from app.owners.document_settings import DocumentSettings
 from app.ui.dialogs import documents_page
 from app.ui.dialogs.collection_words import UNFINISHED, when
-from app.ui.dialogs.documents_page import DEFAULT_MODEL
+from app.ui.dialogs.documents_options import DEFAULT_MODEL
 
 NOT_A_ZIP = "is not a Word document: it is not a zip archive"
 
@@ -171,10 +171,10 @@ def test_a_model_that_does_not_load_is_said_on_the_page_not_in_a_box(qtbot, tmp_
     page = open_page(qtbot, tmp_path, made.library)
     not_a_model = tmp_path / "not-a-model.gguf"
     not_a_model.write_bytes(b"GGUF but not really")
-    QTest.mouseClick(page.choose_model_button, Qt.MouseButton.LeftButton)
-    choose_in_file_dialog(qtbot, page, not_a_model.name, tmp_path)
-    assert made.library.settings.embedding_model == not_a_model and page.model_field.text() == str(not_a_model)
-    assert page.default_model_button.isEnabled()
+    QTest.mouseClick(page.options.choose_model_button, Qt.MouseButton.LeftButton)
+    choose_in_file_dialog(qtbot, page.options, not_a_model.name, tmp_path)
+    assert made.library.settings.embedding_model == not_a_model and page.options.model_field.text() == str(not_a_model)
+    assert page.options.default_model_button.isEnabled()
     with qtbot.waitSignal(made.library.indexingChanged, timeout=WAIT_MS, check_params_cb=lambda names: names == ()):
         add_folder(qtbot, page, folder, "<i>docs</i>")
     qtbot.waitUntil(page.problem_label.isVisible, timeout=WAIT_MS)
@@ -182,22 +182,33 @@ def test_a_model_that_does_not_load_is_said_on_the_page_not_in_a_box(qtbot, tmp_
     assert page.problem_label.textFormat() == Qt.TextFormat.PlainText and (page.problem_label.text(), True) in heard
     assert not [widget for widget in QApplication.topLevelWidgets() if isinstance(widget, QMessageBox)
                 and widget.isVisible()]
-    page.default_model_button.click()
-    assert made.library.settings.embedding_model is None and page.model_field.text() == DEFAULT_MODEL
-    assert not page.default_model_button.isEnabled()
+    page.options.default_model_button.click()
+    assert made.library.settings.embedding_model is None and page.options.model_field.text() == DEFAULT_MODEL
+    assert not page.options.default_model_button.isEnabled()
 
 
 def test_sources_per_reply_is_kept_in_the_settings_file(qtbot, tmp_path, made):
     page = open_page(qtbot, tmp_path, made.library)
-    assert page.sources.value() == 5 and page.sources.maximum() == 20
+    assert page.options.sources.value() == 5 and page.options.sources.maximum() == 20
     QTest.keyClick(page, Qt.Key.Key_P, Qt.KeyboardModifier.AltModifier)
-    assert QApplication.focusWidget() is page.sources.findChild(QLineEdit) or QApplication.focusWidget() is page.sources
-    page.sources.selectAll()
-    QTest.keyClicks(page.sources, "12")
+    assert QApplication.focusWidget() is page.options.sources.findChild(QLineEdit) or QApplication.focusWidget() is page.options.sources
+    page.options.sources.selectAll()
+    QTest.keyClicks(page.options.sources, "12")
     assert made.library.settings.sources_per_reply == 5, "nothing applied while typing"
-    QTest.keyClick(page.sources, Qt.Key.Key_Return)
+    QTest.keyClick(page.options.sources, Qt.Key.Key_Return)
     made.qsettings.sync()
     assert DocumentSettings(QSettings(made.qsettings.fileName(), QSettings.Format.IniFormat)).sources_per_reply == 12
+
+
+def test_whether_the_model_searches_is_chosen_by_its_mnemonic_and_kept(qtbot, tmp_path, made):
+    page = open_page(qtbot, tmp_path, made.library)
+    assert not page.options.as_tool.isChecked() and not made.library.settings.as_tool
+    assert page.options.as_tool.accessibleDescription().startswith("Off: each question is searched")
+    QTest.keyClick(page, Qt.Key.Key_T, Qt.KeyboardModifier.AltModifier)  # a button's mnemonic clicks it, animated
+    qtbot.waitUntil(page.options.as_tool.isChecked, timeout=WAIT_MS)
+    assert made.library.settings.as_tool
+    made.qsettings.sync()
+    assert DocumentSettings(QSettings(made.qsettings.fileName(), QSettings.Format.IniFormat)).as_tool
 
 
 def test_tab_reaches_every_control_each_named(qtbot, tmp_path, made, folder):
@@ -216,10 +227,10 @@ def test_tab_reaches_every_control_each_named(qtbot, tmp_path, made, folder):
         reached.append(QApplication.focusWidget())
         QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
     wanted = [page.table, page.add_folder_button, page.add_files_button, page.update_button, page.remove_button,
-              page.roots, page.remove_root_button, page.failures, page.model_field, page.choose_model_button]
+              page.roots, page.remove_root_button, page.failures, page.options.model_field, page.options.choose_model_button]
     missing = [widget.accessibleName() for widget in wanted if widget not in reached]
     assert not missing, missing
-    assert page.sources in reached or page.sources.findChild(QLineEdit) in reached
+    assert page.options.sources in reached or page.options.sources.findChild(QLineEdit) in reached
     assert reached.index(page.table) < reached.index(page.add_folder_button) < reached.index(page.roots)
     for widget in (page.table, page.progress_bar, page.failures, page.roots, page.add_folder_button,
                    page.cancel_button, page.remove_button):
@@ -228,7 +239,8 @@ def test_tab_reaches_every_control_each_named(qtbot, tmp_path, made, folder):
         assert widget.accessibleDescription(), widget.accessibleName()
     letters = [button.text().split("&")[1][0].lower() for button in
                (page.add_folder_button, page.add_files_button, page.update_button, page.cancel_button,
-                page.remove_button, page.remove_root_button, page.choose_model_button, page.default_model_button)]
+                page.remove_button, page.remove_root_button, page.options.choose_model_button,
+                page.options.default_model_button, page.options.as_tool)]
     labels = [label.text().split("&")[1][0].lower() for label in page.findChildren(QLabel) if "&" in label.text()]
     tabs = [dialog.tabs.tabText(index).split("&")[1][0].lower() for index in range(dialog.tabs.count())]
     every = letters + labels + tabs

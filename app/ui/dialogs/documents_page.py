@@ -1,5 +1,6 @@
-"""Settings → Documents: the collections a conversation can be answered from, their indexing,
-the embedding model and how many sources a reply is given.
+"""Settings → Documents: the collections a conversation can be answered from and their indexing;
+under them the embedding model, sources per reply and whether the model searches
+(documents_options.py).
 
 The page works over the application's DocumentLibrary and keeps nothing of its own: the table
 is filled from what the library last said (collectionsChanged, indexingChanged, progress), and
@@ -31,12 +32,10 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QInputDialog,
     QLabel,
-    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -46,7 +45,6 @@ from PySide6.QtWidgets import (
 from ...common.text import printable, shorten
 from ...documents.index import CollectionSummary
 from ...documents.indexing import IndexReport, Progress
-from ...documents.limits import MAX_TOP
 from ...documents.readers import SUPPORTED_SUFFIXES
 from ...owners.documents import DocumentLibrary
 from ..widgets.announce import announce
@@ -55,14 +53,11 @@ from ..widgets.plain_message import ask
 from ..widgets.row_tables import as_row_list
 from ..widgets.tooltips import plain_tooltip
 from . import collection_words as words
+from .documents_options import DocumentsOptions
 
 EXPLANATION = ("A collection is a set of folders and files that a conversation can be answered from (choose them "
                "with the Documents button beside the message box). Hearth reads them on this computer and never "
                "changes them.")
-DEFAULT_MODEL = "Default (all-MiniLM-L6-v2)"
-MODEL_HINT = ("Reads your files and your questions into meanings. A new model applies at once, and embeds each "
-              "collection again at its next update.")
-SOURCES_HINT = "The passages of your documents a reply is given with the question."
 NAME_QUESTION = "&Name of the collection (an existing one adds to it; a new name makes a new one):"
 NO_NAME = "A collection needs a name: nothing was added."
 DOCUMENT_FILTER = "Documents ({})".format(" ".join(f"*{suffix}" for suffix in sorted(SUPPORTED_SUFFIXES)))
@@ -142,28 +137,7 @@ class DocumentsPage(QWidget):
         failures_caption = QLabel("Files that could not be r&ead:")
         failures_caption.setBuddy(self.failures)
 
-        self.model_field = QLineEdit()
-        self.model_field.setReadOnly(True)
-        self.model_field.setAccessibleName("Embedding model")
-        self.model_field.setAccessibleDescription(MODEL_HINT)
-        model_caption = QLabel("E&mbedding model:")
-        model_caption.setBuddy(self.model_field)
-        self.choose_model_button = self._button("C&hoose…", "Choose an embedding model's GGUF file")
-        self.default_model_button = self._button("Use def&ault", f"Use the model Hearth comes with: {DEFAULT_MODEL}")
-        model_hint = QLabel(MODEL_HINT)
-        model_hint.setWordWrap(True)
-        set_tone(model_hint, Tone.MUTED)
-        self.sources = QSpinBox()
-        self.sources.setRange(1, MAX_TOP)
-        self.sources.setValue(library.settings.sources_per_reply)
-        self.sources.setKeyboardTracking(False)  # "12" must not apply 1 on the way
-        self.sources.setAccessibleName("Sources per reply")
-        self.sources.setAccessibleDescription(SOURCES_HINT)
-        sources_caption = QLabel("Sources &per reply:")
-        sources_caption.setBuddy(self.sources)
-        sources_hint = QLabel(SOURCES_HINT)
-        sources_hint.setWordWrap(True)
-        set_tone(sources_hint, Tone.MUTED)
+        self.options = DocumentsOptions(library)
 
         self.problem_label = QLabel()
         self.problem_label.setTextFormat(Qt.TextFormat.PlainText)  # it quotes names, paths and errors
@@ -190,20 +164,6 @@ class DocumentsPage(QWidget):
         details.setColumnStretch(0, 2)
         details.setColumnStretch(1, 3)
         details.setRowStretch(1, 1)
-        settings = QGridLayout()
-        model_row = QHBoxLayout()
-        model_row.addWidget(self.model_field, 1)
-        model_row.addWidget(self.choose_model_button)
-        model_row.addWidget(self.default_model_button)
-        settings.addWidget(model_caption, 0, 0)
-        settings.addLayout(model_row, 0, 1)
-        settings.addWidget(model_hint, 1, 1)
-        sources_row = QHBoxLayout()
-        sources_row.addWidget(self.sources)
-        sources_row.addWidget(sources_hint, 1)
-        settings.addWidget(sources_caption, 2, 0)
-        settings.addLayout(sources_row, 2, 1)
-        settings.setColumnStretch(1, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(explanation)
         layout.addWidget(self.problem_label)
@@ -212,7 +172,7 @@ class DocumentsPage(QWidget):
         layout.addLayout(progress_row)
         layout.addLayout(buttons)
         layout.addLayout(details, 1)
-        layout.addLayout(settings)
+        layout.addWidget(self.options)
 
         self.add_folder_button.clicked.connect(lambda: self._choose_paths(folder=True))
         self.add_files_button.clicked.connect(lambda: self._choose_paths(folder=False))
@@ -220,9 +180,6 @@ class DocumentsPage(QWidget):
         self.cancel_button.clicked.connect(self._cancel)
         self.remove_button.clicked.connect(self._remove)
         self.remove_root_button.clicked.connect(self._remove_root)
-        self.choose_model_button.clicked.connect(self._choose_model)
-        self.default_model_button.clicked.connect(lambda: self._set_model(None))
-        self.sources.valueChanged.connect(lambda number: setattr(library.settings, "sources_per_reply", number))
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.roots.itemSelectionChanged.connect(self._enable)
         self.table.installEventFilter(self)
@@ -231,7 +188,6 @@ class DocumentsPage(QWidget):
         library.progress.connect(self._show_progress)
         library.indexed.connect(self._ended)
         library.problem.connect(self.show_problem)
-        self._show_model()
         self._set_summaries(library.summaries)
         self._set_indexing(library.indexing())
 
@@ -385,13 +341,6 @@ class DocumentsPage(QWidget):
         self.remove_button.setEnabled(known or running)  # one still waiting is not made yet: Cancel it
         self.remove_root_button.setEnabled(known and bool(self.roots.selectedItems()))
 
-    def _show_model(self) -> None:
-        model = self.library.settings.embedding_model
-        self.model_field.setText(DEFAULT_MODEL if model is None else printable(str(model), None))
-        self.model_field.setCursorPosition(0)
-        self.model_field.setToolTip(plain_tooltip(str(model)) if model is not None else "")
-        self.default_model_button.setEnabled(model is not None)
-
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._fill()  # the failed counts' red
@@ -473,20 +422,6 @@ class DocumentsPage(QWidget):
         name, items = self.selected_name(), self.roots.selectedItems()
         if name is not None and items:
             self.library.remove_root(name, Path(items[0].data(Qt.ItemDataRole.UserRole)))
-
-    def _choose_model(self) -> None:
-        dialog = QFileDialog(self, "Choose an embedding model")
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-        dialog.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
-        dialog.fileSelected.connect(lambda path: self._set_model(Path(path)) if path else None)
-        dialog.finished.connect(lambda _result: setattr(self, "file_dialog", None))
-        self.file_dialog = dialog
-        dialog.open()
-
-    def _set_model(self, model: Path | None) -> None:
-        self.library.set_embedding_model(model)
-        self._show_model()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Delete in the table removes the selected collection (after asking)."""
