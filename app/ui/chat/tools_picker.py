@@ -7,58 +7,28 @@ server is a greyed row: it cannot be chosen until it works, and its reason is in
 in the row's own words, since a menu row has no accessible description of its own; the button's
 description also names each failed server, so a screen reader hears it before opening the menu.
 
-Ticking stays in the menu (Space, Enter or a click toggle the row and leave the menu open), so
-several servers are chosen in one visit; Esc closes it. Server names are the user's or an
-imported file's: shown through shorten(), with "&" doubled so it is no mnemonic.
+Ticking stays in the menu (ui/widgets/tick_menu.py: Space, Enter or a click toggle the row and
+leave the menu open), so several servers are chosen in one visit; Esc closes it. Server names
+are the user's or an imported file's: shown through shorten(), with "&" doubled so it is no
+mnemonic.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QAction, QKeyEvent, QMouseEvent, QPaintEvent
-from PySide6.QtWidgets import QMenu, QPushButton, QStyle, QStyleOptionToolButton, QStylePainter, QToolButton, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QWidget
 
 from ...common.text import shorten
 from ...tool_servers.types import ServerState, ServerStatus
+from ..widgets.tick_menu import TickMenuButton, menu_text, plural
 from ..widgets.tooltips import plain_tooltip
 
 NAME_CHARS = 40
 REASON_CHARS = 60
-_TOGGLE_KEYS = (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter)
-_MENU_MARK = " ▾"  # drawn in the text: Fusion's own mark sits cramped in the button's corner
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
-def _menu_text(text: str) -> str:
-    return text.replace("&", "&&")
-
-
-class _TickMenu(QMenu):
-    """A menu whose checkable rows toggle without closing it."""
-
-    def _toggles(self) -> QAction | None:
-        action = self.activeAction()
-        return action if action is not None and action.isCheckable() and action.isEnabled() else None
-
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        action = self._toggles()
-        if action is not None and self.actionGeometry(action).contains(event.position().toPoint()):
-            action.trigger()
-            return
-        super().mouseReleaseEvent(event)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        action = self._toggles()
-        if action is not None and event.key() in _TOGGLE_KEYS:
-            action.trigger()
-            return
-        super().keyPressEvent(event)
-
-
-class ToolsPicker(QToolButton):
+class ToolsPicker(TickMenuButton):
     """The tools button for the open conversation.
 
     Signals:
@@ -71,17 +41,10 @@ class ToolsPicker(QToolButton):
     manageRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__("Tools for this conversation", "Tool servers for this conversation", parent)
         self._statuses: list[ServerStatus] = []
         self._chosen: frozenset[str] = frozenset()
-        self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setAccessibleName("Tools for this conversation")
-        self.server_menu = _TickMenu(self)
-        self.server_menu.setToolTipsVisible(True)
-        self.server_menu.setAccessibleName("Tool servers for this conversation")
-        self.setMenu(self.server_menu)
+        self.server_menu = self.tick_menu
         self._rebuild()
 
     # -- the window's API --------------------------------------------------------------------
@@ -103,19 +66,6 @@ class ToolsPicker(QToolButton):
         """Tools offered to the model here: those of the chosen servers that are ready."""
         return sum(len(s.tools) for s in self._statuses if s.name in self._chosen and s.state is ServerState.READY)
 
-    def sizeHint(self) -> QSize:
-        """As tall as the Send button beside it, so the two line up."""
-        hint = super().sizeHint()
-        return QSize(hint.width(), max(hint.height(), QPushButton("Send").sizeHint().height()))
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        """A button like Send, without the corner mark of a menu (the text ends with one)."""
-        painter = QStylePainter(self)
-        option = QStyleOptionToolButton()
-        self.initStyleOption(option)
-        option.features &= ~QStyleOptionToolButton.ToolButtonFeature.HasMenu
-        painter.drawComplexControl(QStyle.ComplexControl.CC_ToolButton, option)
-
     # -- inside ---------------------------------------------------------------------------------
 
     def _rebuild(self) -> None:
@@ -136,7 +86,7 @@ class ToolsPicker(QToolButton):
         name = shorten(status.name, NAME_CHARS)
         reason = shorten(status.reason, REASON_CHARS) if status.reason else ""
         if status.state is ServerState.READY:
-            how = _plural(len(status.tools), "tool")
+            how = plural(len(status.tools), "tool")
         elif status.state is ServerState.STARTING:
             how = "starting…"
         elif status.state is ServerState.IDLE:
@@ -145,7 +95,7 @@ class ToolsPicker(QToolButton):
             how = f"failed: {reason}" if reason else "failed"
         else:
             how = "switched off in Settings → Tools"
-        action = QAction(_menu_text(f"{name} · {how}"), self.server_menu)
+        action = QAction(menu_text(f"{name} · {how}"), self.server_menu)
         usable = status.state not in (ServerState.FAILED, ServerState.OFF)
         action.setCheckable(True)
         action.setChecked(status.name in self._chosen)
@@ -172,13 +122,13 @@ class ToolsPicker(QToolButton):
         waiting = [s for s in chosen if s.state in (ServerState.STARTING, ServerState.IDLE)]
         failed = [s for s in chosen if s.state is ServerState.FAILED]
         if not chosen:
-            self.setText("No tools" + _MENU_MARK)
+            self.show_label("No tools")
             words = "No tools are offered to the model in this conversation."
         else:
-            self.setText((f"Tools · {count}" if count or not waiting else "Tools · …") + _MENU_MARK)
-            words = f"{_plural(count, 'tool')} from {_plural(len(chosen), 'server')} offered to the model here."
+            self.show_label(f"Tools · {count}" if count or not waiting else "Tools · …")
+            words = f"{plural(count, 'tool')} from {plural(len(chosen), 'server')} offered to the model here."
             if waiting:
-                words += f" {_plural(len(waiting), 'server')} not started yet."
+                words += f" {plural(len(waiting), 'server')} not started yet."
             for server in failed:
                 words += f" {shorten(server.name, NAME_CHARS)} failed: {shorten(server.reason or 'no reason given')}."
         self.setAccessibleDescription(f"{words} Opens a list of the tool servers to choose from.")

@@ -55,6 +55,7 @@ from ..widgets.focus_ring import FocusRing
 from ..widgets.shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
 from .appearance import appearance_menu
 from .conversation_list import ConversationList, shown_title
+from .documents import DocumentsDisplay
 from .files import ConversationFiles
 from .focus_order import next_in_order
 from .indexing_status import IndexingStatus
@@ -159,6 +160,7 @@ class MainWindow(QMainWindow):
                                       self.store_banner, self)
         self.files = ConversationFiles(session, self.store_banner, status, self)
         self.tool_calls = ToolCallDisplay(session, self.chat, self.composer, self.show_conversation, self.show_settings, self)
+        self.documents = DocumentsDisplay(session, self, self.chat, self.composer, status, self.show_settings)
         self.indexing_status = IndexingStatus(session, status, self.show_settings, self)
         self.files.importFinished.connect(self.importFinished)
         self._build_menus()
@@ -178,12 +180,10 @@ class MainWindow(QMainWindow):
         self.context_label.setToolTip("How much of the model's context window the conversation fills, in tokens "
                                       "(≈: estimated while a reply is written)")
         self.speed_label = QLabel("")
+        status = self.statusBar()
         for label in (self.model_label, self.context_label, self.speed_label):
             label.setContentsMargins(6, 0, 6, 0)
-        status = self.statusBar()
-        status.addPermanentWidget(self.model_label)
-        status.addPermanentWidget(self.context_label)
-        status.addPermanentWidget(self.speed_label)
+            status.addPermanentWidget(label)
 
     def _in_the_reading_column(self, widget: QWidget) -> QHBoxLayout:
         """On a wide window the messages keep to a centred column (ui/chat/browser.py): the model
