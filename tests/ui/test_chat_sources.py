@@ -14,7 +14,7 @@ from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, StopReason
 from app.store import ConversationStore, Source, StoredMessage, ToolResult
-from app.ui.chat.sources_block import source_href
+from app.ui.chat.documents.sources_block import source_href
 from app.ui.chat.view import MessageView
 from app.ui.dialogs.source_view import SourceView
 

@@ -70,11 +70,12 @@ class Composer(QWidget):
         self._show_state()
 
     def add_beside_send(self, control: QWidget) -> None:
-        """A control between the message box and Send (the tools button), lined up with Send,
-        and between them in the Tab order too."""
-        self._row.insertWidget(1, control, 0, Qt.AlignBottom)
-        QWidget.setTabOrder(self.edit, control)
-        QWidget.setTabOrder(control, self.button)
+        """A control between the message box and Send (the documents and tools buttons), lined up
+        with Send, the first added next to the box; Tab goes along the row as it is laid out."""
+        self._row.insertWidget(self._row.indexOf(self.button), control, 0, Qt.AlignBottom)
+        row = [widget for index in range(self._row.count()) if (widget := self._row.itemAt(index).widget())]
+        for before, after in zip(row, row[1:]):
+            QWidget.setTabOrder(before, after)
 
     @property
     def waiting(self) -> bool:

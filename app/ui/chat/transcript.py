@@ -21,12 +21,12 @@ from ...conversation.history import ContextBoundary
 from ...store import ToolResult, shorten
 from .browser import ChatBrowser
 from .document import MESSAGE_END, DocumentWriter, FooterPart, end_of, find_block, remove_divider
+from .documents.sources_block import SourcesBlock
 from .editing import MessageEditing
 from .markdown_render import MarkdownRenderer
 from .message_footer import ACTION_SCHEME, action_href, footer_parts
 from .message_view import stats_text
 from .paging import Pages
-from .sources_block import SourcesBlock
 from .streaming_reply import StreamingReply
 from .theme import ChatTheme
 from .tool_calls.stored import ToolBlocks

@@ -18,7 +18,6 @@ pointer to the window when that widget does not take them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import pairwise
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QMimeData, QObject, QRectF, Qt, QTimer
@@ -56,22 +55,6 @@ def dropped_documents(mime: QMimeData) -> list[Path]:
         return []
     paths = [Path(url.toLocalFile()) for url in urls]
     return [] if any(path.suffix.lower() == MODEL_SUFFIX for path in paths) else paths
-
-
-def tab_along_the_row(composer: Composer, control: QWidget) -> None:
-    """Tab goes along the message box's row as it is laid out (the box, the buttons beside it,
-    Send): add_beside_send puts its control between the box and Send in the Tab order, which,
-    with the tools button already there, sent Tab from this one to Send and left the tools
-    button after it."""
-    rows = [composer.layout()]
-    while rows:
-        row = rows.pop()
-        if row.indexOf(control) >= 0:
-            widgets = [row.itemAt(i).widget() for i in range(row.count()) if row.itemAt(i).widget() is not None]
-            for before, after in pairwise(widgets):
-                QWidget.setTabOrder(before, after)
-            return
-        rows += [row.itemAt(i).layout() for i in range(row.count()) if row.itemAt(i).layout() is not None]
 
 
 class DropHint(QLabel):
@@ -135,7 +118,6 @@ class DocumentsDisplay(QObject):
         self._refreshed: set[str] = set()  # new collections whose first progress read the library again
         self.picker = DocumentsPicker()
         composer.add_beside_send(self.picker)
-        tab_along_the_row(composer, self.picker)
         self.drop_hint = DropHint(chat)
         self._hint_wanted = False
         documents = session.documents

@@ -54,6 +54,7 @@ from ..parameters.panel import ParametersPanel
 from ..widgets.focus_ring import FocusRing
 from ..widgets.shortcuts import SHORTCUTS, ShortcutsDialog, shortcut_rows
 from .appearance import appearance_menu
+from .citations import Citations
 from .conversation_list import ConversationList, shown_title
 from .documents import DocumentsDisplay
 from .files import ConversationFiles
@@ -150,18 +151,17 @@ class MainWindow(QMainWindow):
         self.previous_version_action, self.next_version_action, self.delete_version_action, self.branch_action = (
             self.versions.actions())
         self.model_display = ModelDisplay(models, self.servers, downloads, session, self.picker, self.chat_header,
-                                          self.chat, status, self.model_label, self.context_label,
-                                          self.store_banner, self)
+                                          self.chat, status, self.model_label, self.context_label, self.store_banner, self)
         self.serving = ServingDisplay(self.local_server, settings, models, session, self.chat, status,
                                       self.menu_actions, self)
         self.serving_status = self.serving.serving_status
         self.serving_label, self.copy_address_button = self.serving.serving_label, self.serving.copy_address_button
-        self.sending = MessageSending(self.composer, session, models, self.model_display.model_name,
-                                      self.store_banner, self)
+        self.sending = MessageSending(self.composer, session, models, self.model_display.model_name, self.store_banner, self)
         self.files = ConversationFiles(session, self.store_banner, status, self)
         self.tool_calls = ToolCallDisplay(session, self.chat, self.composer, self.show_conversation, self.show_settings, self)
         self.documents = DocumentsDisplay(session, self, self.chat, self.composer, status, self.show_settings)
         self.indexing_status = IndexingStatus(session, status, self.show_settings, self)
+        self.citations = Citations(session, self.chat, self)  # a reply's source opened from its citation
         self.files.importFinished.connect(self.importFinished)
         self._build_menus()
         self._connect()
@@ -302,7 +302,7 @@ class MainWindow(QMainWindow):
             id=message.id, role=message.role, content=message.content, stats=message.stats,
             status=message.status, model=self.model_display.model_name(message.model),
             version=message.version, versions=message.versions, tool_calls=message.tool_calls,
-            tool_result=message.tool_result)
+            tool_result=message.tool_result, sources=message.sources)
 
     @reports_store_errors
     def show_conversation(self, conversation_id: int | None) -> None:

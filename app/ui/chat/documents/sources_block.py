@@ -14,11 +14,11 @@ from pathlib import Path
 
 from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
 
-from ...common.text import printable, shorten
-from ...store import Source
-from .document import open_box
-from .message_footer import ACTION_SCHEME
-from .theme import ChatTheme
+from ....common.text import printable, shorten
+from ....store import Source
+from ..document import open_box
+from ..message_footer import ACTION_SCHEME
+from ..theme import ChatTheme
 
 EXCERPT_CHARS = 160  # of a passage, shown under its source
 NAME_CHARS = 80
