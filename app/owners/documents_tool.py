@@ -47,9 +47,12 @@ class DocumentsTool(QObject):
 
     Signals:
         storeFailed(StoreError): the passages found could not be added to the question's sources.
+        sourcesKept(int, object): the question with this id has these sources now (a tuple of
+            Source), as SourceLookup.sourcesKept.
     """
 
     storeFailed = Signal(object)
+    sourcesKept = Signal(int, object)
     _found = Signal(int, object)  # the search thread -> the GUI thread: question id, its sources now
 
     def __init__(self, documents: ConversationDocuments, store: Callable[[], ConversationStore],
@@ -125,5 +128,6 @@ class DocumentsTool(QObject):
     def _keep(self, question_id: int, sources: tuple[Source, ...]) -> None:
         try:
             self._store().set_sources(question_id, sources)
+            self.sourcesKept.emit(question_id, sources)
         except StoreError as exc:
             self.storeFailed.emit(exc)

@@ -45,10 +45,13 @@ class SourceLookup(QObject):
         notice(str): something the user should read (the documents could not be searched, or
             only by their words); the reply goes on.
         storeFailed(StoreError): the sources could not be kept with the question.
+        sourcesKept(int, object): the question with this id has these sources now (a tuple of
+            Source): the window's view of it, shown before they were found, takes them.
     """
 
     notice = Signal(str)
     storeFailed = Signal(object)
+    sourcesKept = Signal(int, object)
 
     def __init__(self, documents: ConversationDocuments, store: Callable[[], ConversationStore],
                  models: ModelSession, parent: QObject | None = None):
@@ -97,6 +100,7 @@ class SourceLookup(QObject):
                 current = self._models.current
                 kept = fitting(sources_of(asked.retrieval.hits), current.n_ctx if current is not None else None)
                 self._store().set_sources(pending.question_id, kept)
+                self.sourcesKept.emit(pending.question_id, kept)
             except StoreError as exc:
                 self.storeFailed.emit(exc)
         pending.then()

@@ -9,34 +9,24 @@ not a document: the window leaves that drag alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPoint, QPointF, QSettings, Qt, QTimer, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QInputDialog, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QInputDialog, QWidget
+from support.documents_window import in_menu, window_with_documents
 from support.model_files.embedding_model import ensure_minilm
 from support.widget_walk import unnamed_widgets
-from support.window_stack import DATABASE_FILE, ModelStack
 
 from app.documents.index import Collection, CollectionStats, CollectionSummary, FailedFile
 from app.documents.indexing import Progress
-from app.owners.chat_session import ChatSession
-from app.owners.conversation_documents import ConversationDocuments
-from app.owners.document_settings import DocumentSettings
-from app.owners.documents import DocumentLibrary
-from app.owners.downloads import DownloadManager
-from app.store import ConversationStore
 from app.ui.chat.composer import Composer
 from app.ui.chat.documents.picker import DocumentsPicker
 from app.ui.chat.tools_picker import ToolsPicker
 from app.ui.window import documents
 from app.ui.window.documents import DROP_TEXT
-from app.ui.window.main_window import MainWindow
 
 WAIT_MS = 60_000
 ACTIONS = Qt.DropAction.CopyAction | Qt.DropAction.MoveAction | Qt.DropAction.LinkAction
@@ -65,28 +55,6 @@ def rows(picker: DocumentsPicker) -> list[tuple[str, bool]]:
     return [(action.text(), action.isChecked()) for action in picker.tick_menu.actions() if action.isCheckable()]
 
 
-def in_menu(qtbot, picker: QWidget, keys: list[Qt.Key], seen: list | None = None) -> None:
-    """Open the button's menu with the keyboard, press `keys` in it, then Esc if it is still
-    open (`seen` gets whether it was)."""
-
-    def press():
-        menu = QApplication.activePopupWidget()
-        if not isinstance(menu, QMenu):
-            QTimer.singleShot(20, press)
-            return
-        for key in keys:
-            qtbot.keyClick(menu, key)
-        if seen is not None:
-            seen.append(menu.isVisible())
-        if menu.isVisible():
-            qtbot.keyClick(menu, Qt.Key.Key_Escape)
-
-    picker.setFocus()
-    QTimer.singleShot(0, press)
-    qtbot.keyClick(picker, Qt.Key.Key_Space)  # opens the menu; returns when it closes
-    qtbot.waitUntil(lambda: QApplication.activePopupWidget() is None)
-
-
 def answer_name(qtbot, typed: str | None, offered: list) -> None:
     """When the name is asked, note what is offered, then type `typed` (None: keep it) and press
     Enter, as a user does."""
@@ -108,28 +76,6 @@ def answer_name(qtbot, typed: str | None, offered: list) -> None:
 
 # -- the window with documents, as the application opens it (app/ui/app/application.py) ---------
 
-@dataclass
-class DocumentsWindow:
-    """A real ChatSession given ConversationDocuments over a real DocumentLibrary (its index a
-    file in the test's folder, its embedding model the real default); no chat model is loaded:
-    these tests choose, add and drop documents, they do not ask."""
-
-    window: MainWindow
-    session: ChatSession
-    store: ConversationStore
-    library: DocumentLibrary
-
-    def open_new_conversation(self, title: str) -> int:
-        """A conversation made and opened, as the list opens one."""
-        conversation_id = self.store.create_conversation(title=title)
-        self.session.open(conversation_id)
-        return conversation_id
-
-    def wait_indexed(self, qtbot, name: str) -> None:
-        """Until the collection is in the library and nothing is being indexed."""
-        qtbot.waitUntil(lambda: name in self.library.names() and not self.library.indexing(), timeout=WAIT_MS)
-
-
 @pytest.fixture
 def heard(monkeypatch) -> list[str]:
     """What the window's documents side says to a screen reader."""
@@ -141,31 +87,6 @@ def heard(monkeypatch) -> list[str]:
 @pytest.fixture(scope="module")
 def minilm() -> Path:
     return ensure_minilm().gguf
-
-
-@contextmanager
-def window_with_documents(qtbot, folder: Path, open_embedder: Callable[[Path | None], object]):
-    stack = ModelStack.start(folder)
-    settings = DocumentSettings(QSettings(str(folder / "documents.ini"), QSettings.Format.IniFormat))
-    library = DocumentLibrary(settings, folder / "documents.sqlite3", open_embedder)
-    qtbot.waitUntil(lambda: library.summaries == () and not library.indexing(), timeout=WAIT_MS)
-    store = ConversationStore(folder / DATABASE_FILE)
-    session = ChatSession(store, stack.bridge, stack.models, documents=ConversationDocuments(library))
-    downloads = DownloadManager()
-    window = MainWindow(stack.models, session, stack.settings, downloads)
-    window.resize(1024, 640)
-    window.show()
-    qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow)
-    try:
-        yield DocumentsWindow(window, session, store, library)
-    finally:
-        window.close()
-        library.close()
-        downloads.shutdown()
-        stack.shutdown()
-        store.close()
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ pages before it if need be, and marks it a moment.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import QEvent, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import QVBoxLayout, QWidget
@@ -212,6 +214,13 @@ class ChatView(QWidget):
             return
         self._pages.append(ended.message)
         self._transcript.write_finished_reply(ended.streamed, ended.rendered_in_place)
+
+    def set_sources(self, message_id: int, sources: tuple) -> None:
+        """The user message with this id was given these sources (found after it was shown):
+        the reply under it lists them when it is written."""
+        index = self._pages.index_of(message_id)
+        if index is not None:
+            self._pages.messages[index] = replace(self._pages.messages[index], sources=tuple(sources))
 
     def set_welcome(self, welcome: Welcome | None) -> None:
         """What an empty chat says of the model (None: nothing); shown whenever the

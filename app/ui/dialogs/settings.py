@@ -32,6 +32,7 @@ from ...owners.chat_session import ChatSession
 from ...owners.documents import DocumentLibrary
 from ...owners.settings import Settings
 from ...owners.tool_servers import ToolServerManager
+from ..widgets.escape import claims_escape
 from ..widgets.focus_ring import FocusRing
 from ..widgets.plain_message import tell
 from .documents_page import DocumentsPage
@@ -230,10 +231,7 @@ class SettingsDialog(QDialog):
     def event(self, event: QEvent) -> bool:
         """Esc closes the dialog: claimed before the main window's application-wide Esc (Stop)
         takes it, since the dialog does not block that window."""
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
-            event.accept()
-            return True
-        return super().event(event)
+        return claims_escape(event) or super().event(event)
 
     def showEvent(self, event) -> None:
         self.saved_states.refresh()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QEvent, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QImage, QPixmap
 from PySide6.QtWidgets import (
     QDialog,
@@ -30,6 +30,7 @@ from ...common.text import printable, shorten
 from ...documents.readers import OPENED_BY_THE_SYSTEM
 from ...store import Source
 from ..widgets.background import run_in_background
+from ..widgets.escape import claims_escape
 from ..widgets.foreign_text import inert_lines
 
 PAGE_WIDTH_PX = 760  # a page drawn this wide (scaled by the screen's pixel ratio)
@@ -93,6 +94,10 @@ class SourceView(QDialog):
         self._check_file(path)
         if self._draws_page():
             self._draw(path)
+
+    def event(self, event: QEvent) -> bool:
+        """Esc closes it (the window's Stop would take it first: widgets/escape.py)."""
+        return claims_escape(event) or super().event(event)
 
     def _draws_page(self) -> bool:
         return self.source.page is not None and Path(self.source.path).suffix.lower() == ".pdf"

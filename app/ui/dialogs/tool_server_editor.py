@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from ...tool_servers.limits import CALL_TIMEOUT_S, MAX_CALL_TIMEOUT_S
 from ...tool_servers.types import ServerConfig, Transport
 from ..widgets.colors import Tone, set_tone
+from ..widgets.escape import claims_escape
 from ..widgets.focus_ring import FocusRing
 from .secret_lines import SecretLines
 
@@ -228,7 +229,4 @@ class ToolServerEditor(QDialog):
 
     def event(self, event: QEvent) -> bool:
         """Esc cancels: claimed before the main window's application-wide Esc (Stop) takes it."""
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
-            event.accept()
-            return True
-        return super().event(event)
+        return claims_escape(event) or super().event(event)

@@ -1,6 +1,7 @@
-"""A citation clicked under a reply opens its source (ui/dialogs/source_view.py): the source
-is read from the question's record in the store, so it is what the reply read, wherever the
-file has gone since."""
+"""A reply's sources in the window: a citation clicked under a reply opens its source
+(ui/dialogs/source_view.py), read from the question's record in the store, so it is what the
+reply read, wherever the file has gone since; and the sources found for a question after it was
+shown (SourceLookup, search_documents) reach the chat's record of it, for the reply's block."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ class Citations(QObject):
         self._session, self._window = session, window
         self.view: SourceView | None = None
         chat.sourceOpened.connect(self.open)
+        # Sources are found after the question is shown: the view's record of it takes them.
+        for finder in (session.lookup, session.loop.documents if session.loop is not None else None):
+            if finder is not None:
+                finder.sourcesKept.connect(chat.set_sources)
 
     def open(self, question_id: int, number: int) -> None:
         try:
@@ -34,3 +39,5 @@ class Citations(QObject):
             self.view.close()
         self.view = SourceView(sources[number - 1], number, self._window)
         self.view.show()
+        self.view.raise_()
+        self.view.activateWindow()  # the keyboard goes with it (Esc closes it, back to the link)
