@@ -102,7 +102,9 @@ def test_add_watch_attach_ask_and_open_a_citation(qtbot, tmp_path, opened, choic
     text = browser.toPlainText()
     assert "Sources\n[1] bread.txt" in text and "“Knead the dough for ten minutes" in text
 
-    # The screenshot of this appearance: the sources block drawn in its colours.
+    # The screenshot of this appearance: the sources block drawn in its colours (once the status
+    # bar has laid out the reply's speed).
+    qtbot.waitUntil(lambda: window.speed_label.width() >= window.speed_label.sizeHint().width(), timeout=WAIT_MS)
     shot = window.grab()
     shot.save(str(tmp_path / f"documents-{choice.value}.png"))
     assert not shot.isNull() and shot.width() >= 1000
