@@ -106,7 +106,7 @@ def test_empty_file_is_no_passages(tmp_path: Path, name: str) -> None:
 
 
 def test_file_over_the_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("app.documents.readers.MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr("app.documents.readers.files.MAX_FILE_BYTES", 1000)
     path = tmp_path / "big.txt"
     path.write_bytes(b"x" * 1001)
     _refused(path, "is 1,001 bytes, more than the 1,000 Hearth reads")

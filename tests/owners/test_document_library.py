@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from support.gated_embedder import GatedEmbedder
 from support.model_files.embedding_model import ensure_minilm
 
 from app.documents.index import DocumentIndex
@@ -70,26 +71,6 @@ def test_a_folder_is_indexed_with_progress_then_searched(tmp_path, folder, minil
     assert hit.source.name == "bread.txt"
     assert opened == ["documents-index_0"]  # loaded once, for both threads
     library.close()
-
-
-class GatedEmbedder:
-    """The real model, whose first embed waits for `gate`: the test cancels while a file is being
-    embedded, not racing the thread to it."""
-
-    def __init__(self, model):
-        self._model, self.gate, self.embedding = model, threading.Event(), threading.Event()
-        self.name, self.dims = model.name, model.dims
-
-    def embed(self, texts):
-        self.embedding.set()
-        self.gate.wait(WAIT_MS / 1000)
-        return self._model.embed(texts)
-
-    def count_tokens(self, text):
-        return self._model.count_tokens(text)
-
-    def close(self):
-        self._model.close()
 
 
 def test_a_cancelled_run_is_resumed_at_the_next_start(tmp_path, folder, minilm, qtbot):

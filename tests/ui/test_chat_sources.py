@@ -117,3 +117,13 @@ def test_a_script_is_shown_but_not_handed_to_the_system(qtbot, tmp_path):
     qtbot.addWidget(view)
     assert not view.open_button.isEnabled() and view.folder_button.isEnabled()
     assert view.passage.toPlainText() == "del /q *"
+
+
+def test_a_pdf_that_changed_since_it_was_read_is_said_not_drawn(qtbot, tmp_path):
+    pdf = write_pdf(tmp_path / "short.pdf", [["One page now"]])
+    view = SourceView(Source(str(pdf), "A passage from page 4, when it had more.", 4), 1)
+    qtbot.addWidget(view)
+    view.show()
+    qtbot.waitUntil(view.problem.isVisible, timeout=10_000)
+    assert view.problem.text() == "The page could not be drawn: the file has no page 4 (it has 1)."
+    assert not view.page_area.isVisible() and view.passage.toPlainText().startswith("A passage from page 4")

@@ -6,13 +6,13 @@ file chooser and name box typed into and answered with Enter."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QDialog, QFileDialog, QLineEdit
+from support.gated_embedder import GatedEmbedder
 from support.model_files.embedding_model import ensure_minilm
 from support.settings_file import settings_at
 
@@ -24,26 +24,6 @@ from app.ui.dialogs.settings import SettingsDialog
 from app.ui.window import indexing_status
 
 WAIT_MS = 60_000
-
-
-class GatedEmbedder:
-    """The real model, whose first embed waits for `gate`: a test cancels while a file is being
-    embedded, not racing the indexing thread to it."""
-
-    def __init__(self, model):
-        self._model, self.gate, self.embedding = model, threading.Event(), threading.Event()
-        self.name, self.dims = model.name, model.dims
-
-    def embed(self, texts):
-        self.embedding.set()
-        self.gate.wait(WAIT_MS / 1000)
-        return self._model.embed(texts)
-
-    def count_tokens(self, text):
-        return self._model.count_tokens(text)
-
-    def close(self):
-        self._model.close()
 
 
 class Library:

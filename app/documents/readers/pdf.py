@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.documents.limits import MAX_PDF_PAGES, MAX_TEXT_CHARS
+from app.documents.readers.files import read_bytes
 from app.documents.readers.text import normalise_newlines
 from app.documents.types import DocumentError, Passage
 
@@ -25,6 +27,18 @@ _REASONS = {4: "is protected by a password", 5: "uses a security handler Hearth 
 
 def read_pdf(data: bytes) -> list[Passage]:
     """A passage per page that has text (a scanned page without a text layer has none)."""
+    import pypdfium2 as pdfium
+
+    with _opened(data) as document:
+        try:
+            return _pages(document)
+        except pdfium.PdfiumError:
+            raise DocumentError("is damaged: a page could not be read") from None
+
+
+@contextmanager
+def _opened(data: bytes):
+    """The PDF in `data`, open and closed under the lock; one that does not open is a DocumentError."""
     import pypdfium2 as pdfium  # here: its 8 MB library loads only when a PDF is read
 
     with _PDFIUM:
@@ -33,9 +47,7 @@ def read_pdf(data: bytes) -> list[Passage]:
         except pdfium.PdfiumError as error:
             raise DocumentError(_REASONS.get(error.err_code, "is damaged or not a PDF")) from None
         try:
-            return _pages(document)
-        except pdfium.PdfiumError:
-            raise DocumentError("is damaged: a page could not be read") from None
+            yield document
         finally:
             document.close()
 
@@ -102,15 +114,7 @@ def render_page(path: Path, page: int, width: int) -> PageImage:
     damaged or has no such page; at most MAX_RENDER_PIXELS are drawn, whatever the page's shape."""
     import pypdfium2 as pdfium
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError(f"cannot be read ({exc.strerror or exc})") from None
-    with _PDFIUM:
-        try:
-            document = pdfium.PdfDocument(data)
-        except pdfium.PdfiumError as error:
-            raise DocumentError(_REASONS.get(error.err_code, "is damaged or not a PDF")) from None
+    with _opened(read_bytes(path)) as document:
         try:
             count = len(document)
             if not 1 <= page <= count:
@@ -128,5 +132,3 @@ def render_page(path: Path, page: int, width: int) -> PageImage:
                 drawn.close()
         except pdfium.PdfiumError:
             raise DocumentError(f"is damaged: page {page} could not be drawn") from None
-        finally:
-            document.close()

@@ -314,6 +314,15 @@ def _small(fmt: QTextCharFormat) -> QTextCharFormat:
     return fmt
 
 
+def box_caption(theme: ChatTheme) -> QTextCharFormat:
+    """A box's caption ("Tool call · …", "Sources"): small, bold, in the muted colour."""
+    caption = QTextCharFormat()
+    caption.setForeground(theme.muted)
+    caption.setFontWeight(QFont.Weight.Bold)
+    caption.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)
+    return caption
+
+
 def open_box(cursor: QTextCursor, theme: ChatTheme, error: bool = False, message_id: int | None = None) -> None:
     """Open a thin framed box a shade off the page under a message (a tool call or result, a
     reply's sources); the cursor ends in its first block, marked as message `message_id`'s

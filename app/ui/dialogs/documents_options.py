@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPushButton,
     QSpinBox,
     QWidget,
 )
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
 from ...common.text import printable
 from ...documents.limits import MAX_TOP
 from ...owners.documents import DocumentLibrary
+from ..widgets.buttons import described_button
 from ..widgets.colors import Tone, set_tone
 from ..widgets.tooltips import plain_tooltip
 
@@ -50,8 +50,8 @@ class DocumentsOptions(QWidget):
         self.model_field.setAccessibleDescription(MODEL_HINT)
         model_caption = QLabel("E&mbedding model:")
         model_caption.setBuddy(self.model_field)
-        self.choose_model_button = self._button("C&hoose…", "Choose an embedding model's GGUF file")
-        self.default_model_button = self._button("Use def&ault", f"Use the model Hearth comes with: {DEFAULT_MODEL}")
+        self.choose_model_button = described_button("C&hoose…", "Choose an embedding model's GGUF file", self)
+        self.default_model_button = described_button("Use def&ault", f"Use the model Hearth comes with: {DEFAULT_MODEL}", self)
         model_hint = self._hint(MODEL_HINT)
         self.sources = QSpinBox()
         self.sources.setRange(1, MAX_TOP)
@@ -88,13 +88,6 @@ class DocumentsOptions(QWidget):
         self.sources.valueChanged.connect(lambda number: setattr(library.settings, "sources_per_reply", number))
         self.as_tool.toggled.connect(lambda on: setattr(library.settings, "as_tool", on))
         self._show_model()
-
-    def _button(self, text: str, description: str) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setAccessibleName(text.replace("&", "").removesuffix("…"))
-        button.setAccessibleDescription(description)
-        button.setToolTip(description)
-        return button
 
     @staticmethod
     def _hint(text: str) -> QLabel:

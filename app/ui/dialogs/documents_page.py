@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QProgressBar,
-    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -48,6 +47,7 @@ from ...documents.indexing import IndexReport, Progress
 from ...documents.readers import SUPPORTED_SUFFIXES
 from ...owners.documents import DocumentLibrary
 from ..widgets.announce import announce
+from ..widgets.buttons import described_button
 from ..widgets.colors import Tone, error_color, set_tone
 from ..widgets.plain_message import ask
 from ..widgets.row_tables import as_row_list
@@ -110,22 +110,22 @@ class DocumentsPage(QWidget):
         self.progress_bar.setFormat("%v of %m")
         self.progress_bar.setMaximumWidth(220)
 
-        self.add_folder_button = self._button("Add &folder…", "Add a folder, and what is in it, to a new or an "
-                                              "existing collection")
-        self.add_files_button = self._button("Add f&iles…", "Add files to a new or an existing collection")
-        self.update_button = self._button("&Update", "Read again what changed in the selected collection's folders "
-                                          "and files")
-        self.cancel_button = self._button("&Cancel", "Stop indexing the selected collection; what is done stays")
-        self.remove_button = self._button("&Remove…", "Remove the selected collection from Hearth; its files stay "
-                                          "as they are")
+        self.add_folder_button = described_button("Add &folder…", "Add a folder, and what is in it, to a new or an "
+                                                  "existing collection", self)
+        self.add_files_button = described_button("Add f&iles…", "Add files to a new or an existing collection", self)
+        self.update_button = described_button("&Update", "Read again what changed in the selected collection's folders "
+                                              "and files", self)
+        self.cancel_button = described_button("&Cancel", "Stop indexing the selected collection; what is done stays", self)
+        self.remove_button = described_button("&Remove…", "Remove the selected collection from Hearth; its files stay "
+                                              "as they are", self)
 
         self.roots = QListWidget()
         self.roots.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.roots.setAccessibleName("Folders and files of the selected collection")
         roots_caption = QLabel("Fol&ders and files it reads:")
         roots_caption.setBuddy(self.roots)
-        self.remove_root_button = self._button("Remo&ve folder", "The selected collection no longer reads the "
-                                               "selected folder or file; its files leave the collection")
+        self.remove_root_button = described_button("Remo&ve folder", "The selected collection no longer reads the "
+                                                   "selected folder or file; its files leave the collection", self)
         self.failures = QTableWidget(0, 2, self)
         self.failures.setHorizontalHeaderLabels(["File", "Why it was not read"])
         as_row_list(self.failures)
@@ -347,14 +347,6 @@ class DocumentsPage(QWidget):
         super().changeEvent(event)
 
     # -- what the user asks -------------------------------------------------------------------
-
-    def _button(self, text: str, description: str) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setAccessibleName(text.replace("&", "").removesuffix("…"))
-        button.setAccessibleDescription(description)
-        button.setToolTip(description)
-        button.setAutoDefault(False)
-        return button
 
     def _choose_paths(self, folder: bool) -> None:
         """Add folder… / Add files…: the chooser, then the collection's name."""

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPushButton,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -35,6 +34,7 @@ from PySide6.QtWidgets import (
 from ...common.text import shorten
 from ...tool_servers.limits import MAX_RESULT_CAP_KB, MAX_STEP_LIMIT, RESULT_CAP_BYTES, STEP_LIMIT
 from ...tool_servers.types import ServerConfig, ServerState, ServerStatus, Transport
+from ..widgets.buttons import described_button
 from ..widgets.colors import error_color, mix
 from ..widgets.plain_message import ask
 from ..widgets.row_tables import as_row_list
@@ -100,11 +100,11 @@ class ToolServersPage(QWidget):
         self.table.setAccessibleDescription("Space switches the selected server on or off, Enter edits it, "
                                             "Delete removes it.")
         self.table.setMinimumHeight(150)
-        self.add_button = self._button("&Add…", "Add a tool server")
-        self.edit_button = self._button("&Edit…", "Edit the selected tool server")
-        self.remove_button = self._button("&Remove", "Remove the selected tool server")
-        self.import_button = self._button("&Import mcp.json…", "Import tool servers from an mcp.json or "
-                                          "claude_desktop_config.json file; they start switched off")
+        self.add_button = described_button("&Add…", "Add a tool server", self)
+        self.edit_button = described_button("&Edit…", "Edit the selected tool server", self)
+        self.remove_button = described_button("&Remove", "Remove the selected tool server", self)
+        self.import_button = described_button("&Import mcp.json…", "Import tool servers from an mcp.json or "
+                                              "claude_desktop_config.json file; they start switched off", self)
         self.steps, steps_row = self._limit("&Step limit:", "Step limit", STEP_HINT, MAX_STEP_LIMIT, STEP_LIMIT)
         self.result_cap, result_row = self._limit("Result &limit:", "Result limit", RESULT_HINT, MAX_RESULT_CAP_KB,
                                                   RESULT_CAP_BYTES // 1024, " KB")
@@ -196,14 +196,6 @@ class ToolServersPage(QWidget):
         text, base = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.Base)
         palette.setColor(QPalette.ColorRole.Window, mix(base, text, 0.6))
         self.table.setPalette(palette)
-
-    def _button(self, text: str, description: str) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setAccessibleName(text.replace("&", "").removesuffix("…"))
-        button.setAccessibleDescription(description)
-        button.setToolTip(description)
-        button.setAutoDefault(False)
-        return button
 
     def _fill(self) -> None:
         selected = self._selected_row()

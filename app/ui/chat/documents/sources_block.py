@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat
 
 from ....common.text import printable, shorten
 from ....store import Source
-from ..document import open_box
+from ..document import box_caption, open_box
 from ..message_footer import ACTION_SCHEME
 from ..theme import ChatTheme
 
@@ -39,10 +39,7 @@ class SourcesBlock:
 
     def __init__(self, theme: ChatTheme) -> None:
         self._theme = theme
-        self._caption = QTextCharFormat()
-        self._caption.setForeground(theme.muted)
-        self._caption.setFontWeight(QFont.Weight.Bold)
-        self._caption.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)
+        self._caption = box_caption(theme)
         self._excerpt = QTextCharFormat()
         self._excerpt.setForeground(theme.muted)
         self._excerpt.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)

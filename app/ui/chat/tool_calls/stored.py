@@ -15,7 +15,6 @@ long runs get the transcript's break opportunities (markdown_render.break_long_r
 from __future__ import annotations
 
 from PySide6.QtGui import (
-    QFont,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -27,7 +26,7 @@ from ....engine.tools.types import ToolCall
 from ....store import ToolResult
 from ....tool_servers.approval import NOT_RUN
 from ...widgets.foreign_text import formatted_json, head_lines, inert_lines
-from ..document import open_box
+from ..document import box_caption, open_box
 from ..markdown_render import break_long_runs
 from ..message_footer import action_href
 from ..theme import ChatTheme
@@ -48,10 +47,7 @@ class ToolBlocks:
 
     def __init__(self, theme: ChatTheme) -> None:
         self._theme = theme
-        self._caption = QTextCharFormat()
-        self._caption.setForeground(theme.muted)
-        self._caption.setFontWeight(QFont.Weight.Bold)
-        self._caption.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)
+        self._caption = box_caption(theme)
         self._error_caption = QTextCharFormat(self._caption)
         self._error_caption.setForeground(theme.error)
         self._mono = QTextCharFormat()
