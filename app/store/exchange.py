@@ -7,6 +7,8 @@ conversation's "current" message, the end of the branch shown. A version-1 file 
 in order. Version 3 adds tools: a reply's "tool_calls" ([{"id", "name", "arguments",
 "problem"}], arguments as JSON text), and messages with role "tool", a call's result, with
 "tool_call_id", "tool_name" and "tool_error"; each result answers a call of the reply above it.
+Version 4 adds a question's sources, the passages of the user's documents its reply read: a user
+message's "sources" ([{"path", "page", "heading", "text"}]), numbered by their place.
 Database ids and positions are left out: they mean nothing in another database.
 Everything is validated before anything is written, with messages that say where the file is
 wrong.
@@ -25,6 +27,7 @@ from app.store.records import (
     ROLES,
     STATUSES,
     Conversation,
+    Source,
     StoredMessage,
     StoreError,
     ToolResult,
@@ -34,12 +37,15 @@ from app.store.records import (
     format_timestamp,
     require_choice,
     shorten,
+    sources_to_json,
     unanswered,
 )
 
 FORMAT = "hearth.conversation"
-VERSION = 3
+VERSION = 4
 TOOLS_VERSION = 3  # the first version with tool calls and results (role "tool")
+SOURCES_VERSION = 4  # the first version with a question's sources
+MAX_SOURCES = 1_000  # a question's sources: far above the 20 a reply is given
 # Far above any real conversation (32 MB is some eight million tokens of text), low enough that
 # reading, checking and storing one takes seconds and a few hundred MB at most.
 MAX_IMPORT_BYTES = 32 * 2**20
@@ -77,6 +83,7 @@ def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int 
                 "created_at": m.created_at,
                 "updated_at": m.updated_at,
                 **_tool_fields(m),
+                **({"sources": [source.to_dict() for source in m.sources]} if m.sources else {}),
             }
             for m in tree
         ],
@@ -208,7 +215,27 @@ def _message(item: object, where: str, version: int) -> tuple[dict, tuple[ToolCa
         "tool_call_id": result.call_id if result else None,
         "tool_name": result.name if result else None,
         "tool_error": result.error if result else False,
+        "sources_json": sources_to_json(_sources(item, where, role) if version >= SOURCES_VERSION else ()),
     }, calls, result
+
+
+def _sources(item: dict, where: str, role: str) -> tuple[Source, ...]:
+    """A question's sources, each checked: text where text is meant, a page from 1, or none."""
+    sources = _field(item, "sources", list, where, [])
+    if sources and role != "user":
+        raise StoreError(f"{where} has sources, which only a user message is given.")
+    if len(sources) > MAX_SOURCES:
+        raise StoreError(f"{where} has {len(sources):,} sources; Hearth imports up to {MAX_SOURCES:,} a message.")
+    read = []
+    for index, source in enumerate(sources):
+        at = f"{where}.sources[{index}]"
+        if not isinstance(source, dict):
+            raise StoreError(f"{at} must be an object.")
+        page = _field(source, "page", (int, type(None)), at, None)
+        if isinstance(page, bool) or (page is not None and not 1 <= page <= MAX_STORED_INT):
+            raise StoreError(f"{at}.page must be a page number from 1, or null.")
+        read.append(Source(_text(source, "path", at), _text(source, "text", at), page, _text(source, "heading", at, "")))
+    return tuple(read)
 
 
 def _tools(item: dict, where: str, role: str, content: str) -> tuple[tuple[ToolCall, ...], ToolResult | None]:

@@ -53,9 +53,9 @@ def insert_import(conn: sqlite3.Connection, conversation: dict, messages: list[d
             ids.append(conn.execute(
                 "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
                 " stats_json, status, created_at, updated_at, viewed_at, tool_calls_json, tool_calls_text,"
-                " tool_call_id, tool_name, tool_error) VALUES (:conversation_id, :parent_id, :position, :role,"
-                " :content, :model, :params_json, :stats_json, :status, :created_at, :updated_at, :viewed_at,"
-                " :tool_calls_json, :tool_calls_text, :tool_call_id, :tool_name, :tool_error)",
+                " tool_call_id, tool_name, tool_error, sources_json) VALUES (:conversation_id, :parent_id, :position,"
+                " :role, :content, :model, :params_json, :stats_json, :status, :created_at, :updated_at, :viewed_at,"
+                " :tool_calls_json, :tool_calls_text, :tool_call_id, :tool_name, :tool_error, :sources_json)",
                 {**message, "conversation_id": conversation_id, "position": positions[-1], "viewed_at": now,
                  "parent_id": None if parent is None else ids[parent]},
             ).lastrowid)

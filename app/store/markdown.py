@@ -13,7 +13,7 @@ import re
 
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStatus, StopReason
-from app.store.records import Conversation, StoredMessage
+from app.store.records import Conversation, Source, StoredMessage
 
 _BACKTICKS = re.compile(r"`+")
 _LINE_BREAKERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -22,7 +22,8 @@ _LINE_BREAKERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def to_markdown(conversation: Conversation, messages: list[StoredMessage], other_versions: int = 0) -> str:
     """The branch shown: the title as the heading and each message under its role; metadata
     (a message's version among its siblings included) in small italics. A reply's tool calls
-    follow its text; a tool's result is a message of its own, under the tool's name."""
+    follow its text; a tool's result is a message of its own, under the tool's name; a question's
+    sources (the documents its reply read) are listed under it."""
     parts = [f"# {conversation.title or 'Untitled conversation'}", f"*{_details(conversation)}*"]
     if other_versions:
         parts.append(f"*This is the branch shown in Hearth; {other_versions} message{'s' if other_versions != 1 else ''}"
@@ -40,10 +41,19 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage], other
                 parts.append(message.content)
             for call in message.tool_calls:
                 parts += _call(call)
+            if message.sources:
+                parts.append(_sources(message.sources))
         details = _message_details(message)
         if details:
             parts.append(f"*{details}*")
     return "\n\n".join(parts) + "\n"
+
+
+def _sources(sources: tuple[Source, ...]) -> str:
+    """A question's sources, as its reply cites them: each file's path (as code: any text) and page."""
+    return "Sources:\n\n" + "\n".join(f"{number}. {code_span(one_line(source.path))}"
+                                        + (f", page {source.page}" if source.page else "")
+                                        for number, source in enumerate(sources, start=1))
 
 
 def _call(call: ToolCall) -> list[str]:

@@ -206,7 +206,7 @@ def test_markdown_keeps_tool_text_from_breaking_the_page(store):
 def test_json_export_carries_calls_and_results_and_imports_back(store, exchange):
     cid, _ = exchange
     data = json.loads(json.dumps(store.export_json(cid)))
-    assert data["version"] == 3
+    assert data["version"] == 4
     user, reply, weather, clock, final = data["messages"]
     assert "tool_calls" not in user and "tool_call_id" not in final
     assert reply["tool_calls"] == [

@@ -65,8 +65,8 @@ def test_tool_fields_in_an_older_file_are_unknown_keys(store):
 
 
 def test_a_newer_version_is_refused_clearly(store):
-    with pytest.raises(StoreError, match="format version 4, from a newer Hearth; this one reads version 3"):
-        store.import_json(export(message("user", "Q"), version=4))
+    with pytest.raises(StoreError, match="format version 5, from a newer Hearth; this one reads version 4"):
+        store.import_json(export(message("user", "Q"), version=5))
 
 
 def _with(change) -> dict:
