@@ -100,7 +100,7 @@ def run_docs_add(args) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         embedder.close()
-    for path, reason in report.failed:
+    for path, reason in (*report.failed, *report.unreachable):
         print(f"hearth: {printable(str(path), limit=None)}: {reason}", file=sys.stderr)
     print(f"hearth: {report.indexed} read, {report.unchanged} unchanged, {len(report.failed)} failed, "
           f"{report.removed} gone, {report.chunks:,} chunks" + (" (cancelled: run again to go on)"

@@ -312,14 +312,18 @@ class DocumentIndex:
             self._conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
             self._bump(found.id)
 
-    def remove_missing(self, collection: str, present_paths: Iterable[str | os.PathLike]) -> int:
+    def remove_missing(self, collection: str, present_paths: Iterable[str | os.PathLike],
+                       spared: Iterable[str | os.PathLike] = ()) -> int:
         """Forget the collection's files that are not among present_paths (deleted or moved since
-        they were read), with their chunks; how many."""
+        they were read), with their chunks; how many. Files under `spared` (folders that could
+        not be reached this time) stay."""
         found = self.collection(collection)
         present = {os.fspath(path) for path in present_paths}
+        kept = tuple(os.fspath(folder) for folder in spared)
         gone = [file_id for file_id, path in
                 self._conn.execute("SELECT id, path FROM files WHERE collection_id = ?", (found.id,))
-                if path not in present]
+                if path not in present and not any(path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+                                                   for folder in kept)]
         if gone:
             with transaction(self._conn):
                 for start in range(0, len(gone), ID_BATCH):

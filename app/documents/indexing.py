@@ -31,7 +31,10 @@ from .chunking import chunk_passages
 from .index import DocumentIndex
 from .limits import EMBED_BATCH
 from .readers import SUPPORTED_SUFFIXES, read_document
-from .types import Chunk, DocumentError
+from .types import Chunk, DocumentError, EmbeddingStopped
+
+KEPT = "what was indexed from it is kept"
+NOT_THERE = f"is not there (a drive not connected, or moved?): {KEPT}"
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,8 @@ class Progress:
 @dataclass(frozen=True)
 class IndexReport:
     """How a run ended: files read anew, left as they were, failed (each with its reason),
-    removed because they are gone, chunks written, and whether it was cancelled."""
+    removed because they are gone, chunks written, whether it was cancelled, and the folders it
+    could not reach."""
 
     indexed: int
     unchanged: int
@@ -57,24 +61,38 @@ class IndexReport:
     removed: int
     chunks: int
     cancelled: bool
+    unreachable: tuple[tuple[Path, str], ...] = ()  # roots or folders not there or not listed: their files kept
 
 
 def files_under(paths: Sequence[Path]) -> list[Path]:
     """Every readable-format file under `paths` (files named directly, whatever their suffix,
     and the supported files in folders, walked without following links), absolute, sorted,
     each once."""
+    return walk_roots(paths)[0]
+
+
+def walk_roots(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """files_under's files, and the roots or folders that could not be read, each with why: a
+    root that is not there (a drive not connected, a share offline, a folder moved) or a folder
+    that could not be listed. What was indexed from those is kept, not taken for deleted."""
     found: set[Path] = set()
+    unreachable: list[tuple[Path, str]] = []
     for path in paths:
         path = Path(os.path.abspath(path))
-        if path.is_dir() and not path.is_symlink():
-            found.update(_walk(path))
+        if not os.path.lexists(path):
+            unreachable.append((path, NOT_THERE))
+        elif path.is_dir() and not path.is_symlink():
+            found.update(_walk(path, unreachable))
         else:
             found.add(path)
-    return sorted(found)
+    return sorted(found), unreachable
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(folder, followlinks=False):
+def _walk(folder: Path, unreachable: list[tuple[Path, str]]) -> Iterator[Path]:
+    def unlisted(error: OSError) -> None:
+        unreachable.append((Path(error.filename or folder), f"could not be listed ({error.strerror or error}): {KEPT}"))
+
+    for root, dirs, files in os.walk(folder, followlinks=False, onerror=unlisted):
         dirs[:] = sorted(name for name in dirs if not name.startswith("."))
         for name in files:
             if not name.startswith(".") and Path(name).suffix.lower() in SUPPORTED_SUFFIXES:
@@ -104,14 +122,19 @@ def index_paths(index: DocumentIndex, collection: str, paths: Sequence[Path], em
         index.set_model(collection, embedder.name, embedder.dims)
     index.add_roots(collection, paths)
     index.set_finished(collection, False)
-    files = files_under(index.roots(collection))
+    files, unreachable = walk_roots(index.roots(collection))
     indexed = unchanged = chunks = 0
     failed: list[tuple[Path, str]] = []
+    stopped = False
     for done, path in enumerate(files):
         if cancel.is_set():
             break
         progress(Progress(done, len(files), chunks, len(failed), path))
-        outcome = _index_file(index, collection, path, embedder)
+        try:
+            outcome = _index_file(index, collection, path, embedder, cancel)
+        except EmbeddingStopped:  # cancelled mid-file, or another model chosen: the file is read next time
+            stopped = True
+            break
         if isinstance(outcome, str):
             failed.append((path, outcome))
         elif outcome is None:
@@ -119,16 +142,17 @@ def index_paths(index: DocumentIndex, collection: str, paths: Sequence[Path], em
         else:
             indexed += 1
             chunks += outcome
-    cancelled = cancel.is_set()
-    removed = 0 if cancelled else index.remove_missing(collection, files)
+    cancelled = stopped or cancel.is_set()
+    removed = 0 if cancelled else index.remove_missing(collection, files, spared=[root for root, _ in unreachable])
     if not cancelled:
         index.set_finished(collection, True)
     progress(Progress(len(files) if not cancelled else indexed + unchanged + len(failed), len(files), chunks,
                       len(failed)))
-    return IndexReport(indexed, unchanged, tuple(failed), removed, chunks, cancelled)
+    return IndexReport(indexed, unchanged, tuple(failed), removed, chunks, cancelled, tuple(unreachable))
 
 
-def _index_file(index: DocumentIndex, collection: str, path: Path, embedder: Embedder) -> int | str | None:
+def _index_file(index: DocumentIndex, collection: str, path: Path, embedder: Embedder,
+                cancel: threading.Event) -> int | str | None:
     """The chunks written for the file, None when it was unchanged, or why it failed."""
     try:
         info = os.stat(path, follow_symlinks=False)
@@ -151,13 +175,17 @@ def _index_file(index: DocumentIndex, collection: str, path: Path, embedder: Emb
         reason = str(exc) if isinstance(exc, DocumentError) else f"cannot be read ({exc.strerror or exc})"
         index.mark_failed(collection, path, reason, size=size, mtime_ns=mtime_ns, sha256=digest)
         return reason
-    index.replace_file(collection, path, size, mtime_ns, digest, found, _embed(embedder, found))
+    index.replace_file(collection, path, size, mtime_ns, digest, found, _embed(embedder, found, cancel))
     return len(found)
 
 
-def _embed(embedder: Embedder, chunks: Sequence[Chunk]) -> np.ndarray:
+def _embed(embedder: Embedder, chunks: Sequence[Chunk], cancel: threading.Event) -> np.ndarray:
     """The chunks' vectors, a batch at a time; each chunk is embedded with its heading before
     it (the chunk's own text leaves it out), so a section's title counts for its meaning."""
     texts = [f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text for chunk in chunks]
-    rows = [embedder.embed(texts[start:start + EMBED_BATCH]) for start in range(0, len(texts), EMBED_BATCH)]
+    rows = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        if cancel.is_set():  # a long file need not finish first: Cancel and Quit take a batch's time
+            raise EmbeddingStopped("cancelled")
+        rows.append(embedder.embed(texts[start:start + EMBED_BATCH]))
     return np.concatenate(rows) if rows else np.zeros((0, embedder.dims), dtype=np.float32)

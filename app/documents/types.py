@@ -13,6 +13,12 @@ class DocumentError(ValueError):
     its name says, too large), for the user, naming no more than the file."""
 
 
+class EmbeddingStopped(Exception):
+    """The embedder cannot go on with this run: it was cancelled between two batches, or another
+    embedding model was chosen. The file being embedded is left unread (the next run reads it)
+    and the run ends as cancelled."""
+
+
 @dataclass(frozen=True)
 class Passage:
     """A run of a document's text that belongs together: a paragraph, a page's text, a section

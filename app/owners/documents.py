@@ -35,6 +35,7 @@ from ..documents.index import CollectionSummary, DocumentIndex, DocumentIndexErr
 from ..documents.indexing import IndexReport, index_paths
 from ..documents.retrieval import Retrieval, retrieve
 from ..documents.search import DocumentSearch
+from ..documents.types import EmbeddingStopped
 from ..engine.embedding.types import Embedder
 from . import paths
 from .document_settings import DocumentSettings
@@ -67,17 +68,37 @@ class Asked:
 
 
 class _Embedding:
-    """The one embedding model both threads use, loaded on first use, one use at a time."""
+    """The one embedding model both threads use, loaded on first use, one use at a time.
 
-    def __init__(self, opener: Callable[[], Embedder]):
+    `wanted` (the GGUF chosen, None: the default) is set on the GUI thread and read here: the
+    settings file's QSettings object is the GUI thread's alone. Choosing another model bumps
+    the generation; the model is swapped at its next use, and a run begun with the old one
+    stops rather than mix the two models' vectors in one collection (EmbeddingStopped)."""
+
+    def __init__(self, opener: Callable[[Path | None], Embedder], wanted: Path | None):
         self._opener = opener
         self._model: Embedder | None = None
+        self.loaded = -1  # the generation the loaded model is of
+        self._choice: tuple[Path | None, int] = (wanted, 0)  # one tuple, replaced whole: read without the lock
         self.lock = threading.Lock()
 
+    @property
+    def generation(self) -> int:
+        return self._choice[1]
+
+    def want(self, model: Path | None) -> None:
+        """Another model from now on. Never waits: the GUI thread calls it, and the lock may be
+        held for a batch's embedding."""
+        self._choice = (model, self._choice[1] + 1)
+
     def model(self) -> Embedder:
-        """The model (loaded now if not yet); call with `lock` held."""
+        """The model wanted now (loaded now if not yet); call with `lock` held."""
+        wanted, generation = self._choice
+        if self._model is not None and self.loaded != generation:
+            self._model.close()
+            self._model = None
         if self._model is None:
-            self._model = self._opener()
+            self._model, self.loaded = self._opener(wanted), generation
         return self._model
 
     def close(self) -> None:
@@ -88,22 +109,28 @@ class _Embedding:
 
 
 class _LockedEmbedder:
-    """The shared model as an Embedder whose each call holds the lock: indexing embeds a batch at
-    a time, and a search may go between two batches."""
+    """The shared model as an Embedder for one run or one question, each call holding the lock:
+    indexing embeds a batch at a time, and a search may go between two batches. If another
+    model was chosen since it began, it stops (EmbeddingStopped) instead of embedding with it."""
 
     def __init__(self, embedding: _Embedding):
         self._embedding = embedding
         with embedding.lock:
             model = embedding.model()
-            self.name, self.dims = model.name, model.dims
+            self.name, self.dims, self._generation = model.name, model.dims, embedding.loaded
+
+    def _model(self) -> Embedder:
+        if self._embedding.generation != self._generation:
+            raise EmbeddingStopped("another embedding model was chosen")
+        return self._embedding.model()
 
     def embed(self, texts):
         with self._embedding.lock:
-            return self._embedding.model().embed(texts)
+            return self._model().embed(texts)
 
     def count_tokens(self, text: str) -> int:
         with self._embedding.lock:
-            return self._embedding.model().count_tokens(text)
+            return self._model().count_tokens(text)
 
     def close(self) -> None:  # the model is the library's, closed with it
         pass
@@ -141,8 +168,7 @@ class DocumentLibrary(QObject):
         super().__init__(parent)
         self.settings = settings
         self._index_path = index_path if index_path is not None else paths.documents_index_path()
-        opener = open_embedder or _profile_embedder
-        self._embedding = _Embedding(lambda: opener(settings.embedding_model))
+        self._embedding = _Embedding(open_embedder or _profile_embedder, settings.embedding_model)
         self._indexer = ThreadPoolExecutor(1, thread_name_prefix="documents-index")
         self._searcher = ThreadPoolExecutor(1, thread_name_prefix="documents-search")
         self._local = threading.local()  # each thread's DocumentIndex (and its search's cache)
@@ -208,12 +234,14 @@ class DocumentLibrary(QObject):
         self.update(name)
 
     def set_embedding_model(self, model: Path | None) -> None:
-        """Index and search with this embedding GGUF from now on (None: the default): kept in the
-        settings, and the model loaded is let go (after the batch it is embedding), so the next
-        use loads the new one. Each collection made with another model is embedded again at its
-        next update, and searched by its words only until then (retrieval.py)."""
+        """Index and search with this embedding GGUF from now on (None: the default), kept in the
+        settings. The loaded one is let go at the next use; a run under way stops after its batch
+        and begins again with the new model. Each collection made with another model is embedded
+        again at its next update, and searched by its words only until then (retrieval.py)."""
         self.settings.embedding_model = model
-        self._searcher.submit(self._embedding.close)
+        self._embedding.want(model)
+        if self._running is not None:
+            self._ask(IndexingJob(self._running.name))  # after the run stopped by the change
 
     def refresh(self) -> None:
         """Read the collections again (collectionsChanged)."""
@@ -265,6 +293,8 @@ class DocumentLibrary(QObject):
     def _on_ran(self, job: IndexingJob, report: IndexReport | None) -> None:
         self._running = None
         if report is not None:
+            for folder, reason in report.unreachable:
+                self.problem.emit(f"{job.name}: {folder} {reason}")
             self.indexed.emit(job.name, report)
         self._next()
         self.indexingChanged.emit(self.indexing())
@@ -310,7 +340,7 @@ class DocumentLibrary(QObject):
                 return  # the other thread rebuilt it already
             try:
                 index, moved = open_or_rebuild(self._index_path)  # quick_check reads every page
-            except DocumentIndexError:
+            except (DocumentIndexError, OSError):  # not even moved aside: said by the caller, tried at the next use
                 return
             index.close()
             if moved is not None:
@@ -335,8 +365,11 @@ class DocumentLibrary(QObject):
         except Exception as exc:  # the embedding model would not load: said, never a traceback in a thread
             log.exception("indexing %s failed", job.name)
             self.problem.emit(f"{job.name} could not be indexed: {exc}")
-        self._publish()
-        self._ran.emit(job, report)
+        finally:
+            try:
+                self._publish()
+            finally:
+                self._ran.emit(job, report)  # whatever happened, the queue goes on
 
     def _submit(self, pool: ThreadPoolExecutor, change: Callable[[DocumentIndex], None]) -> None:
         """Run a change of the index on that pool's thread, then read the collections again."""

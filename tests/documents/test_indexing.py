@@ -16,7 +16,7 @@ import pytest
 from support.model_files.embedding_model import ensure_minilm
 
 from app.documents.index import DocumentIndex
-from app.documents.indexing import Progress, files_under, index_paths
+from app.documents.indexing import NOT_THERE, Progress, files_under, index_paths
 from app.documents.search import DocumentSearch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +162,56 @@ def test_sources_go_into_the_question_numbered():
     assert asked.startswith("Answer from the numbered sources") and asked.endswith("\n\nQuestion: When do I prune?")
     assert "[1] a.pdf, page 3\nPrune in winter." in asked and "[2] b.md\nWater daily." in asked
     assert with_sources("When?", ()) == "When?"
+
+
+def test_a_folder_not_there_keeps_what_was_indexed_from_it(tmp_path, folder, embedder):
+    usb = tmp_path / "usb"
+    usb.mkdir()
+    (usb / "tea.txt").write_text("Steep green tea for two minutes at eighty degrees.\n")
+    with DocumentIndex(tmp_path / "index.sqlite3") as index:
+        run(index, folder, embedder)
+        index_paths(index, "home", [usb], embedder)
+        usb.rename(tmp_path / "unplugged")  # the drive is not connected at the next update
+        update = index_paths(index, "home", [], embedder)
+        assert update.removed == 0 and update.unreachable == ((usb, NOT_THERE),)
+        assert index.stats("home").files == 3 and index.collection("home").finished
+        (tmp_path / "unplugged").rename(usb)
+        assert index_paths(index, "home", [], embedder).unchanged == 4
+
+
+def test_cancel_takes_a_batch_not_a_whole_long_file(tmp_path, embedder):
+    from support.gated_embedder import GatedEmbedder
+
+    docs = tmp_path / "long"
+    docs.mkdir()
+    long_file = docs / "long.txt"
+    long_file.write_text("\n\n".join(f"Paragraph {n}: " + "words of a long document " * 40 for n in range(200)))
+    gated, cancel, reports = GatedEmbedder(embedder_copy(embedder)), threading.Event(), []
+
+    def indexing() -> None:  # as the window's indexing thread runs it, with its own connection
+        with DocumentIndex(tmp_path / "index.sqlite3") as index:
+            reports.append(index_paths(index, "home", [docs], gated, cancel=cancel))
+
+    worker = threading.Thread(target=indexing)
+    worker.start()
+    assert gated.embedding.wait(60)  # the first batch of a file of many
+    cancel.set()
+    gated.gate.set()
+    worker.join(60)
+    [report] = reports
+    assert report.cancelled and report.indexed == 0
+    with DocumentIndex(tmp_path / "index.sqlite3") as index:
+        assert index.file_state("home", long_file) is None  # not half-kept: read again next time
+        assert not index.collection("home").finished
+
+
+def embedder_copy(embedder):
+    """The module's model, closed by its fixture, not by a test's wrapper."""
+    class Borrowed:
+        name, dims = embedder.name, embedder.dims
+        embed, count_tokens = embedder.embed, embedder.count_tokens
+
+        def close(self):
+            pass
+
+    return Borrowed()

@@ -177,12 +177,40 @@ def library_at_existing(tmp_path, minilm, qtbot) -> DocumentLibrary:
 
 
 def test_another_embedding_model_applies_at_once(tmp_path, folder, minilm, qtbot):
-    opened: list[str] = []
-    library = library_at(tmp_path, minilm, qtbot, opened)
+    from app.engine.opening import open_embedder
+
+    asked: list = []
+    settings = DocumentSettings(QSettings(str(tmp_path / "hearth.ini"), QSettings.Format.IniFormat))
+    library = DocumentLibrary(settings, tmp_path / "documents.sqlite3",
+                              lambda model: asked.append(model) or open_embedder(minilm, tmp_path))
     with qtbot.waitSignal(library.indexed, timeout=WAIT_MS):
         library.add("home", [folder])
-    library.set_embedding_model(minilm)  # chosen in Settings → Documents (the same file: a load is a load)
+    chosen = tmp_path / "another.gguf"
+    library.set_embedding_model(chosen)  # Settings → Documents (the file read is the test's; the path is what counts)
     with qtbot.waitSignal(library.retrieved, timeout=WAIT_MS):
         library.retrieve(["home"], "dough")
-    assert len(opened) == 2 and library.settings.embedding_model == minilm
+    assert asked == [None, chosen] and library.settings.embedding_model == chosen
+    library.close()
+
+
+def test_a_model_chosen_during_a_run_stops_it_and_the_run_begins_again(tmp_path, folder, minilm, qtbot):
+    from app.engine.opening import open_embedder
+
+    gated: list[GatedEmbedder] = []
+    settings = DocumentSettings(QSettings(str(tmp_path / "hearth.ini"), QSettings.Format.IniFormat))
+    library = DocumentLibrary(settings, tmp_path / "documents.sqlite3",
+                              lambda _model: gated.append(GatedEmbedder(open_embedder(minilm, tmp_path))) or gated[-1])
+    reports = []
+    library.indexed.connect(lambda name, report: reports.append(report))
+    library.add("home", [folder])
+    qtbot.waitUntil(lambda: bool(gated) and gated[0].embedding.is_set(), timeout=WAIT_MS)  # mid-file
+    library.set_embedding_model(minilm)
+    gated[0].gate.set()
+    qtbot.waitUntil(lambda: len(gated) == 2 and gated[1].embedding.is_set(), timeout=WAIT_MS)
+    gated[1].gate.set()
+    qtbot.waitUntil(lambda: len(reports) == 2, timeout=WAIT_MS)
+    # The batch under way when the model changed finished with the old one (its file kept under
+    # the old model's name: a new model's run drops those, index.set_model); nothing after it did.
+    assert reports[0].cancelled and reports[0].indexed == 1 and gated[0].calls == 1
+    assert not reports[1].cancelled and reports[1].indexed + reports[1].unchanged == 3  # the .docx: failed, known
     library.close()

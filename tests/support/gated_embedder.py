@@ -12,8 +12,10 @@ class GatedEmbedder:
     def __init__(self, model):
         self._model, self.gate, self.embedding = model, threading.Event(), threading.Event()
         self.name, self.dims = model.name, model.dims
+        self.calls = 0  # embed calls: batches embedded
 
     def embed(self, texts):
+        self.calls += 1
         self.embedding.set()
         self.gate.wait(GATE_WAIT_S)
         return self._model.embed(texts)

@@ -152,7 +152,7 @@ def test_cancel_in_the_status_bar_then_the_next_start_goes_on(qtbot, tmp_path, m
 def test_a_problem_is_said_in_the_status_bar_not_in_a_box(qtbot, tmp_path, made, folder, windows, heard_in_status):
     not_a_model = tmp_path / "not-a-model.gguf"
     not_a_model.write_bytes(b"GGUF but not really")
-    made.library.settings.embedding_model = not_a_model
+    made.library.set_embedding_model(not_a_model)
     window = windows(made.library)
     with qtbot.waitSignal(made.library.indexingChanged, timeout=WAIT_MS, check_params_cb=lambda names: names == ()):
         made.library.add("docs", [folder])
