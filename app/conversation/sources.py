@@ -55,8 +55,11 @@ def where(source: Source) -> str:
 
 
 def with_sources(question: str, sources: Sequence[Source]) -> str:
-    """The user's message as the model reads it: the instruction, the numbered sources, then the
-    question (the question alone where there are none)."""
+    """The user's message as the model reads it: the instruction, the numbered sources a lookup
+    found, then the question (the question alone where there are none). Sources the model found
+    with its own search_documents call are in that call's result already, not put here: they
+    come after a lookup's, so the numbers agree."""
+    sources = [source for source in sources if not source.by_tool]
     if not sources:
         return question
     blocks = [f"[{number}] {where(source)}\n{source.text.strip()}" for number, source in enumerate(sources, start=1)]

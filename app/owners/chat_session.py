@@ -105,7 +105,7 @@ class ChatSession(QObject):
         self._save_timer.setInterval(PARTIAL_SAVE_MS)
         self._save_timer.timeout.connect(self._save_partial)
         bridge.promptProgress.connect(self.promptProgress)
-        bridge.replyBegan.connect(self._on_began)
+        bridge.replyBegan.connect(lambda: self._set_waiting(False))
         bridge.chunk.connect(self._on_chunk)
         bridge.replyFinished.connect(self._on_finished)
         bridge.toolCall.connect(self._on_tool_call)
@@ -383,6 +383,8 @@ class ChatSession(QObject):
         of replyStarted. A question asked of documents has its sources found first (SourceLookup);
         a reply whose tool servers are still starting waits for them."""
         conversation_id = self._conversation_id
+        if self.loop is not None:
+            self.loop.hold(conversation_id)  # its servers and collections: those chosen now, whatever opens next
         if self.lookup is not None and self.lookup.begin(conversation_id, replacing,
                                                          lambda: self._after_lookup(conversation_id, replacing)):
             self._set_waiting(True, SOURCES_WAIT_MESSAGE)
@@ -444,9 +446,6 @@ class ChatSession(QObject):
         if waiting != self._waiting:
             self._waiting = waiting
             self.waitingChanged.emit(message if waiting else "")
-
-    def _on_began(self) -> None:
-        self._set_waiting(False)
 
     def _on_chunk(self, text: str) -> None:
         reply = self._reply

@@ -44,12 +44,6 @@ class ConversationTools(ConversationChoice):
         """Those of these servers not ready yet nor failed: a reply waits for these."""
         return [name for name in names if self.servers.status(name).state in UNSETTLED]
 
-    def start_unsettled(self) -> list[str]:
-        """The chosen servers not settled yet, those not started yet started now (a Send is a use)."""
-        waiting = self.unsettled(self.chosen)
-        self.servers.start(waiting)
-        return waiting
-
     def catalog(self, names: tuple[str, ...] | None = None) -> ToolCatalog:
         """The tools of these servers (the chosen ones by default) that are ready."""
         return ToolCatalog.build(self.servers.statuses(), self.chosen if names is None else names)

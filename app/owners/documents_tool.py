@@ -60,12 +60,17 @@ class DocumentsTool(QObject):
         super().__init__(parent)
         self._documents, self._store = documents, store
         self.conversation: Callable[[], int | None] = lambda: None  # the turn's (ToolLoop sets it)
+        self.collections: tuple[str, ...] = ()  # the turn's, taken when it began (ToolLoop.hold)
         self._found.connect(self._keep)
+
+    def hold(self) -> None:
+        """A turn begins: its collections are those chosen now, whatever is opened meanwhile."""
+        self.collections = self._documents.chosen
 
     @property
     def offered(self) -> bool:
-        """The model searches (Settings → Documents) and the conversation has collections."""
-        return self._documents.library.settings.as_tool and bool(self._documents.chosen)
+        """The model searches (Settings → Documents) and the turn's conversation has collections."""
+        return self._documents.library.settings.as_tool and bool(self.collections)
 
     def status(self) -> ServerStatus | None:
         """The tool as a ready server of the catalog, None where it is not offered."""
@@ -79,7 +84,7 @@ class DocumentsTool(QObject):
         if not isinstance(query, str) or not query.strip():
             outcome.set_result(ToolOutcome(NO_QUERY, error=True))
             return outcome
-        searched = self._documents.library.search(self._documents.chosen, query.strip())
+        searched = self._documents.library.search(self.collections, query.strip())
         already = question.sources if question is not None else ()
         question_id = question.id if question is not None else None
         outcome.set_running_or_notify_cancel()
@@ -87,15 +92,16 @@ class DocumentsTool(QObject):
         return outcome
 
     def _question(self):
-        """The turn's question: the newest user message of its conversation's branch shown."""
+        """The turn's question: the user message its replies and results follow, up from the
+        newest message of its conversation's branch shown."""
         conversation_id = self.conversation()
-        if conversation_id is None:
-            return None
         try:
-            recent = self._store().recent_messages(conversation_id, 50).messages
+            message = self._store().leaf_message(conversation_id) if conversation_id is not None else None
+            while message is not None and message.role != "user":
+                message = self._store().message(message.parent_id) if message.parent_id is not None else None
         except StoreError:
             return None
-        return next((message for message in reversed(recent) if message.role == "user"), None)
+        return message
 
     def _answer(self, searched: concurrent.futures.Future, already: tuple[Source, ...], question_id: int | None,
                 outcome: concurrent.futures.Future) -> None:
@@ -110,7 +116,7 @@ class DocumentsTool(QObject):
         sources = list(already)
         numbers = []
         for hit in found.hits:
-            source = Source(str(hit.source), hit.text, hit.page, hit.heading)
+            source = Source(str(hit.source), hit.text, hit.page, hit.heading, by_tool=True)
             known = next((n for n, kept in enumerate(sources, start=1)
                           if (kept.path, kept.text) == (source.path, source.text)), None)
             if known is None:

@@ -63,6 +63,7 @@ class ToolLoop(QObject):
             documents.conversation = lambda: self._conversation_id
             documents.storeFailed.connect(self.storeFailed)
         self._conversation_id: int | None = None
+        self._held: tuple[int | None, tuple[str, ...]] = (None, ())  # the conversation asked in, its servers then
         self._servers: tuple[str, ...] = ()
         self._step = 0
         self._ids: set[str] = set()
@@ -76,12 +77,25 @@ class ToolLoop(QObject):
         """The conversation whose turn waits for its servers or runs tools, if one does."""
         return self._conversation_id if (self._settling is not None or self.turn.active) else None
 
+    def hold(self, conversation_id: int | None) -> None:
+        """A reply is asked for in this conversation: its turn's servers and collections are
+        those chosen now, though it may begin later (after its sources are found), when another
+        conversation may be open."""
+        self._held = (conversation_id, self.tools.chosen)
+        if self.documents is not None:
+            self.documents.hold()
+
     def begin(self, conversation_id: int, then: Callable[[], None]) -> bool:
-        """A new turn in this conversation, with the servers chosen now. True when it waits for
-        some of them to start; `then` is called once they have (or have failed)."""
-        self._conversation_id, self._servers = conversation_id, self.tools.chosen
+        """A new turn in this conversation, with the servers held for it (hold), else those chosen
+        now. True when it waits for some of them to start; `then` is called once they have (or
+        have failed)."""
+        if self._held[0] != conversation_id:
+            self.hold(conversation_id)
+        self._conversation_id, self._servers = conversation_id, self._held[1]
         self._step, self._ids, self._stopping = 0, set(), False
-        if not self.tools.start_unsettled():
+        waiting = self.tools.unsettled(self._servers)
+        self.tools.servers.start(waiting)
+        if not waiting:
             return False
 
         def settled() -> None:

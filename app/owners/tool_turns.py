@@ -25,7 +25,7 @@ from ..store import ToolResult
 from ..tool_servers.approval import DENIED_TEXT, STOPPED_BEFORE_TEXT, STOPPED_TEXT, Decision, PendingCall
 from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.types import ToolOutcome
-from .documents_tool import SERVER as BUILTIN_SERVER
+from .documents_tool import TOOL as BUILTIN_TOOL
 from .documents_tool import DocumentsTool
 from .tool_servers import ToolServerManager
 
@@ -124,7 +124,8 @@ class ToolTurn(QObject):
             self.callProposed.emit(self.current)
 
     def _is_builtin(self, planned: PlannedCall) -> bool:
-        return self._builtin is not None and planned.listed.server == BUILTIN_SERVER
+        """Hearth's own tool, known by identity: a configured server may carry any name."""
+        return self._builtin is not None and planned.listed is BUILTIN_TOOL
 
     def _run(self, planned: PlannedCall) -> None:
         arguments = arguments_of(planned.call)

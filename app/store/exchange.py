@@ -8,7 +8,8 @@ in order. Version 3 adds tools: a reply's "tool_calls" ([{"id", "name", "argumen
 "problem"}], arguments as JSON text), and messages with role "tool", a call's result, with
 "tool_call_id", "tool_name" and "tool_error"; each result answers a call of the reply above it.
 Version 4 adds a question's sources, the passages of the user's documents its reply read: a user
-message's "sources" ([{"path", "page", "heading", "text"}]), numbered by their place.
+message's "sources" ([{"path", "page", "heading", "text", "tool"}]), numbered by their place;
+"tool": true where the model found it with its search_documents tool.
 Database ids and positions are left out: they mean nothing in another database.
 Everything is validated before anything is written, with messages that say where the file is
 wrong.
@@ -234,7 +235,8 @@ def _sources(item: dict, where: str, role: str) -> tuple[Source, ...]:
         page = _field(source, "page", (int, type(None)), at, None)
         if isinstance(page, bool) or (page is not None and not 1 <= page <= MAX_STORED_INT):
             raise StoreError(f"{at}.page must be a page number from 1, or null.")
-        read.append(Source(_text(source, "path", at), _text(source, "text", at), page, _text(source, "heading", at, "")))
+        read.append(Source(_text(source, "path", at), _text(source, "text", at), page, _text(source, "heading", at, ""),
+                           _field(source, "tool", bool, at, False)))
     return tuple(read)
 
 

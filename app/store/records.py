@@ -77,15 +77,17 @@ class Source:
     text: str
     page: int | None = None
     heading: str = ""
+    by_tool: bool = False  # found by the model's own search_documents call: in its result, not before the question
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "page": self.page, "heading": self.heading, "text": self.text}
+        return {"path": self.path, "page": self.page, "heading": self.heading, "text": self.text,
+                **({"tool": True} if self.by_tool else {})}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Source":
         page = data.get("page")
         return cls(str(data["path"]), str(data["text"]), int(page) if page is not None else None,
-                   str(data.get("heading") or ""))
+                   str(data.get("heading") or ""), data.get("tool") is True)
 
 
 def sources_to_json(sources: tuple[Source, ...]) -> str:

@@ -87,11 +87,33 @@ def test_the_model_searches_the_collections_and_its_passages_become_the_sources(
 
 def test_without_collections_the_tool_is_not_offered(rig):
     session = rig
+    session.loop.hold(session.conversation_id)  # as a Send does
     tools, catalog = session.loop.use(0)
     assert catalog is None or all(listed.server != SERVER for listed in catalog.listed)
     session.choose_collections(("kitchen",))
+    session.loop.hold(session.conversation_id)
     _tools, catalog = session.loop.use(0)
     assert [listed.name for listed in catalog.listed] == ["search_documents"]
+
+
+def test_the_passages_it_found_are_not_put_before_the_question_again(qtbot, rig):
+    session = rig
+    session.choose_collections(("kitchen",))
+    with qtbot.waitSignal(session.busyChanged, timeout=WAIT_MS, check_params_cb=lambda busy: not busy):
+        session.send("How long should bread dough rise?")
+    question = session.store.messages(session.conversation_id)[0]
+    assert question.sources and all(source.by_tool for source in question.sources)
+    assert session.history()[0] == {"role": "user", "content": "How long should bread dough rise?"}, \
+        "the result holds them: the question reads as asked, its prefix the same at every step"
+
+
+def test_a_turn_searches_the_collections_of_its_own_conversation(qtbot, rig, tmp_path):
+    session = rig
+    session.choose_collections(("kitchen",))
+    session.loop.hold(session.conversation_id)  # the turn begins here...
+    session.new_conversation()
+    session.choose_collections(())  # ...and another conversation, without documents, is opened
+    assert session.loop.documents.collections == ("kitchen",) and session.loop.documents.offered
 
 
 def test_a_call_without_a_query_is_answered_as_an_error(rig):
