@@ -37,7 +37,10 @@ def sources_of(hits: Sequence[Hit]) -> tuple[Source, ...]:
 def fitting(sources: Sequence[Source], context_tokens: int | None) -> tuple[Source, ...]:
     """The best of `sources` (they come best first) that fill at most CONTEXT_SHARE of a context
     window of `context_tokens` (None: not known, all of them), by the estimate the context meter
-    uses: a small context is not filled by sources before the question is read."""
+    uses: a small context is not filled by sources before the question is read. Half the
+    window, not what the conversation leaves of it: this question's sources matter more than its
+    oldest turns, which the engine leaves out to fit (the window's line shows where), as it does
+    for any long conversation."""
     if context_tokens is None:
         return tuple(sources)
     room, kept = int(context_tokens * CONTEXT_SHARE), []

@@ -384,9 +384,10 @@ class ConversationStore:
             source = self.get_conversation(message.conversation_id)
             now = utc_now()
             conversation_id = self._conn.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, model, system_prompt)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (branch_title(source.title), now, now, source.model, source.system_prompt),
+                "INSERT INTO conversations (title, created_at, updated_at, model, system_prompt, tool_servers_json,"
+                " collections_json) SELECT ?, ?, ?, model, system_prompt, tool_servers_json, collections_json"
+                " FROM conversations WHERE id = ?",  # a branch asks with the same tools and documents
+                (branch_title(source.title), now, now, source.id),
             ).lastrowid
             parent = None
             for row in self._conn.execute(

@@ -70,3 +70,14 @@ def test_hostile_sources_are_refused_and_nothing_is_imported(store, name):
     with pytest.raises(StoreError, match=said):
         store.import_json(data)
     assert store.list_conversations() == []
+
+
+def test_a_branch_keeps_the_sources_and_the_choices(store):
+    cid = asked(store)
+    store.set_collections(cid, ("garden",))
+    store.set_tool_servers(cid, ("weather",))
+    reply = store.messages(cid)[-1]
+    branch = store.branch_from(reply.id)
+    assert store.messages(branch)[0].sources == SOURCES
+    assert (store.get_conversation(branch).collections, store.get_conversation(branch).tool_servers) == (
+        ("garden",), ("weather",))

@@ -16,7 +16,7 @@ from app.engine.types import ReplyStats, StopReason
 from app.store import ConversationStore, Source, StoredMessage, ToolResult
 from app.ui.chat.documents.sources_block import source_href
 from app.ui.chat.view import MessageView
-from app.ui.dialogs.source_view import SourceView
+from app.ui.dialogs.source_view import NOT_COLLECTED, SourceView
 
 ENDED = ReplyStats(prompt_tokens=80, completion_tokens=9, stop_reason=StopReason.END_OF_TURN)
 CALLED = ReplyStats(prompt_tokens=40, completion_tokens=12, stop_reason=StopReason.TOOL_CALLS)
@@ -127,3 +127,14 @@ def test_a_pdf_that_changed_since_it_was_read_is_said_not_drawn(qtbot, tmp_path)
     qtbot.waitUntil(view.problem.isVisible, timeout=10_000)
     assert view.problem.text() == "The page could not be drawn: the file has no page 4 (it has 1)."
     assert not view.page_area.isVisible() and view.passage.toPlainText().startswith("A passage from page 4")
+
+
+def test_a_file_outside_every_collection_is_neither_read_nor_handed_over(qtbot, tmp_path):
+    pdf = write_pdf(tmp_path / "elsewhere.pdf", [["Page one"]])  # an imported record may name any path
+    view = SourceView(Source(str(pdf), "The passage as recorded.", 1), 1, in_collections=False)
+    qtbot.addWidget(view)
+    view.show()
+    assert view.problem.isVisible() and view.problem.text() == NOT_COLLECTED
+    assert not view.open_button.isEnabled() and not view.folder_button.isEnabled()
+    assert not view.page_area.isVisible() and view.page.pixmap().isNull()
+    assert view.passage.toPlainText() == "The passage as recorded."

@@ -18,6 +18,7 @@ from support.settings_file import settings_at
 
 from app.owners.document_settings import DocumentSettings
 from app.owners.documents import DocumentLibrary
+from app.owners.tool_servers import ToolServerManager
 from app.ui.dialogs import documents_page
 from app.ui.dialogs.documents_page import DocumentsPage
 from app.ui.dialogs.settings import SettingsDialog
@@ -60,7 +61,9 @@ class Library:
 
 def open_page(qtbot, tmp_path: Path, library: DocumentLibrary) -> DocumentsPage:
     """Settings over the library, shown and active at its Documents tab."""
-    dialog = SettingsDialog(settings_at(tmp_path / "hearth.ini"), None, None, documents=library)
+    settings = settings_at(tmp_path / "hearth.ini")
+    # With the Tools tab too, as the window opens it: every mnemonic of the dialog is in play.
+    dialog = SettingsDialog(settings, None, ToolServerManager(settings.tools), documents=library)
     qtbot.addWidget(dialog)
     dialog.show_page("documents")
     dialog.show()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import shiboken6
 from documents_page_helpers import add_folder
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
@@ -129,4 +130,4 @@ def test_add_watch_attach_ask_and_open_a_citation(qtbot, tmp_path, opened, choic
     assert view.accessibleName() == "Source 1: bread.txt" and unnamed_widgets(view) == []
     qtbot.waitUntil(view.isActiveWindow, timeout=WAIT_MS)  # the keyboard went with it
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
-    qtbot.waitUntil(lambda: not view.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not shiboken6.isValid(view), timeout=WAIT_MS)  # closed, and deleted with its page

@@ -204,7 +204,7 @@ def test_whether_the_model_searches_is_chosen_by_its_mnemonic_and_kept(qtbot, tm
     page = open_page(qtbot, tmp_path, made.library)
     assert not page.options.as_tool.isChecked() and not made.library.settings.as_tool
     assert page.options.as_tool.accessibleDescription().startswith("Off: each question is searched")
-    QTest.keyClick(page, Qt.Key.Key_T, Qt.KeyboardModifier.AltModifier)  # a button's mnemonic clicks it, animated
+    QTest.keyClick(page, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)  # a button's mnemonic clicks it, animated
     qtbot.waitUntil(page.options.as_tool.isChecked, timeout=WAIT_MS)
     assert made.library.settings.as_tool
     made.qsettings.sync()

@@ -31,7 +31,7 @@ DEFAULT_MODEL = "Default (all-MiniLM-L6-v2)"
 MODEL_HINT = ("Reads your files and your questions into meanings. A new model applies at once, and embeds each "
               "collection again at its next update.")
 SOURCES_HINT = "The passages of your documents a reply is given with the question."
-AS_TOOL = "The model searches them itself (for models that call &tools)"
+AS_TOOL = "The model searches them itself, &with a tool it calls (for models that call tools)"
 AS_TOOL_HINT = ("Off: each question is searched and its sources are put before it, which every model reads. On: the "
                 "model is given a search_documents tool and decides when and what to search, as Jan does; only "
                 "models that call tools can use it.")

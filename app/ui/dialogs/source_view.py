@@ -29,20 +29,26 @@ from PySide6.QtWidgets import (
 from ...common.text import printable, shorten
 from ...documents.readers import OPENED_BY_THE_SYSTEM
 from ...store import Source
+from ..widgets.announce import announce
 from ..widgets.background import run_in_background
 from ..widgets.escape import claims_escape
 from ..widgets.foreign_text import inert_lines
 
 PAGE_WIDTH_PX = 760  # a page drawn this wide (scaled by the screen's pixel ratio)
 PASSAGE_CHARS = 20_000
+NOT_COLLECTED = ("This file is not in any of your collections now (the conversation was imported, or the collection "
+                 "removed), so Hearth does not open it. The passage below is as the reply read it.")
 
 
 class SourceView(QDialog):
     """Source `number` of a reply: its page (a PDF's) or passage, Open file, Show in folder."""
 
-    def __init__(self, source: Source, number: int, parent: QWidget | None = None) -> None:
+    def __init__(self, source: Source, number: int, parent: QWidget | None = None, in_collections: bool = True) -> None:
+        """`in_collections`: the file is under a collection the user has now; else (a record
+        imported, a collection removed) only the passage is shown: nothing is read or handed over."""
         super().__init__(parent)
         self.source = source
+        self._in_collections = in_collections
         path = Path(source.path)
         name = shorten(path.name, 60)
         self.setWindowTitle(f"Source [{number}] · {name}")
@@ -92,7 +98,7 @@ class SourceView(QDialog):
         layout.addWidget(buttons)
         self.resize(820, 860 if self._draws_page() else 480)
         self._check_file(path)
-        if self._draws_page():
+        if self._draws_page() and self._in_collections:
             self._draw(path)
 
     def event(self, event: QEvent) -> bool:
@@ -103,7 +109,12 @@ class SourceView(QDialog):
         return self.source.page is not None and Path(self.source.path).suffix.lower() == ".pdf"
 
     def _check_file(self, path: Path) -> None:
-        if not path.is_file():
+        if not self._in_collections:
+            self._say(NOT_COLLECTED)
+            self.open_button.setEnabled(False)
+            self.folder_button.setEnabled(False)
+            self.page_area.hide()
+        elif not path.is_file():
             self._say("The file is no longer there (moved or deleted). The passage below is as the reply read it.")
             self.open_button.setEnabled(False)
             self.folder_button.setEnabled(path.parent.is_dir())
@@ -133,6 +144,7 @@ class SourceView(QDialog):
     def _say(self, text: str) -> None:
         self.problem.setText(text)
         self.problem.show()
+        announce(self, text)
 
     def _hand_over(self, path: Path) -> None:
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):

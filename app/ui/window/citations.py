@@ -5,11 +5,14 @@ shown (SourceLookup, search_documents) reach the chat's record of it, for the re
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+import os
+
+import shiboken6
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QWidget
 
 from ...owners.chat_session import ChatSession
-from ...store import StoreError
+from ...store import Source, StoreError
 from ..chat.view import ChatView
 from ..dialogs.source_view import SourceView
 
@@ -35,9 +38,23 @@ class Citations(QObject):
         sources = question.sources if question is not None else ()
         if not 1 <= number <= len(sources):
             return
-        if self.view is not None:
+        if self.view is not None and shiboken6.isValid(self.view):
             self.view.close()
-        self.view = SourceView(sources[number - 1], number, self._window)
+        source = sources[number - 1]
+        self.view = SourceView(source, number, self._window, in_collections=self._in_collections(source))
+        self.view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # its page image goes with it
         self.view.show()
         self.view.raise_()
         self.view.activateWindow()  # the keyboard goes with it (Esc closes it, back to the link)
+
+    def _in_collections(self, source: Source) -> bool:
+        """The source's file is under a folder or file of a collection the user has now. A
+        conversation's record may come from an import, which can name any path (another
+        machine's, a network share's): only a file the user chose to index is drawn or handed to
+        the system."""
+        documents = self._session.documents
+        if documents is None:
+            return False
+        path = os.path.abspath(source.path)
+        return any(path == os.fspath(root) or path.startswith(os.fspath(root).rstrip(os.sep) + os.sep)
+                   for summary in documents.library.summaries for root in summary.roots)

@@ -16,6 +16,7 @@ from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextF
 
 from ....common.text import printable, shorten
 from ....store import Source
+from ...widgets.tooltips import plain_tooltip
 from ..document import box_caption, open_box
 from ..message_footer import ACTION_SCHEME
 from ..theme import ChatTheme
@@ -56,8 +57,8 @@ class SourcesBlock:
         for number, source in enumerate(sources, start=1):
             link = QTextCharFormat(self._link)
             link.setAnchorHref(source_href(question_id, number))
-            link.setToolTip(f"Open {printable(source.path, limit=None)}"
-                            + (f" at page {source.page}" if source.page else ""))
+            link.setToolTip(plain_tooltip(f"Open {printable(source.path, limit=None)}"
+                                          + (f" at page {source.page}" if source.page else "")))
             line = QTextBlockFormat()
             line.setTopMargin(4)
             cursor.insertBlock(line, QTextCharFormat())
