@@ -151,7 +151,7 @@ def test_the_bundled_app_indexes_and_searches_documents_offline(bundle, offline,
     assert "3 read, 0 unchanged, 0 failed" in added.stderr, added.stderr
     (collection,) = [json.loads(line) for line in hearth("list").stdout.splitlines()]
     (gguf,) = EMBEDDING_MODELS.glob("*.gguf")
-    assert (collection["name"], collection["chunks"], collection["model"]) == ("notes", 3, gguf.stem)
+    assert (collection["name"], collection["chunks"], collection["model"]) == ("notes", 3, f"{gguf.stem}-{gguf.stat().st_size}")
     found = hearth("search", "notes", "a cat napping", "--top", "1", "--json")
     assert "words only" not in found.stderr, found.stderr
     assert [Path(hit["source"]).name for hit in json.loads(found.stdout)] == ["pets.txt"]

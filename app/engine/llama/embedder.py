@@ -49,7 +49,9 @@ class LlamaEmbedder:
 
     def __init__(self, path: Path, n_threads: int | None = None):
         self.path = Path(path)
-        self.name = self.path.stem
+        # What a collection records of the model its vectors come from: the file's name and size,
+        # so another model that happens to share a file name is not taken for the same one.
+        self.name = f"{self.path.stem}-{self.path.stat().st_size}"
         llama_log.install()
         self._llm = self._load(n_threads)
         self.dims: int = self._llm.n_embd()
