@@ -1,0 +1,142 @@
+"""The engine process's wire (#29, under way): the engine's typed values to JSON frames and back,
+each checked against its declared types; a hostile or broken other side gets a ProtocolError or
+ChannelClosed, never a value of the wrong shape or an exception from inside a constructor."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.engine.gguf.reading import inspect_model
+from app.engine.logprobs import Alternative, TokenLogprob
+from app.engine.options import LoadOptions
+from app.engine.process.codec import CLASSES, MAX_DEPTH, ProtocolError, decode, encode
+from app.engine.process.frames import MAX_FRAME_BYTES, ChannelClosed, read_frame, read_message, write_frame
+from app.engine.sampling import SamplingParams
+from app.engine.tools.types import ToolCall, ToolCallDelta, ToolChoice, ToolUse
+from app.engine.types import DeviceInfo, LocalModel, ModelDescription, ReplyStats, StopReason
+
+EVENTS = [
+    ReplyStats(prompt_tokens=12, evaluated_prompt_tokens=3, completion_tokens=7, ttft_s=0.04, tokens_per_s=33.5,
+               stop_reason=StopReason.END_OF_TURN, seed=42),
+    ReplyStats.failed("llama.cpp crashed"),
+    ToolCall(0, "call_1", "get_weather", '{"city": "Zürich"}', None),
+    ToolCallDelta(0, "call_1", "get_weather", '{"ci'),
+    TokenLogprob("Hi", -0.25, b"Hi", (Alternative("Hi", -0.25, b"Hi"), Alternative("bytes:\\xe2", -1.5, b"\xe2"))),
+    "plain text, with ünïcode and \u2028",
+    SamplingParams(temperature=0.0, max_tokens=9),
+    ToolUse(),
+    LoadOptions(),
+]
+
+
+def wire(value):
+    return json.loads(json.dumps(encode(value), allow_nan=False))
+
+
+@pytest.mark.parametrize("value", EVENTS, ids=lambda value: type(value).__name__)
+def test_each_value_comes_back_as_it_went(value):
+    assert decode(wire(value)) == value if not isinstance(value, str) else decode(wire(value), str) == value
+
+
+def test_a_model_description_with_its_header_comes_back_whole(gemma_path):
+    info = inspect_model(gemma_path)
+    described = ModelDescription(LocalModel(gemma_path), info, DeviceInfo("CPU", 0, info.block_count, 2), 32768,
+                                 "model", (), ("mlock was refused",))
+    assert decode(wire(described), ModelDescription) == described
+    assert len(json.dumps(encode(described))) < MAX_FRAME_BYTES
+
+
+def test_floats_that_json_cannot_spell_travel():
+    stats = decode(wire(ReplyStats(tokens_per_s=math.inf, ttft_s=math.nan)))
+    assert stats.tokens_per_s == math.inf and math.isnan(stats.ttft_s)
+
+
+HOSTILE = {
+    "a class the protocol does not carry": {"$": "Popen", "args": ["rm", "-rf", "/"]},
+    "a field the class does not have": {"$": "ReplyStats", "prompt_tokens": 1, "__class__": "x"},
+    "a string where an int is declared": {"$": "ReplyStats", "prompt_tokens": "12"},
+    "a bool where an int is declared": {"$": "ReplyStats", "prompt_tokens": True},
+    "a stop reason that is none": {"$": "ReplyStats", "stop_reason": "exploded"},
+    "a required field left out": {"$": "ToolCall", "index": 0, "id": "c"},
+    "a tuple that is an object": {"$": "TokenLogprob", "token": "a", "logprob": 0.0, "piece": "YQ==",
+                                  "top": {"0": 1}},
+    "bytes that are not base64": {"$": "Alternative", "token": "a", "logprob": 0.0, "piece": "not base64!"},
+    "a path with a NUL": {"$": "LocalModel", "path": "/tmp/a\x00b"},
+    "a class name that is not text": {"$": ["ReplyStats"]},
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_value_of_the_wrong_shape_is_a_protocol_error(name):
+    with pytest.raises(ProtocolError):
+        decode(HOSTILE[name])
+
+
+def test_nesting_past_any_class_is_refused_not_recursed():
+    deep = "x"
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(ProtocolError):
+        decode({"$": "ToolUse", "tools": deep})
+
+
+def test_only_the_protocol_classes_are_sent():
+    class Stranger:
+        pass
+
+    with pytest.raises(ProtocolError):
+        encode(Stranger())
+    assert {"ReplyStats", "ModelDescription", "ToolCall", "SamplingParams", "LoadOptions"} <= set(CLASSES)
+
+
+def test_frames_go_over_a_socket_pair_in_order():
+    parent, child = socket.socketpair()
+    with parent.makefile("rb") as reading, child.makefile("wb") as writing:
+        sender = threading.Thread(target=lambda: [write_frame(writing, "event", event) for event in EVENTS])
+        sender.start()
+        got = [read_message(reading, {"event": Any})[1] for _ in EVENTS]
+        sender.join()
+    assert got == EVENTS
+    parent.close()
+    child.close()
+
+
+def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone():
+    whole = io.BytesIO()
+    write_frame(whole, "event", ReplyStats())
+    with pytest.raises(ChannelClosed):
+        read_frame(io.BytesIO(whole.getvalue()[:-3]))
+    with pytest.raises(ChannelClosed):
+        read_frame(io.BytesIO(b""))
+
+
+@pytest.mark.parametrize("raw", [
+    (MAX_FRAME_BYTES + 1).to_bytes(4, "big"),  # refused by its length, before a byte of it is read
+    (4).to_bytes(4, "big") + b"\xff\xfe\xfd\xfc",
+    (2).to_bytes(4, "big") + b"[]",
+    (13).to_bytes(4, "big") + b'{"kind": "x"}',
+], ids=["too long", "not UTF-8", "not an object", "no body"])
+def test_a_frame_that_is_not_one_is_a_protocol_error(raw):
+    with pytest.raises(ProtocolError):
+        read_frame(io.BytesIO(raw + b"\x00" * 8))
+
+
+def test_a_kind_not_expected_is_a_protocol_error():
+    frame = io.BytesIO()
+    write_frame(frame, "shutdown")
+    frame.seek(0)
+    with pytest.raises(ProtocolError, match="'shutdown' message"):
+        read_message(frame, {"event": ReplyStats})
+
+
+def test_a_tool_choice_keeps_its_mode():
+    choice = ToolChoice()
+    assert decode(wire(choice), ToolChoice) == choice and Path("/x") == decode("/x", Path)
