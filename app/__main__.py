@@ -10,6 +10,7 @@ import tempfile
 from .cli.args import USAGE_ERRORS, USER_ERRORS
 from .cli.main import add_subcommands
 from .engine.llama.probe import PROBE_FLAG
+from .engine.process import CHILD_FLAG
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--screenshot", metavar="FILE.png", help="with --self-test: save a screenshot")
     parser.add_argument("--model", help="open the GUI on this GGUF file")
     parser.add_argument(PROBE_FLAG, dest="probe_model", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(CHILD_FLAG, dest="engine_child", type=int, metavar="FD", help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command")
     add_subcommands(subparsers)
     return parser
@@ -43,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.llama.probe import run_child
 
         return run_child()
+    if args.engine_child is not None:  # Hearth as a model's own process: see engine/process/child.py
+        from .engine.process.child import run_engine_child
+
+        return run_engine_child(args.engine_child)
     if args.self_test:  # before logging starts, so its log goes to the throwaway profile too
         os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
     from .common.logs import setup_logging

@@ -140,3 +140,14 @@ def test_a_kind_not_expected_is_a_protocol_error():
 def test_a_tool_choice_keeps_its_mode():
     choice = ToolChoice()
     assert decode(wire(choice), ToolChoice) == choice and Path("/x") == decode("/x", Path)
+
+
+def test_a_json_schema_travels_as_json():
+    from app.engine.tools.types import ResponseFormat, ResponseKind, Tool
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    use = ToolUse(tools=(Tool("get_weather", "The weather.", schema),),
+                  response_format=ResponseFormat(ResponseKind.JSON_SCHEMA, schema=schema))
+    assert decode(wire(use), ToolUse) == use
+    with pytest.raises(ProtocolError):
+        decode({"$": "ResponseFormat", "kind": "json_schema", "schema": ["not", "an", "object"]})

@@ -29,7 +29,6 @@ import json
 import logging
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -41,6 +40,7 @@ from pathlib import Path
 from ..backend import Backend, BackendOpener, LoadCancelled, LoadProgress
 from ..gguf.modelfile import ModelFileError
 from ..opening import open_backend
+from ..process.crash import describe_status, last_words
 from ..types import LoadOptions, LocalModel, ModelSource
 from .load_checks import check_load_options
 
@@ -59,11 +59,9 @@ PROBE_BASE_SECONDS = 120
 PROBE_BYTES_PER_SECOND = 20_000_000
 _PROGRESS = "progress "
 # Where llama.cpp says why it stopped: its own assert or abort line first, anything else after.
-_LAST_WORDS_MARKERS = (("GGML_ASSERT", "GGML_ABORT"), ("error", "terminate"))
 # No CUDA in the child (its checks are the CPU's, and the GPU still holds the current model),
 # and no backtrace from ggml_abort pushing the assert's line out of the tail we keep.
 _CHILD_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "GGML_NO_BACKTRACE": "1"}
-_MAX_QUOTE = 200  # characters of llama.cpp's last words quoted to the user
 
 
 class ProbingOpener:
@@ -120,9 +118,9 @@ class ProbingOpener:
             return status == _EXIT_PASSED
         last_words = child.last_words()
         log.error("llama.cpp crashed (%s) loading %s in the probe; its last output:\n%s",
-                  _describe_status(status), source.path, "\n".join(child.stderr_tail))
+                  describe_status(status), source.path, "\n".join(child.stderr_tail))
         raise ModelFileError(
-            f"{source.path.name} made llama.cpp crash ({_describe_status(status)}), so Hearth did not "
+            f"{source.path.name} made llama.cpp crash ({describe_status(status)}), so Hearth did not "
             "load it: the file is damaged, or uses something this version of llama.cpp cannot handle."
             + (f" llama.cpp said: {last_words}" if last_words else "")
         )
@@ -194,19 +192,7 @@ class _Child:
 
     def last_words(self) -> str:
         """The line of llama.cpp's output that says why it stopped, shortened for a message."""
-        for markers in _LAST_WORDS_MARKERS:
-            for line in reversed(self.stderr_tail):
-                if any(marker in line for marker in markers):
-                    return line if len(line) <= _MAX_QUOTE else line[:_MAX_QUOTE - 1] + "…"
-        return ""
-
-
-def _describe_status(status: int) -> str:
-    """A signal's name, for a child it killed (status -N)."""
-    try:
-        return signal.Signals(-status).name
-    except ValueError:
-        return f"signal {-status}"
+        return last_words(self.stderr_tail)
 
 
 def _identity(path: Path) -> str | None:

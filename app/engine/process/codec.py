@@ -34,12 +34,13 @@ from ..options import LoadOptions
 from ..sampling import ModelDefaults, SamplingParams
 from ..tools.types import ResponseFormat, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse
 from ..types import DeviceInfo, LocalModel, ModelDescription, OffloadSupport, RemoteModel, ReplyStats, ServerConfig
+from .protocol import Failure, LoadRequest, StreamRequest
 
 # Every class a frame may hold, by name: nothing else is ever built from one.
 CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
-    Alternative, DeviceInfo, LoadOptions, LocalModel, ModelDefaults, ModelDescription, ModelInfo, OffloadSupport,
-    RemoteModel, ReplyStats, ResponseFormat, SamplingParams, ServerConfig, Token, TokenLogprob, Tool, ToolCall,
-    ToolCallDelta, ToolChoice, ToolUse,
+    Alternative, DeviceInfo, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
+    OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, ServerConfig, StreamRequest, Token,
+    TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse,
 )}
 MAX_DEPTH = 32  # a value nested deeper than any of these classes is: refused, not recursed into
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -123,6 +124,10 @@ def _decode(data: Any, expected: Any, depth: int) -> Any:
 
 
 def _plain(data: Any, expected: type, depth: int) -> Any:
+    if expected in (dict, list):  # a JSON schema, a tool's parameters: JSON as it is, nothing built from it
+        if not isinstance(data, expected):
+            raise ProtocolError(f"{_shown(data)} where a JSON {expected.__name__} was expected")
+        return _json(data, depth)
     if dataclasses.is_dataclass(expected):
         if not isinstance(data, dict) or data.get("$") != expected.__name__:
             raise ProtocolError(f"{_shown(data)} where a {expected.__name__} was expected")
@@ -154,6 +159,19 @@ def _plain(data: Any, expected: type, depth: int) -> Any:
     elif expected is type(None) and data is None:
         return None
     raise ProtocolError(f"{_shown(data)} where a {expected.__name__} was expected")
+
+
+def _json(data: Any, depth: int) -> Any:
+    """Plain JSON data, checked to be only that (and not too deep)."""
+    if depth > MAX_DEPTH:
+        raise ProtocolError("a value nested too deep")
+    if isinstance(data, dict):
+        return {str(key): _json(value, depth + 1) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_json(value, depth + 1) for value in data]
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    raise ProtocolError(f"{_shown(data)} is not JSON")
 
 
 def _instance(data: dict, depth: int) -> Any:

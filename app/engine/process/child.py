@@ -1,0 +1,129 @@
+"""The engine's process (#29): Hearth started as `hearth --engine-child FD`, holding one loaded
+model and answering the requests of protocol.py over the socket FD its parent (backend.py) gave it.
+
+One thread reads the socket; "stop" sets the running reply's cancel flag at once (so a Stop
+reaches the reply within a token, as in process), every other request is queued for the main
+thread, which runs them one at a time: the engine is driven by one thread, as its Backend
+contract says. Whatever the engine raises where the in-process engine would have raised is sent
+back as a Failure and the child goes on; a crash in llama.cpp ends the process, and the parent
+sees the socket close and the exit status (the point of the child). Its log goes to stderr,
+which the parent keeps the tail of, for the message that says why it died.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import socket
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from ..backend import Backend, closing_reply
+from .codec import ProtocolError, decode
+from .frames import ChannelClosed, read_frame, write_frame
+from .protocol import REQUESTS, LoadRequest, StreamRequest, failure_of
+
+_STOPPED = object()  # the reader's last word: the parent is gone
+
+
+def run_engine_child(fd: int) -> int:
+    """Serve requests until "close" or until the parent goes; the exit status."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    channel = socket.socket(fileno=fd)
+    reading, writing = channel.makefile("rb"), channel.makefile("wb")
+    child = _Child(writing)
+    requests: queue.Queue = queue.Queue()
+    threading.Thread(target=_read, args=(reading, requests, child), daemon=True).start()
+    try:
+        while (request := requests.get()) is not _STOPPED:
+            kind, body = request
+            if kind == "close":
+                break
+            child.answer(kind, body)
+    finally:
+        child.close()
+        channel.close()
+    return 0
+
+
+def _read(reading: BinaryIO, requests: queue.Queue, child: _Child) -> None:
+    try:
+        while True:
+            kind, data = read_frame(reading)
+            try:
+                if kind not in REQUESTS:
+                    raise ProtocolError(f"no request is called {kind!r}")
+                body = decode(data, REQUESTS[kind])
+            except ProtocolError as exc:  # a whole frame, of the wrong shape: said, and the next one read
+                requests.put(("invalid", exc))
+                continue
+            if kind == "stop":
+                child.cancel.set()
+            else:
+                requests.put((kind, body))
+    except (ChannelClosed, ProtocolError, OSError):
+        requests.put(_STOPPED)  # the parent went, or the stream is not frames any more: nothing more to do
+
+
+class _Child:
+    def __init__(self, writing: BinaryIO):
+        self._writing = writing
+        self._lock = threading.Lock()
+        self.backend: Backend | None = None
+        self.cancel = threading.Event()
+
+    def send(self, kind: str, body: Any = None) -> None:
+        with self._lock:
+            write_frame(self._writing, kind, body)
+
+    def answer(self, kind: str, body: Any) -> None:
+        try:
+            if kind == "invalid":
+                raise body
+            if kind == "load":
+                self._load(body)
+            elif kind == "stream":
+                self._stream(body)
+            elif kind == "template":
+                self.send("template", self._loaded().set_template_override(body))
+            elif kind == "prepare":
+                self._loaded().prepare(body)
+                self.send("done")
+            elif kind == "forget":
+                self._loaded().forget_state(body)
+                self.send("done")
+        except Exception as exc:  # what the in-process engine raises, the parent raises: never the child's end
+            logging.getLogger(__name__).info("%s failed: %s", kind, exc)
+            self.send("failed", failure_of(exc))
+
+    def _loaded(self) -> Backend:
+        if self.backend is None:
+            raise RuntimeError("no model is loaded in the engine's process")
+        return self.backend
+
+    def _load(self, request: LoadRequest) -> None:
+        from ..kv.cache import StateCache
+        from ..opening import open_backend
+        from ..types import LocalModel
+
+        states = StateCache(request.states) if request.states is not None else None
+        self.backend = open_backend(LocalModel(request.path), request.options,
+                                    progress=lambda share: self.send("progress", float(share)), states=states)
+        self.send("loaded", self.backend.describe())
+
+    def _stream(self, request: StreamRequest) -> None:
+        self.cancel.clear()
+        stream = self._loaded().stream(json.loads(request.messages_json), request.params, self.cancel,
+                                       prompt_progress=lambda done, total: self.send("prompt", (done, total)),
+                                       conversation_id=request.conversation_id, tools=request.tools,
+                                       logprobs=request.logprobs)
+        with closing_reply(stream) as events:
+            for event in events:
+                self.send("event", event)
+
+    def close(self) -> None:
+        if self.backend is not None:
+            self.backend.close()  # the conversation's KV state saved, as when the window unloads
+            self.backend = None

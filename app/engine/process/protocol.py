@@ -1,0 +1,97 @@
+"""What the window's process and the engine's process say to each other (#29): the requests, the
+answers, and which type each kind of message carries, declared once for both sides.
+
+The parent (backend.py, ProcessBackend) asks; the child (child.py) answers, one request at a time
+except "stop", which may come while a reply streams:
+
+    load      LoadRequest       -> progress(float)…, then loaded(ModelDescription) or failed(Failure)
+    stream    StreamRequest     -> prompt(tuple[int, int])…, event(a ReplyEvent)… ending in a
+                                   ReplyStats, or failed(Failure) before the first piece
+    stop      None              -> (the stream in progress ends at its next token, CANCELLED)
+    prepare   int | None        -> done
+    forget    int               -> done
+    template  str | None        -> template(str) or failed(Failure)
+    close     None              -> (the child frees the model and exits)
+
+A Failure names the exception the child met by class name; the parent raises the same class
+where it is one callers tell apart (RAISED), else EngineFailure: the window, the command line and
+the server treat a child's refusals exactly as they treat the in-process engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..backend import LoadCancelled
+from ..context import ContextFullError
+from ..gguf.modelfile import ModelFileError
+from ..logprobs import LogprobsUnavailable, TokenLogprob
+from ..options import LoadOptions
+from ..sampling import SamplingError, SamplingParams
+from ..templates.limits import TemplateError
+from ..tools.types import ToolCall, ToolCallDelta, ToolsError, ToolUse
+from ..types import ModelDescription, ReplyStats
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """Load this GGUF file with these options; `states`: the folder of conversations' saved KV
+    states (None: keep none)."""
+
+    path: Path
+    options: LoadOptions
+    states: Path | None = None
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """One reply, as Backend.stream takes it. `messages` travel as their JSON text: the parent
+    wrote them, and the child reads them as the in-process engine would."""
+
+    messages_json: str
+    params: SamplingParams
+    conversation_id: int | None = None
+    tools: ToolUse = ToolUse()
+    logprobs: int | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An exception the child met where the in-process engine would have raised it: its class's
+    name and its message, for the user."""
+
+    kind: str
+    message: str
+
+
+class EngineFailure(Exception):
+    """The engine's process refused or failed in a way no caller tells apart: the message says it."""
+
+
+# The exceptions callers tell apart, raised again in the parent by name.
+RAISED: dict[str, type[Exception]] = {cls.__name__: cls for cls in (
+    ContextFullError, LoadCancelled, LogprobsUnavailable, ModelFileError, SamplingError, TemplateError, ToolsError,
+)}
+
+ReplyEventType = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats
+
+# What each kind of message carries, each side's: a kind not listed is a ProtocolError.
+REQUESTS: dict[str, Any] = {
+    "load": LoadRequest, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
+    "template": str | None, "close": type(None),
+}
+ANSWERS: dict[str, Any] = {
+    "progress": float, "loaded": ModelDescription, "failed": Failure, "prompt": tuple[int, int],
+    "event": ReplyEventType, "done": type(None), "template": str,
+}
+
+
+def failure_of(exc: BaseException) -> Failure:
+    return Failure(type(exc).__name__, str(exc))
+
+
+def raised(failure: Failure) -> Exception:
+    """The exception to raise in the parent for a child's Failure."""
+    return RAISED.get(failure.kind, EngineFailure)(failure.message)
