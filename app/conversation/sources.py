@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..common.text import printable
-from .context_use import estimate_tokens
 from ..documents.types import Hit
 from ..store import Source
+from .context_use import estimate_tokens
 
 # The most of the context window a question's sources may fill: the rest is for the conversation,
 # the question and the reply. Sources past it are left out, the best kept.
@@ -60,12 +60,13 @@ def where(source: Source) -> str:
 def with_sources(question: str, sources: Sequence[Source]) -> str:
     """The user's message as the model reads it: the instruction, the numbered sources a lookup
     found, then the question (the question alone where there are none). Sources the model found
-    with its own search_documents call are in that call's result already, not put here: they
-    come after a lookup's, so the numbers agree."""
-    sources = [source for source in sources if not source.by_tool]
-    if not sources:
+    with its own search_documents call are in that call's result already, not put here; each
+    source keeps the number of its place among all of them, so the numbers agree with the
+    citations whichever came first."""
+    blocks = [f"[{number}] {where(source)}\n{source.text.strip()}"
+              for number, source in enumerate(sources, start=1) if not source.by_tool]
+    if not blocks:
         return question
-    blocks = [f"[{number}] {where(source)}\n{source.text.strip()}" for number, source in enumerate(sources, start=1)]
     return f"{INSTRUCTION}\n\n" + "\n\n".join(blocks) + f"\n\n{QUESTION} {question}"
 
 

@@ -332,6 +332,16 @@ class DocumentIndex:
                 self._bump(found.id)
         return len(gone)
 
+    def has_files_under(self, collection: str, folder: str | os.PathLike) -> bool:
+        """Whether any file the collection holds (indexed or failed) is `folder` or under it."""
+        found = self.collection(collection)
+        folder = os.fspath(folder)
+        prefix = folder.rstrip(os.sep) + os.sep
+        row = self._conn.execute(
+            "SELECT 1 FROM files WHERE collection_id = ? AND (path = ? OR substr(path, 1, ?) = ?) LIMIT 1",
+            (found.id, folder, len(prefix), prefix)).fetchone()
+        return row is not None
+
     def failures(self, collection: str) -> list[FailedFile]:
         """The collection's files that could not be indexed, and why, by path."""
         found = self.collection(collection)

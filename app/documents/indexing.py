@@ -33,8 +33,9 @@ from .limits import EMBED_BATCH
 from .readers import SUPPORTED_SUFFIXES, read_document
 from .types import Chunk, DocumentError, EmbeddingStopped
 
-KEPT = "what was indexed from it is kept"
+KEPT = "what was indexed from it is kept (Remove folder forgets it)"
 NOT_THERE = f"is not there (a drive not connected, or moved?): {KEPT}"
+EMPTIED = f"is empty now (a drive not connected?): {KEPT}"
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,16 @@ def index_paths(index: DocumentIndex, collection: str, paths: Sequence[Path], em
         index.set_model(collection, embedder.name, embedder.dims)
     index.add_roots(collection, paths)
     index.set_finished(collection, False)
-    files, unreachable = walk_roots(index.roots(collection))
+    roots = index.roots(collection)
+    files, unreachable = walk_roots(roots)
+    # A folder that lists nothing where files were indexed is a mount point with its drive away
+    # (it stays as an empty folder), not a folder whose files were all deleted: kept, and said.
+    unreachable += [(root, EMPTIED) for root in roots if root.is_dir() and not any(_under(path, root) for path in files)
+                    and index.has_files_under(collection, root)]
+    # A subfolder no one may list (lost+found, System Volume Information) is said only where
+    # something indexed from it is kept; it is spared either way.
+    reported = [(folder, why) for folder, why in unreachable
+                if folder in roots or index.has_files_under(collection, folder)]
     indexed = unchanged = chunks = 0
     failed: list[tuple[Path, str]] = []
     stopped = False
@@ -148,7 +158,7 @@ def index_paths(index: DocumentIndex, collection: str, paths: Sequence[Path], em
         index.set_finished(collection, True)
     progress(Progress(len(files) if not cancelled else indexed + unchanged + len(failed), len(files), chunks,
                       len(failed)))
-    return IndexReport(indexed, unchanged, tuple(failed), removed, chunks, cancelled, tuple(unreachable))
+    return IndexReport(indexed, unchanged, tuple(failed), removed, chunks, cancelled, tuple(reported))
 
 
 def _index_file(index: DocumentIndex, collection: str, path: Path, embedder: Embedder,
@@ -170,13 +180,25 @@ def _index_file(index: DocumentIndex, collection: str, path: Path, embedder: Emb
         if recorded is not None and recorded.sha256 == digest:
             index.touch_file(collection, path, size, mtime_ns)  # touched, not changed: not read again
             return None
-        found = chunk_passages(read_document(path), embedder.count_tokens)
+        found = chunk_passages(read_document(path), lambda text: _go_on(cancel) and embedder.count_tokens(text))
     except (DocumentError, OSError) as exc:
         reason = str(exc) if isinstance(exc, DocumentError) else f"cannot be read ({exc.strerror or exc})"
         index.mark_failed(collection, path, reason, size=size, mtime_ns=mtime_ns, sha256=digest)
         return reason
     index.replace_file(collection, path, size, mtime_ns, digest, found, _embed(embedder, found, cancel))
     return len(found)
+
+
+def _go_on(cancel: threading.Event) -> bool:
+    """True, unless the run was cancelled: then EmbeddingStopped (chunking a 20-million-character
+    file takes seconds: Cancel and Quit need not wait for it)."""
+    if cancel.is_set():
+        raise EmbeddingStopped("cancelled")
+    return True
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def _embed(embedder: Embedder, chunks: Sequence[Chunk], cancel: threading.Event) -> np.ndarray:

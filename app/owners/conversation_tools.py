@@ -11,7 +11,6 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer
 
 from ..store import Conversation, ConversationStore
-from ..tool_servers.catalog import ToolCatalog
 from ..tool_servers.limits import START_TIMEOUT_S
 from ..tool_servers.types import ServerState
 from .conversation_choice import ConversationChoice
@@ -44,9 +43,6 @@ class ConversationTools(ConversationChoice):
         """Those of these servers not ready yet nor failed: a reply waits for these."""
         return [name for name in names if self.servers.status(name).state in UNSETTLED]
 
-    def catalog(self, names: tuple[str, ...] | None = None) -> ToolCatalog:
-        """The tools of these servers (the chosen ones by default) that are ready."""
-        return ToolCatalog.build(self.servers.statuses(), self.chosen if names is None else names)
 
 
 class SettledWait(QObject):

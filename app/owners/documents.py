@@ -86,14 +86,22 @@ class _Embedding:
     def generation(self) -> int:
         return self._choice[1]
 
+    @property
+    def wanted(self) -> Path | None:
+        return self._choice[0]
+
     def want(self, model: Path | None) -> None:
         """Another model from now on. Never waits: the GUI thread calls it, and the lock may be
         held for a batch's embedding."""
         self._choice = (model, self._choice[1] + 1)
 
-    def model(self) -> Embedder:
-        """The model wanted now (loaded now if not yet); call with `lock` held."""
+    def model(self, expected: int | None = None) -> Embedder:
+        """The model wanted now (loaded now if not yet); call with `lock` held. `expected`: the
+        generation the caller began with; another one chosen since is EmbeddingStopped (read
+        once here, so a choice made meanwhile cannot slip between a check and the load)."""
         wanted, generation = self._choice
+        if expected is not None and expected != generation:
+            raise EmbeddingStopped("another embedding model was chosen")
         if self._model is not None and self.loaded != generation:
             self._model.close()
             self._model = None
@@ -120,9 +128,7 @@ class _LockedEmbedder:
             self.name, self.dims, self._generation = model.name, model.dims, embedding.loaded
 
     def _model(self) -> Embedder:
-        if self._embedding.generation != self._generation:
-            raise EmbeddingStopped("another embedding model was chosen")
-        return self._embedding.model()
+        return self._embedding.model(self._generation)
 
     def embed(self, texts):
         with self._embedding.lock:
@@ -238,9 +244,11 @@ class DocumentLibrary(QObject):
         settings. The loaded one is let go at the next use; a run under way stops after its batch
         and begins again with the new model. Each collection made with another model is embedded
         again at its next update, and searched by its words only until then (retrieval.py)."""
+        if model == self._embedding.wanted:
+            return
         self.settings.embedding_model = model
         self._embedding.want(model)
-        if self._running is not None:
+        if self._running is not None and not self._cancel.is_set():  # one cancelled or removed stays so
             self._ask(IndexingJob(self._running.name))  # after the run stopped by the change
 
     def refresh(self) -> None:
@@ -263,7 +271,7 @@ class DocumentLibrary(QObject):
         return self._searcher.submit(self._search_now, names, query, top)
 
     def close(self) -> None:
-        """Before Hearth quits: the run in progress stops after its file (what is done stays),
+        """Before Hearth quits: the run in progress stops after its batch (what is done stays),
         and the threads end."""
         self._closed = True
         self._jobs.clear()
@@ -293,8 +301,8 @@ class DocumentLibrary(QObject):
     def _on_ran(self, job: IndexingJob, report: IndexReport | None) -> None:
         self._running = None
         if report is not None:
-            for folder, reason in report.unreachable:
-                self.problem.emit(f"{job.name}: {folder} {reason}")
+            if report.unreachable:  # one message for the run, however many folders
+                self.problem.emit(f"{job.name}: " + "; ".join(f"{folder} {why}" for folder, why in report.unreachable))
             self.indexed.emit(job.name, report)
         self._next()
         self.indexingChanged.emit(self.indexing())

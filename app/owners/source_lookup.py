@@ -36,6 +36,7 @@ class _Pending:
     conversation_id: int
     question_id: int
     then: Callable[[], None]
+    found_by_tool: tuple  # what the model's own searches found for the question before: kept, numbered first
 
 
 class SourceLookup(QObject):
@@ -69,16 +70,18 @@ class SourceLookup(QObject):
     def begin(self, conversation_id: int, replacing: StoredMessage | None, then: Callable[[], None]) -> bool:
         """Look up the sources of the question the reply answers (the leaf, or the question
         `replacing` answered), then call `then`. False (nothing to do, `then` not called): no
-        collections are chosen, the model searches them itself, or the question has its sources."""
+        collections are chosen, the model searches them itself, or a lookup found the question's
+        sources already. Sources the model's own search found (an earlier turn in "the model
+        searches") are kept, and the lookup's follow them."""
         names = self._documents.chosen
         if not names or conversation_id is None or self._documents.library.settings.as_tool:
             return False  # none chosen, or the model searches them itself (documents_tool.py)
         store = self._store()
         question = store.message(replacing.parent_id) if replacing is not None else store.leaf_message(conversation_id)
-        if question is None or question.role != "user" or question.sources:
+        if question is None or question.role != "user" or any(not source.by_tool for source in question.sources):
             return False
         ticket = self._documents.library.retrieve(names, question.content)
-        self._pending = _Pending(ticket, conversation_id, question.id, then)
+        self._pending = _Pending(ticket, conversation_id, question.id, then, question.sources)
         return True
 
     def stop(self) -> int | None:
@@ -98,7 +101,8 @@ class SourceLookup(QObject):
                 self.notice.emit(WORDS_ONLY.format(names=", ".join(asked.retrieval.words_only)))
             try:
                 current = self._models.current
-                kept = fitting(sources_of(asked.retrieval.hits), current.n_ctx if current is not None else None)
+                kept = pending.found_by_tool + fitting(sources_of(asked.retrieval.hits),
+                                                       current.n_ctx if current is not None else None)
                 self._store().set_sources(pending.question_id, kept)
                 self.sourcesKept.emit(pending.question_id, kept)
             except StoreError as exc:

@@ -111,8 +111,8 @@ class ToolLoop(QObject):
         if self.tools.open_id == self._conversation_id:
             self._servers = tuple(name for name in self._servers if name in self.tools.chosen)
         builtin = self.documents.status() if self.documents is not None else None
-        catalog = (self.tools.catalog(self._servers) if builtin is None else
-                   ToolCatalog.build([*self.tools.servers.statuses(), builtin], (*self._servers, builtin.name)))
+        chosen = [status for status in self.tools.servers.statuses() if status.name in self._servers]
+        catalog = ToolCatalog.build(chosen + ([builtin] if builtin is not None else []))  # by the objects, not names
         return (step_use(catalog, step, self.tools.servers.step_limit), catalog) if catalog.tools else (PLAIN, None)
 
     def written(self, call: ToolCall) -> ToolCall:

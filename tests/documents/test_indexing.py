@@ -16,7 +16,7 @@ import pytest
 from support.model_files.embedding_model import ensure_minilm
 
 from app.documents.index import DocumentIndex
-from app.documents.indexing import NOT_THERE, Progress, files_under, index_paths
+from app.documents.indexing import EMPTIED, NOT_THERE, Progress, files_under, index_paths
 from app.documents.search import DocumentSearch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,3 +215,14 @@ def embedder_copy(embedder):
             pass
 
     return Borrowed()
+
+
+def test_a_mount_point_left_empty_keeps_what_was_indexed_from_it(tmp_path, folder, embedder):
+    with DocumentIndex(tmp_path / "index.sqlite3") as index:
+        run(index, folder, embedder)
+        kept = tmp_path / "away"
+        folder.rename(kept)
+        folder.mkdir()  # the mount point stays, an empty folder, while the drive is away
+        update = run(index, folder, embedder)
+        assert update.removed == 0 and update.unreachable == ((folder, EMPTIED),)
+        assert index.stats("home").files == 2

@@ -113,3 +113,22 @@ def test_sources_fill_at_most_half_of_a_small_context():
     sources = [Source(f"/d/{n}.txt", "word " * 200) for n in range(5)]  # about 250 tokens each
     assert len(fitting(sources, None)) == 5 and len(fitting(sources, 100_000)) == 5
     assert len(fitting(sources, 1024)) == 2 and fitting(sources, 256) == ()
+
+
+def test_after_the_model_searched_a_lookup_adds_its_sources_after_those(qtbot, session, script):
+    from app.conversation.sources import with_sources
+    from app.store import Source
+
+    session.choose_collections(("kitchen",))
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        session.send("How long should the dough rise?")
+    question = session.store.messages(session.conversation_id)[0]
+    found_by_tool = (Source("/docs/tea.txt", "Steep tea for two minutes.", by_tool=True),)
+    session.store.set_sources(question.id, found_by_tool)  # as a turn in "the model searches" left it
+    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
+        assert session.regenerate()  # "the model searches" is off now: a lookup runs
+    sources = session.store.message(question.id).sources
+    assert sources[0] == found_by_tool[0] and Path(sources[1].path).name == "bread.txt"
+    asked = script.requests[-1][0][-1]["content"]
+    assert "\n[2] bread.txt" in asked and "\n[1] " not in asked, "numbered by their place among all of them"
+    assert with_sources("Q?", sources) == asked.replace("How long should the dough rise?", "Q?")

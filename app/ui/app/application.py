@@ -134,7 +134,7 @@ def run_gui(args) -> int:
     window.session.close()  # a reply stopped by quitting is kept as stopped, with its statistics
     local_server.shutdown()  # waiting requests get 503, a served reply stops, the port closes
     tool_servers.close()  # every server's process ends with Hearth
-    documents.close()  # an indexing run stops after its file; the next start goes on with it
+    documents.close()  # an indexing run stops after its batch; the next start goes on with it
     downloads.shutdown()  # running downloads keep their .part files and resume next time
     bridge.shutdown()
     window.session.store.close()  # the one in use: a damaged one may have been replaced

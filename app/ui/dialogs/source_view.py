@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, QUrl
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QImage, QPixmap
 from PySide6.QtWidgets import (
     QDialog,
@@ -144,7 +144,7 @@ class SourceView(QDialog):
     def _say(self, text: str) -> None:
         self.problem.setText(text)
         self.problem.show()
-        announce(self, text)
+        QTimer.singleShot(0, self, lambda: announce(self, text))  # once shown: said before, a screen reader may drop it
 
     def _hand_over(self, path: Path) -> None:
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):

@@ -6,6 +6,7 @@ shown (SourceLookup, search_documents) reach the chat's record of it, for the re
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import shiboken6
 from PySide6.QtCore import QObject, Qt
@@ -41,20 +42,27 @@ class Citations(QObject):
         if self.view is not None and shiboken6.isValid(self.view):
             self.view.close()
         source = sources[number - 1]
-        self.view = SourceView(source, number, self._window, in_collections=self._in_collections(source))
+        checked = self._in_collections(source)
+        if checked is not None:
+            source = replace(source, path=checked)  # the path checked is the path opened
+        self.view = SourceView(source, number, self._window, in_collections=checked is not None)
         self.view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # its page image goes with it
         self.view.show()
         self.view.raise_()
         self.view.activateWindow()  # the keyboard goes with it (Esc closes it, back to the link)
 
-    def _in_collections(self, source: Source) -> bool:
-        """The source's file is under a folder or file of a collection the user has now. A
-        conversation's record may come from an import, which can name any path (another
-        machine's, a network share's): only a file the user chose to index is drawn or handed to
-        the system."""
+    def _in_collections(self, source: Source) -> str | None:
+        """The source's file, links and ".." resolved, where it is under a folder or file of a
+        collection the user has now (None elsewhere). A conversation's record may come from an
+        import, which can name any path (another machine's, a network share's): only a file the
+        user chose to index is drawn or handed to the system."""
         documents = self._session.documents
         if documents is None:
-            return False
-        path = os.path.abspath(source.path)
-        return any(path == os.fspath(root) or path.startswith(os.fspath(root).rstrip(os.sep) + os.sep)
-                   for summary in documents.library.summaries for root in summary.roots)
+            return None
+        path = os.path.realpath(source.path)
+        for summary in documents.library.summaries:
+            for root in summary.roots:
+                root = os.path.realpath(root)
+                if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+                    return path
+        return None
