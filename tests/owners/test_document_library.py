@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from support.documents_folder import small_folder
 from support.gated_embedder import GatedEmbedder
 from support.model_files.embedding_model import ensure_minilm
 
@@ -26,12 +27,7 @@ def minilm() -> Path:
 
 @pytest.fixture
 def folder(tmp_path) -> Path:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "garden.md").write_text("# Tomatoes\n\nWater tomatoes in the morning, deeply, twice a week.\n")
-    (docs / "bread.txt").write_text("Knead the dough for ten minutes, then let it rise for an hour.\n")
-    (docs / "broken.docx").write_bytes(b"not a zip at all")
-    return docs
+    return small_folder(tmp_path)
 
 
 def library_at(tmp_path, minilm, qtbot, opened: list | None = None) -> DocumentLibrary:

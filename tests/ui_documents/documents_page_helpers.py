@@ -12,6 +12,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QDialog, QFileDialog, QLineEdit
+from support.documents_folder import small_folder
 from support.gated_embedder import GatedEmbedder
 from support.model_files.embedding_model import ensure_minilm
 from support.settings_file import settings_at
@@ -157,12 +158,7 @@ def minilm() -> Path:
 @pytest.fixture
 def folder(tmp_path) -> Path:
     """Two documents and a .docx that is no zip archive."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "garden.md").write_text("# Tomatoes\n\nWater tomatoes in the morning, deeply, twice a week.\n")
-    (docs / "bread.txt").write_text("Knead the dough for ten minutes, then let it rise for an hour.\n")
-    (docs / "broken.docx").write_bytes(b"not a zip at all")
-    return docs
+    return small_folder(tmp_path)
 
 
 @pytest.fixture
