@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +89,7 @@ def test_a_child_killed_mid_reply_ends_it_as_failed_and_says_how(backend, sig):
     with pytest.raises(EngineCrashed, match=sig.name):
         backend.stream(MESSAGES, GREEDY, threading.Event())
     backend.close()  # after a crash too: nothing raised, nothing left running
+    assert our_engine_children() == []
 
 
 def test_a_file_that_is_no_model_is_refused_as_in_process(tmp_path):
@@ -97,3 +99,35 @@ def test_a_file_that_is_no_model_is_refused_as_in_process(tmp_path):
     fake.write_bytes(b"GGUF" + b"\x00" * 64)
     with pytest.raises(ModelFileError):
         ProcessBackend.open(fake, LoadOptions(n_ctx=512))
+
+
+def our_engine_children() -> list[int]:
+    """This process's own engine children (never another test worker's), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid() \
+                    and b"--engine-child" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_child_that_dies_while_loading_is_said_and_leaves_nothing_running(gemma_path):
+    def progress(_share):
+        for pid in our_engine_children():
+            os.kill(pid, signal.SIGKILL)
+
+    with pytest.raises(EngineCrashed, match=r"Loading gemma.*crashed \(SIGKILL\)"):
+        ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=progress)
+    assert our_engine_children() == []
+
+
+def test_cancel_while_loading_is_a_cancelled_load(gemma_path):
+    from app.engine.backend import LoadCancelled
+
+    cancel = threading.Event()
+    with pytest.raises(LoadCancelled):
+        ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=lambda share: cancel.set(), cancel=cancel)
+    assert our_engine_children() == []

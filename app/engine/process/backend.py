@@ -96,6 +96,11 @@ class ProcessBackend(Backend):
                     return backend
                 elif kind == "failed":
                     raise raised(body)
+        except EngineCrashed as exc:
+            backend.close()
+            if cancel is not None and cancel.is_set():
+                raise LoadCancelled() from None
+            raise EngineCrashed(f"Loading {path.name}: {exc}") from None
         except BaseException:
             backend.close()
             if cancel is not None and cancel.is_set():
