@@ -131,3 +131,24 @@ def test_cancel_while_loading_is_a_cancelled_load(gemma_path):
     with pytest.raises(LoadCancelled):
         ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=lambda share: cancel.set(), cancel=cancel)
     assert our_engine_children() == []
+
+
+def test_a_conversations_saved_state_outlives_its_child(gemma_path, tmp_path):
+    """The window's reload after a crash starts a new child over the same folder of saved KV
+    states: the conversation is not read again from its start."""
+    states = tmp_path / "states"
+    first = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=states)
+    try:
+        with closing_reply(first.stream(MESSAGES, GREEDY, threading.Event(), conversation_id=7)) as events:
+            text = "".join(event for event in events if isinstance(event, str))
+    finally:
+        first.close()  # the child keeps the conversation's state as it exits, as an unload does
+    follow_up = [*MESSAGES, {"role": "assistant", "content": text}, {"role": "user", "content": "And then?"}]
+    second = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=states)
+    try:
+        second.prepare(7)
+        with closing_reply(second.stream(follow_up, GREEDY, threading.Event(), conversation_id=7)) as events:
+            [stats] = [event for event in events if isinstance(event, ReplyStats)]
+    finally:
+        second.close()
+    assert stats.evaluated_prompt_tokens < stats.prompt_tokens / 2, stats
