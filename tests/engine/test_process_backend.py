@@ -5,6 +5,7 @@ ending that reply as a failed one that says so, never an exception mid-reply, no
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -152,3 +153,33 @@ def test_a_conversations_saved_state_outlives_its_child(gemma_path, tmp_path):
     finally:
         second.close()
     assert stats.evaluated_prompt_tokens < stats.prompt_tokens / 2, stats
+
+
+def test_a_tool_call_and_log_probabilities_come_through_the_child(tmp_path):
+    """The scripted Qwen3 model (its greedy reply is always the call get_weather {"city": "Paris"})
+    run in the child: the call's deltas, the whole call and the stop reason arrive typed, as in
+    process; and a reply asked with log-probabilities gets one per token, bytes and all."""
+    from support.model_files.scripted_models import scripted_models
+
+    from app.engine.logprobs import TokenLogprob
+    from app.engine.tools.types import ToolCall, ToolCallDelta
+    from app.engine.tools.wire import tool_use_from_openai
+
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    backend = ProcessBackend.open(scripted_models()["qwen3"].path, LoadOptions(n_ctx=1024))
+    try:
+        with closing_reply(backend.stream([{"role": "user", "content": "Weather?"}], GREEDY, threading.Event(),
+                                          tools=tool_use_from_openai([weather]))) as events:
+            events = list(events)
+        [call] = [event for event in events if isinstance(event, ToolCall)]
+        assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Paris"})
+        assert any(isinstance(event, ToolCallDelta) for event in events)
+        assert events[-1].stop_reason is StopReason.TOOL_CALLS
+        with closing_reply(backend.stream([{"role": "user", "content": "Hi"}], GREEDY, threading.Event(),
+                                          logprobs=2)) as events:
+            events = list(events)
+        logprobs = [event for event in events if isinstance(event, TokenLogprob)]
+        assert logprobs and all(isinstance(item.piece, bytes) and len(item.top) <= 2 for item in logprobs)
+    finally:
+        backend.close()
