@@ -9,8 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import QApplication, QMenu, QWidget
+from PySide6.QtCore import QSettings
 
 from app.owners.chat_session import ChatSession
 from app.owners.conversation_documents import ConversationDocuments
@@ -69,27 +68,3 @@ def window_with_documents(qtbot, folder: Path, open_embedder: Callable[[Path | N
         downloads.shutdown()
         stack.shutdown()
         store.close()
-
-
-def in_menu(qtbot, picker: QWidget, keys: list[Qt.Key], seen: list | None = None) -> None:
-    """Open the button's menu with the keyboard, press `keys` in it, then Esc if it is still
-    open (`seen` gets whether it was)."""
-
-    def press():
-        menu = QApplication.activePopupWidget()
-        if not isinstance(menu, QMenu):
-            QTimer.singleShot(20, press)
-            return
-        for key in keys:
-            qtbot.keyClick(menu, key)
-        if seen is not None:
-            seen.append(menu.isVisible())
-        if menu.isVisible():
-            qtbot.keyClick(menu, Qt.Key.Key_Escape)
-
-    picker.setFocus()
-    QTimer.singleShot(0, press)
-    qtbot.keyClick(picker, Qt.Key.Key_Space)  # opens the menu; returns when it closes
-    qtbot.waitUntil(lambda: QApplication.activePopupWidget() is None)
-
-

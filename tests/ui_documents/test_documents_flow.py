@@ -18,7 +18,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from support.documents_window import WAIT_MS, in_menu, window_with_documents
+from support.documents_window import WAIT_MS, window_with_documents
+from support.menus import in_menu
 from support.model_files.embedding_model import ensure_minilm
 from support.widget_walk import unnamed_widgets
 

@@ -16,7 +16,8 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QInputDialog, QWidget
-from support.documents_window import in_menu, window_with_documents
+from support.documents_window import window_with_documents
+from support.menus import in_menu
 from support.model_files.embedding_model import ensure_minilm
 from support.widget_walk import unnamed_widgets
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QMenu
+from support.menus import in_menu
 from support.stall import StallMeter
 from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
 
@@ -100,16 +100,7 @@ def test_the_tools_button_is_reached_and_worked_from_the_keyboard(qtbot, window)
     picker = opened.window.tool_calls.picker
     assert picker.hasFocus()
 
-    def in_menu():
-        menu = QApplication.activePopupWidget()
-        if not isinstance(menu, QMenu):
-            QTimer.singleShot(20, in_menu)
-            return
-        for key in (Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Escape):
-            QTest.keyClick(menu, key)
-
-    QTimer.singleShot(0, in_menu)
-    QTest.keyClick(picker, Qt.Key.Key_Space)
+    in_menu(qtbot, picker, [Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Escape])
     qtbot.waitUntil(lambda: "Tools · 1" in picker.text(), timeout=WAIT_MS)
     assert opened.session.tools.chosen == ("weather",)
     assert "1 tool" in picker.accessibleDescription()
@@ -122,19 +113,7 @@ def test_a_server_switched_on_from_the_tools_button_by_keyboard(qtbot, tmp_path)
     with window_with_tools(qtbot, tmp_path, [ServerConfig(**{**weather().__dict__, "enabled": False})]) as opened:
         picker = opened.window.tool_calls.picker
 
-        def press_in_menu(*keys):
-            def in_menu():
-                menu = QApplication.activePopupWidget()
-                if not isinstance(menu, QMenu):
-                    QTimer.singleShot(20, in_menu)
-                    return
-                for key in keys:
-                    QTest.keyClick(menu, key)
-            QTimer.singleShot(0, in_menu)
-            QTest.keyClick(picker, Qt.Key.Key_Space)
-
-        picker.setFocus()
-        press_in_menu(Qt.Key.Key_M)  # Manage tool servers…
+        in_menu(qtbot, picker, [Qt.Key.Key_M])  # Manage tool servers…
         qtbot.waitUntil(lambda: opened.window._settings_dialog is not None
                         and opened.window._settings_dialog.isVisible(), timeout=WAIT_MS)
         dialog = opened.window._settings_dialog
@@ -146,5 +125,5 @@ def test_a_server_switched_on_from_the_tools_button_by_keyboard(qtbot, tmp_path)
         assert opened.tool_servers.config("weather").enabled
         QTest.keyClick(dialog, Qt.Key.Key_Escape)
         assert not dialog.isVisible()
-        press_in_menu(Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Escape)
+        in_menu(qtbot, picker, [Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Escape])
         qtbot.waitUntil(lambda: "Tools · 1" in picker.text(), timeout=WAIT_MS)

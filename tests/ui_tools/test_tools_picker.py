@@ -3,8 +3,8 @@ keyboard (ticking stays in the menu), failed servers greyed with their reason, n
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QMenu
+from PySide6.QtCore import Qt
+from support.menus import in_menu
 from support.widget_walk import unnamed_widgets
 from tool_helpers import active_window
 
@@ -67,21 +67,8 @@ def test_the_menu_by_keyboard_ticks_several_servers_then_closes_on_escape(qtbot)
     chosen: list[frozenset[str]] = []
     picker.chosenChanged.connect(chosen.append)
     steps = []
-
-    def in_menu():
-        menu = QApplication.activePopupWidget()
-        if not isinstance(menu, QMenu):
-            QTimer.singleShot(20, in_menu)
-            return
-        for key in (Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Down, Qt.Key.Key_Return):
-            qtbot.keyClick(menu, key)
-        steps.append(menu.isVisible())  # still open after two ticks
-        qtbot.keyClick(menu, Qt.Key.Key_Escape)
-
-    QTimer.singleShot(0, in_menu)
-    qtbot.keyClick(picker, Qt.Key.Key_Space)  # opens the menu; returns when it closes
-    qtbot.waitUntil(lambda: QApplication.activePopupWidget() is None)
-    assert steps == [True]
+    in_menu(qtbot, picker, [Qt.Key.Key_Down, Qt.Key.Key_Space, Qt.Key.Key_Down, Qt.Key.Key_Return], steps)
+    assert steps == [True]  # still open after two ticks; Esc closed it
     assert chosen == [frozenset({"files"}), frozenset({"files", "weather"})]
     assert picker.text() == "Tools · 5 ▾" and picker.chosen() == frozenset({"files", "weather"})
 
@@ -90,16 +77,7 @@ def test_manage_tool_servers_from_the_menu(qtbot):
     picker = picker_in_window(qtbot)
     asked = []
     picker.manageRequested.connect(lambda: asked.append(True))
-
-    def in_menu():
-        menu = QApplication.activePopupWidget()
-        if not isinstance(menu, QMenu):
-            QTimer.singleShot(20, in_menu)
-            return
-        qtbot.keyClick(menu, Qt.Key.Key_M)  # its mnemonic
-
-    QTimer.singleShot(0, in_menu)
-    qtbot.keyClick(picker, Qt.Key.Key_Space)
+    in_menu(qtbot, picker, [Qt.Key.Key_M])  # its mnemonic
     qtbot.waitUntil(lambda: asked == [True])
 
 
