@@ -29,9 +29,10 @@ INSTRUCTION = ("Answer from the numbered sources below, taken from the user's do
 QUESTION = "Question:"
 
 
-def sources_of(hits: Sequence[Hit]) -> tuple[Source, ...]:
-    """A search's hits as the store keeps them with the message they answer."""
-    return tuple(Source(str(hit.source), hit.text, hit.page, hit.heading) for hit in hits)
+def sources_of(hits: Sequence[Hit], by_tool: bool = False) -> tuple[Source, ...]:
+    """A search's hits as the store keeps them with the message they answer (`by_tool`: found by
+    the model's own search_documents call)."""
+    return tuple(Source(str(hit.source), hit.text, hit.page, hit.heading, by_tool) for hit in hits)
 
 
 def fitting(sources: Sequence[Source], context_tokens: int | None) -> tuple[Source, ...]:

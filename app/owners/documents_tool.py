@@ -21,8 +21,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from ..conversation.sources import where
-from ..documents.index import DocumentIndexError
+from ..conversation.sources import sources_of, where
 from ..documents.retrieval import Retrieval
 from ..store import ConversationStore, Source, StoreError
 from ..tool_servers.types import ListedTool, ServerState, ServerStatus, ToolOutcome
@@ -80,10 +79,10 @@ class DocumentsTool(QObject):
         """Search; the future's ToolOutcome (never an exception) comes on the search thread."""
         outcome: concurrent.futures.Future = concurrent.futures.Future()
         query = arguments.get("query")
-        question = self._question()
         if not isinstance(query, str) or not query.strip():
             outcome.set_result(ToolOutcome(NO_QUERY, error=True))
             return outcome
+        question = self._question()
         searched = self._documents.library.search(self.collections, query.strip())
         already = question.sources if question is not None else ()
         question_id = question.id if question is not None else None
@@ -107,16 +106,12 @@ class DocumentsTool(QObject):
                 outcome: concurrent.futures.Future) -> None:
         try:
             found: Retrieval = searched.result()
-        except DocumentIndexError as exc:
-            outcome.set_result(ToolOutcome(f"The documents could not be searched: {exc}", error=True))
-            return
-        except Exception as exc:  # the embedding model did not load: the model is told, nothing raises
+        except Exception as exc:  # the index, or an embedding model that did not load: the model is told, nothing raises
             outcome.set_result(ToolOutcome(f"The documents could not be searched: {exc}", error=True))
             return
         sources = list(already)
         numbers = []
-        for hit in found.hits:
-            source = Source(str(hit.source), hit.text, hit.page, hit.heading, by_tool=True)
+        for source in sources_of(found.hits, by_tool=True):
             known = next((n for n, kept in enumerate(sources, start=1)
                           if (kept.path, kept.text) == (source.path, source.text)), None)
             if known is None:
