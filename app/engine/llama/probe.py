@@ -40,7 +40,7 @@ from pathlib import Path
 from ..backend import Backend, BackendOpener, LoadCancelled, LoadProgress
 from ..gguf.modelfile import ModelFileError
 from ..opening import open_backend
-from ..process.crash import describe_status, last_words
+from ..process.crash import describe_status, hearth_command, hearth_folder, last_words
 from ..types import LoadOptions, LocalModel, ModelSource
 from .load_checks import check_load_options
 
@@ -127,20 +127,17 @@ class ProbingOpener:
 
 
 def child_command() -> list[str]:
-    """How to start Hearth as a probe child: the bundle's executable, or this interpreter."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable, PROBE_FLAG]
-    return [sys.executable, "-m", "app", PROBE_FLAG]
+    """How to start Hearth as a probe child."""
+    return hearth_command(PROBE_FLAG)
 
 
 class _Child:
     """A running probe: its progress lines queued, the tail of its stderr kept for the log."""
 
     def __init__(self, command: list[str], request: dict):
-        source_root = Path(__file__).resolve().parents[3]  # where `-m app` is found, unbundled
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=source_root if source_root.joinpath("app").is_dir() else None, text=True, errors="replace",
+            cwd=hearth_folder(), text=True, errors="replace",
             env={**os.environ, **_CHILD_ENVIRONMENT},
         )
         self._progress: queue.Queue[float] = queue.Queue()

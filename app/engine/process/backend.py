@@ -21,7 +21,6 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -34,25 +33,19 @@ from ..tools.types import PLAIN, ToolUse
 from ..types import LoadOptions, ModelDescription, ReplyStats
 from . import CHILD_FLAG
 from .codec import ProtocolError
-from .crash import TAIL_LINES, describe_status, last_words
+from .crash import TAIL_LINES, describe_status, hearth_command, hearth_folder, last_words
 from .frames import ChannelClosed, read_message, write_frame
 from .protocol import ANSWERS, LoadRequest, StreamRequest, raised
 
 log = logging.getLogger(__name__)
 
 EXIT_WAIT_S = 5.0  # for a child told to close: then it is killed
-_SOURCE_ROOT = Path(__file__).resolve().parents[3]  # where `-m app` is found, unbundled
 
 
 class EngineCrashed(RuntimeError):
     """The engine's process is gone: the message says how (a signal, llama.cpp's last words)."""
 
 
-def child_command(fd: int) -> list[str]:
-    """How to start Hearth as an engine's process: the bundle's executable, or this interpreter."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable, CHILD_FLAG, str(fd)]
-    return [sys.executable, "-m", "app", CHILD_FLAG, str(fd)]
 
 
 class ProcessBackend(Backend):
@@ -77,9 +70,9 @@ class ProcessBackend(Backend):
         ours, theirs = socket.socketpair()
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         process = subprocess.Popen(
-            child_command(theirs.fileno()), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+            hearth_command(CHILD_FLAG, str(theirs.fileno())), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
-            cwd=_SOURCE_ROOT if _SOURCE_ROOT.joinpath("app").is_dir() else None,
+            cwd=hearth_folder(),
             env={**os.environ, **(environment or {})})
         theirs.close()
         threading.Thread(target=_keep_tail, args=(process, tail), daemon=True).start()

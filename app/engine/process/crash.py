@@ -1,15 +1,32 @@
-"""How a child process that ran llama.cpp ended, in words for the user: the signal that killed
-it, and the line of llama.cpp's output that says why (a GGML_ASSERT, an abort). The model probe
-(engine/llama/probe.py) and the engine's process (backend.py) say it the same way."""
+"""Hearth's own child processes that run llama.cpp (the model probe, engine/llama/probe.py, and
+the engine's process, backend.py): how to start one, and how it ended, in words for the user
+(the signal that killed it, and the line of llama.cpp's output that says why, a GGML_ASSERT, an
+abort), the same way for both."""
 
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 LAST_WORDS_MARKERS = (("GGML_ASSERT", "GGML_ABORT"), ("error", "terminate"))
 MAX_QUOTE = 200  # characters of llama.cpp's last words quoted to the user
 TAIL_LINES = 40  # of a child's stderr kept for them
+_SOURCE_ROOT = Path(__file__).resolve().parents[3]  # where `-m app` is found, unbundled
+
+
+def hearth_command(*arguments: str) -> list[str]:
+    """Hearth started with these arguments: the bundle's executable, or this interpreter on the
+    source tree (run it in hearth_folder())."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, *arguments]
+    return [sys.executable, "-m", "app", *arguments]
+
+
+def hearth_folder() -> Path | None:
+    """Where a child started by hearth_command finds `app`: the source tree, None in a bundle."""
+    return _SOURCE_ROOT if _SOURCE_ROOT.joinpath("app").is_dir() else None
 
 
 def describe_status(status: int) -> str:
