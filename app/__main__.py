@@ -9,7 +9,6 @@ import tempfile
 
 from .cli.args import USAGE_ERRORS, USER_ERRORS
 from .cli.main import add_subcommands
-from .engine.llama.probe import PROBE_FLAG
 from .engine.process import CHILD_FLAG
 
 
@@ -18,7 +17,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true", help="run the GUI end to end headless and exit 0/1")
     parser.add_argument("--screenshot", metavar="FILE.png", help="with --self-test: save a screenshot")
     parser.add_argument("--model", help="open the GUI on this GGUF file")
-    parser.add_argument(PROBE_FLAG, dest="probe_model", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(CHILD_FLAG, dest="engine_child", type=int, metavar="FD", help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command")
     add_subcommands(subparsers)
@@ -41,10 +39,6 @@ def _fill_closed_std_fds() -> None:
 def main(argv: list[str] | None = None) -> int:
     _fill_closed_std_fds()
     args = build_parser().parse_args(argv)
-    if args.probe_model:  # Hearth as its own throwaway model loader: see engine/llama/probe.py
-        from .engine.llama.probe import run_child
-
-        return run_child()
     if args.engine_child is not None:  # Hearth as a model's own process: see engine/process/child.py
         from .engine.process.child import run_engine_child
 

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from view_update import synthetic_tokens  # noqa: E402
 
 from app.engine.types import ReplyStatus  # noqa: E402
-from app.owners.bridge import CHUNK_INTERVAL_S  # noqa: E402
+from app.owners.engine_worker import CHUNK_INTERVAL_S  # noqa: E402
 from app.ui.chat.view import ChatView  # noqa: E402
 
 TOKENS_PER_S = 2_000

@@ -3,7 +3,7 @@
     .venv/bin/python bench/resume.py [--model PATH] [--rounds 5]
 
 Every case runs the objects the window runs, as it runs them: a ConversationStore, the
-EngineBridge with its engine thread (and the probe in front of the first load) keeping states
+EngineBridge with its engine thread (each model in a process of its own) keeping states
 in a StateCache folder, the ModelSession that loads the model with its stored settings, and the
 ChatSession whose `open` and `send` the window's list and Send call. Time to first token (TTFT)
 is from `send` to the first `replyChunk` on the GUI thread: what a user waits.

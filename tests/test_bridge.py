@@ -9,6 +9,7 @@ import time
 
 import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
+from support.engine_children import maps, our_engine_children
 from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 
 from app.engine.sampling import SamplingParams
@@ -158,14 +159,10 @@ def test_a_prompt_longer_than_a_batch_reports_its_progress_before_the_reply(brid
         bridge.chunk.disconnect(on_chunk)
 
 
-def _mapped(path) -> bool:
-    """Whether this process has `path` mapped: llama.cpp maps a model's file while it holds it."""
-    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-        return any(line.rstrip("\n").endswith(str(path)) for line in maps)
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's list of mapped files")
-def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot, tmp_path):
+def test_the_model_is_mapped_by_its_own_process_alone_and_unload_ends_it(gemma_path, qapp, qtbot, tmp_path):
+    """The window's process never maps the weights (nor loads llama.cpp); the engine's process
+    does, once, and Unload ends it, so its memory is the system's again."""
     # Its own bridge and its own name for the file: the module's bridge keeps the model mapped.
     model = tmp_path / "unload-me.gguf"
     try:
@@ -176,10 +173,11 @@ def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot, tmp
     try:
         with qtbot.waitSignal(bridge.modelLoaded, timeout=60_000):
             bridge.load(LocalModel(model), LoadOptions(n_ctx=256))
-        assert _mapped(model)
+        [child] = our_engine_children()
+        assert maps(child, model) and not maps("self", model)
         with qtbot.waitSignal(bridge.modelUnloaded, timeout=30_000):
             bridge.unload()
-        assert not _mapped(model)  # the weights' mapping (and the file handle) are gone
+        assert our_engine_children() == []  # the child, its mapping and its file handle are gone
         with qtbot.waitSignal(bridge.failed, timeout=30_000) as failed:
             assert bridge.generate(ask("Hello"), PARAMS)
         assert failed.args[0] == "No model is loaded."
@@ -189,13 +187,13 @@ def test_unload_releases_the_models_memory_and_file(gemma_path, qapp, qtbot, tmp
 
 @pytest.fixture
 def remote_bridge(qapp):
-    """A bridge as the GUI makes it (behind the probe), for a remote model of its own."""
+    """A bridge as the GUI makes it (local models in processes of their own), for a remote model."""
     bridge = EngineBridge()
     yield bridge
     bridge.shutdown()
 
 
-def test_a_remote_model_loads_without_a_probe_and_its_failures_are_the_servers_words(
+def test_a_remote_model_loads_without_a_child_and_its_failures_are_the_servers_words(
         remote_bridge, qtbot, stand_in):  # noqa: F811 - the fixture imported above
     bridge = remote_bridge
     with qtbot.waitSignal(bridge.modelLoaded, timeout=10_000) as loaded:

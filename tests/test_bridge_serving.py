@@ -15,7 +15,8 @@ import pytest
 
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats, StopReason
-from app.owners.bridge import NO_MODEL_SERVED, RAW_TEMPLATE, UNLOADED, EngineBridge
+from app.owners.bridge import UNLOADED, EngineBridge
+from app.owners.engine_worker import NO_MODEL_SERVED, RAW_TEMPLATE
 from app.serve.completions import Job, Refusal, Refused
 
 WAIT_MS = 5_000

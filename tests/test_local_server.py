@@ -198,7 +198,7 @@ class Window:
     LocalServer serving it; a ChatSession per test."""
 
     def __init__(self, root: Path, qapp, gemma_path: Path):
-        self.stack = ModelStack.start(  # the probe is the GUI's opener's business, not tested here
+        self.stack = ModelStack.start(  # the engine's process is the GUI opener's business, not tested here
             root, opener=open_backend,
             model_settings={gemma_path.name: ModelSettings(n_ctx=1024, cpu_threads=1)})  # one thread: fast enough, and fair to others
         self.bridge, self.models = self.stack.bridge, self.stack.models

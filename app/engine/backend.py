@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from .logprobs import TokenLogprob
 from .sampling import SamplingParams
 from .tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
-from .types import LoadOptions, ModelDescription, ModelSource, ReplyStats
+from .types import DeviceReport, LoadOptions, ModelDescription, ModelSource, ReplyStats
 
 ReplyEvent = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats  # what a reply's stream yields
 LoadProgress = Callable[[float], None]  # 0..1 while the model loads
@@ -92,6 +92,16 @@ class Backend(ABC):
 
     def forget_state(self, conversation_id: int) -> None:
         """The conversation was deleted: drop whatever was kept for it. Nothing by default."""
+
+    def when_gone(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(why)`, from any thread, if the backend stops working by itself (the
+        process running its model died). Never, by default: an in-process engine that dies takes
+        its caller with it, and a server's failures are each request's."""
+
+    def devices(self) -> DeviceReport | None:
+        """What llama.cpp sees of the GPUs now, where this backend can say (the engine's process,
+        after its own model took its share); None by default."""
+        return None
 
     @abstractmethod
     def set_template_override(self, source: str | None) -> str:

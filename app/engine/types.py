@@ -34,7 +34,7 @@ class StopReason(Word):
     LENGTH = "length"
     CANCELLED = "cancelled"
     ERROR = "error"
-    INTERRUPTED = "interrupted"  # Hearth was killed mid-reply; found on the next start
+    INTERRUPTED = "interrupted"  # Hearth, or the engine's process, was killed mid-reply
 
     @property
     def words(self) -> str:
@@ -81,6 +81,17 @@ class OffloadSupport:
         if self.gpu:
             return f"{self.backend} build; GPU in use"
         return self.reason or "CPU build"
+
+
+@dataclass(frozen=True)
+class DeviceReport:
+    """What llama.cpp sees of this machine's GPUs, asked of the engine's process (the window's
+    and the server's processes never load llama.cpp): whether it can offload, and the GPUs'
+    memory in bytes (None where it cannot, or sees none)."""
+
+    offload: OffloadSupport
+    gpu_total: int | None = None
+    gpu_free: int | None = None  # free when asked: after the asking process's own model and context
 
 
 @dataclass(frozen=True)
@@ -279,6 +290,12 @@ class ReplyStats:
     def failed(cls, message: str) -> "ReplyStats":
         """A reply that could not start (no model, a template error, a full context…)."""
         return cls(completion_tokens=None, stop_reason=StopReason.ERROR, error=message)
+
+    @classmethod
+    def interrupted(cls, message: str) -> "ReplyStats":
+        """A reply cut short because what ran the model died: `message` says how (the engine's
+        process killed, llama.cpp aborting). Its text so far is kept, as a stopped reply's is."""
+        return cls(completion_tokens=None, stop_reason=StopReason.INTERRUPTED, error=message)
 
     def to_dict(self) -> dict:
         data = asdict(self)

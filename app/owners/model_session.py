@@ -25,7 +25,15 @@ fit is not started but handed back as `loadNeedsConfirmation(source, plan)`, so 
 ask; `load(source, anyway=True)` is the user's "Load anyway". A load that fits, or only just
 (tight), goes ahead without asking, the first-run default model's included. The free memory
 is read with the current model still loaded: a new model, or a reload, holds both until it is
-ready (bridge.py closes the old one after the new one loads).
+ready (bridge.py closes the old one after the new one loads). What GPUs there are, and their free
+memory, the engine's process says (`offloadSupportChanged` once it has); until then, the plan is
+the CPU's.
+
+A local model runs in a process of its own: when that process dies (llama.cpp aborted, the system
+killed it for memory), the reply it was writing is kept as interrupted, and the model is loaded
+again by itself, as any load (a message sent meanwhile waits for it); the conversation's saved
+KV state comes back with it. A second crash before a reply gets through ends the retries:
+`engineCrashed(why, False)`, and `reload()` is the user's to ask.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from ..engine.gguf.modelfile import ModelFileError
-from ..engine.llama import machine
+from ..engine.llama import machine  # free RAM: it imports no llama.cpp
 from ..engine.memory_plan import Fit, MemoryPlan, gpu_layers_for, plan
 from ..engine.sampling import ModelDefaults
 from ..engine.types import (
@@ -47,10 +55,15 @@ from ..engine.types import (
     ModelSource,
     OffloadSupport,
     RemoteModel,
+    ReplyStats,
+    StopReason,
 )
 from ..library import server_keys
 from .bridge import EngineBridge
 from .settings import Settings
+
+MAX_CRASHES = 2  # in a row, before a reply gets through: then the model is not loaded again by itself
+ASKING_ABOUT_GPUS = OffloadSupport("CPU", False, "Hearth is still asking llama.cpp which GPUs it can use")
 
 
 class ModelSession(QObject):
@@ -75,6 +88,10 @@ class ModelSession(QObject):
         loadNeedsConfirmation(ModelSource, MemoryPlan): a load was asked for that does not fit
             the free memory; nothing was started (the current model stays). `load(source,
             anyway=True)` loads it all the same.
+        engineCrashed(str, bool): the model's process died (why, for the user); True: it is
+            being loaded again (loadStarted follows), False: it crashed again, so it is not, and
+            there is no model now (modelUnloaded came first); `reload()` loads it.
+        offloadSupportChanged(OffloadSupport): the engine's process said what GPUs it can use.
     """
 
     loadStarted = Signal(object)
@@ -89,6 +106,8 @@ class ModelSession(QObject):
     descriptionChanged = Signal(object)
     modelUnloaded = Signal()
     loadNeedsConfirmation = Signal(object, object)
+    engineCrashed = Signal(str, bool)
+    offloadSupportChanged = Signal(object)
 
     def __init__(self, bridge: EngineBridge, settings: Settings, parent: QObject | None = None):
         super().__init__(parent)
@@ -100,6 +119,9 @@ class ModelSession(QObject):
         self._applied_template: str | None = None  # the override the current model renders with
         self._loading: tuple[ModelSource, ModelSettings] | None = None
         self._reload_needed = False
+        self._crashes = 0  # the engine's crashes since a reply last got through
+        self._crashed_source: ModelSource | None = None  # given up on after crashing again: reload() loads it
+        self._reloading = False  # the load under way brings back a model whose process died
         bridge.loadProgress.connect(self.loadProgress)
         bridge.modelLoaded.connect(self._on_loaded)
         bridge.loadFailed.connect(self._on_load_failed)
@@ -107,6 +129,9 @@ class ModelSession(QObject):
         bridge.templateFailed.connect(self.templateFailed)
         bridge.modelUnloaded.connect(self._on_unloaded)
         bridge.modelDescribed.connect(self._on_described)
+        bridge.engineCrashed.connect(self._on_engine_crashed)
+        bridge.replyFinished.connect(self._on_reply_finished)
+        bridge.devicesKnown.connect(lambda report: self.offloadSupportChanged.emit(report.offload))
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -139,11 +164,17 @@ class ModelSession(QObject):
     def offload_support(self) -> OffloadSupport:
         """Whether models can be offloaded to a GPU at all (the GPU-layers setting means
         anything), and if not, why."""
-        return self._bridge.offload_support
+        report = self._bridge.devices
+        return report.offload if report is not None else ASKING_ABOUT_GPUS
 
     def gpu_memory(self) -> int | None:
-        """The GPU memory models may use, in bytes, or None where there is none."""
-        return self._bridge.gpu_memory()
+        """The GPU memory models may use, in bytes, or None where there is none (or not known yet)."""
+        report = self._bridge.devices
+        return report.gpu_total if report is not None else None
+
+    def _free_vram(self) -> int | None:
+        report = self._bridge.devices
+        return report.gpu_free if report is not None else None
 
     # --- commands ------------------------------------------------------------------------------
 
@@ -163,6 +194,7 @@ class ModelSession(QObject):
                 self.loadNeedsConfirmation.emit(source, planned)
                 return
         self._loading = (source, settings)
+        self._crashed_source, self._reloading = None, False
         options = LoadOptions() if isinstance(source, RemoteModel) else settings.load_options()
         self._bridge.load(source, options)
         self.loadStarted.emit(source)
@@ -180,10 +212,11 @@ class ModelSession(QObject):
 
     def reload(self) -> None:
         """Load the current model again, so context length, GPU layers and threads apply (a
-        remote model never needs it: the server chose them). Like any load, it asks first
-        (loadNeedsConfirmation) when the new settings do not fit."""
-        if self._current is not None:
-            self.load(self._current.source)
+        remote model never needs it: the server chose them), or the one whose process crashed
+        twice. Like any load, it asks first (loadNeedsConfirmation) when the settings do not fit."""
+        source = self._current.source if self._current is not None else self._crashed_source
+        if source is not None:
+            self.load(source)
 
     def memory_plan(self, source: ModelSource | None = None,
                     settings: ModelSettings | None = None) -> MemoryPlan | None:
@@ -203,9 +236,9 @@ class ModelSession(QObject):
         options = settings.load_options()
         try:
             layers = gpu_layers_for(source.path, options, offloads=self.offload_support.gpu,
-                                    free_vram=machine.free_vram)
+                                    free_vram=self._free_vram)
             return plan(source.path, options, gpu_layers=layers, free_ram=machine.free_ram(),
-                        free_vram=machine.free_vram() if layers else None)
+                        free_vram=self._free_vram() if layers else None)
         except ModelFileError:
             return None
 
@@ -232,6 +265,7 @@ class ModelSession(QObject):
     # --- the bridge's answers ------------------------------------------------------------------
 
     def _on_loaded(self, description: ModelDescription) -> None:
+        self._reloading = False
         loaded_with = self._loading[1] if self._loading is not None else self._settings_for(description.source)
         self._loading = None
         # Read again: the user may have edited this model's settings while it loaded.
@@ -256,11 +290,39 @@ class ModelSession(QObject):
             self._current = description
             self.descriptionChanged.emit(description)
 
+    def _on_engine_crashed(self, why: str) -> None:
+        """The model's process died: load it again, unless it died again before a reply got
+        through, or the user asked for another model meanwhile (that one comes instead)."""
+        current = self._current
+        if current is None:
+            return
+        self._crashes += 1
+        if self._loading is not None or self._crashes >= MAX_CRASHES:
+            self._give_up(current.source, why)
+            return
+        self.engineCrashed.emit(why, True)
+        self.load(current.source, anyway=True)
+        self._reloading = True
+
+    def _give_up(self, source: ModelSource, why: str) -> None:
+        """No model now; reload() loads `source` when the user asks."""
+        self._on_unloaded()
+        self._crashed_source = source
+        self.engineCrashed.emit(why, False)
+
+    def _on_reply_finished(self, _text: str, stats: ReplyStats) -> None:
+        if stats.stop_reason not in (StopReason.INTERRUPTED, StopReason.ERROR):
+            self._crashes = 0
+
     def _on_load_failed(self, message: str) -> None:
+        reloading, self._reloading = self._reloading, False
         self._loading = None
         self._apply_template()  # an override edited while the other model loaded
         self.loadFailed.emit(message)
         self.loadFinished.emit(message)
+        if reloading and self._current is not None:  # the model that crashed did not come back
+            self._crashes = MAX_CRASHES
+            self._give_up(self._current.source, message)
 
     def _on_unloaded(self) -> None:
         if self._current is None:  # nothing was loaded (a cancelled first load, or shutting down)

@@ -5,14 +5,13 @@ ending that reply as a failed one that says so, never an exception mid-reply, no
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from support.engine_children import our_engine_children
 
 from app.engine.backend import closing_reply
 from app.engine.context import ContextFullError
@@ -78,15 +77,25 @@ def test_refusals_are_raised_as_in_process(backend):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGABRT], ids=["SIGKILL", "SIGABRT"])
-def test_a_child_killed_mid_reply_ends_it_as_failed_and_says_how(backend, sig):
+def test_a_child_killed_mid_reply_ends_it_as_interrupted_and_says_how(backend, sig):
+    """The text so far is kept, the reply is marked interrupted with the cause, and whoever
+    asked (the window's engine thread) is told once, from the child's own end."""
+    told = []
+    backend.when_gone(told.append)
+
     def kill(count):
         if count == 2:
             os.kill(backend.pid, sig)
             time.sleep(0.2)
 
     text, stats = reply(backend, SamplingParams(temperature=0.0, max_tokens=400), on_piece=kill)
-    assert text and stats.stop_reason is StopReason.ERROR
-    assert stats.error.startswith(f"llama.cpp crashed ({sig.name})") and backend.crashed == stats.error
+    assert text and stats.stop_reason is StopReason.INTERRUPTED
+    said = "llama.cpp was killed (SIGKILL" if sig is signal.SIGKILL else "llama.cpp crashed (SIGABRT)"
+    assert stats.error.startswith(said) and backend.crashed == stats.error
+    deadline = time.monotonic() + 5
+    while not told and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert told == [stats.error]
     with pytest.raises(EngineCrashed, match=sig.name):
         backend.stream(MESSAGES, GREEDY, threading.Event())
     backend.close()  # after a crash too: nothing raised, nothing left running
@@ -100,86 +109,3 @@ def test_a_file_that_is_no_model_is_refused_as_in_process(tmp_path):
     fake.write_bytes(b"GGUF" + b"\x00" * 64)
     with pytest.raises(ModelFileError):
         ProcessBackend.open(fake, LoadOptions(n_ctx=512))
-
-
-def our_engine_children() -> list[int]:
-    """This process's own engine children (never another test worker's), from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid() \
-                    and b"--engine-child" in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-def test_a_child_that_dies_while_loading_is_said_and_leaves_nothing_running(gemma_path):
-    def progress(_share):
-        for pid in our_engine_children():
-            os.kill(pid, signal.SIGKILL)
-
-    with pytest.raises(EngineCrashed, match=r"Loading gemma.*crashed \(SIGKILL\)"):
-        ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=progress)
-    assert our_engine_children() == []
-
-
-def test_cancel_while_loading_is_a_cancelled_load(gemma_path):
-    from app.engine.backend import LoadCancelled
-
-    cancel = threading.Event()
-    with pytest.raises(LoadCancelled):
-        ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=lambda share: cancel.set(), cancel=cancel)
-    assert our_engine_children() == []
-
-
-def test_a_conversations_saved_state_outlives_its_child(gemma_path, tmp_path):
-    """The window's reload after a crash starts a new child over the same folder of saved KV
-    states: the conversation is not read again from its start."""
-    states = tmp_path / "states"
-    first = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=states)
-    try:
-        with closing_reply(first.stream(MESSAGES, GREEDY, threading.Event(), conversation_id=7)) as events:
-            text = "".join(event for event in events if isinstance(event, str))
-    finally:
-        first.close()  # the child keeps the conversation's state as it exits, as an unload does
-    follow_up = [*MESSAGES, {"role": "assistant", "content": text}, {"role": "user", "content": "And then?"}]
-    second = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=states)
-    try:
-        second.prepare(7)
-        with closing_reply(second.stream(follow_up, GREEDY, threading.Event(), conversation_id=7)) as events:
-            [stats] = [event for event in events if isinstance(event, ReplyStats)]
-    finally:
-        second.close()
-    assert stats.evaluated_prompt_tokens < stats.prompt_tokens / 2, stats
-
-
-def test_a_tool_call_and_log_probabilities_come_through_the_child(tmp_path):
-    """The scripted Qwen3 model (its greedy reply is always the call get_weather {"city": "Paris"})
-    run in the child: the call's deltas, the whole call and the stop reason arrive typed, as in
-    process; and a reply asked with log-probabilities gets one per token, bytes and all."""
-    from support.model_files.scripted_models import scripted_models
-
-    from app.engine.logprobs import TokenLogprob
-    from app.engine.tools.types import ToolCall, ToolCallDelta
-    from app.engine.tools.wire import tool_use_from_openai
-
-    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-    backend = ProcessBackend.open(scripted_models()["qwen3"].path, LoadOptions(n_ctx=1024))
-    try:
-        with closing_reply(backend.stream([{"role": "user", "content": "Weather?"}], GREEDY, threading.Event(),
-                                          tools=tool_use_from_openai([weather]))) as events:
-            events = list(events)
-        [call] = [event for event in events if isinstance(event, ToolCall)]
-        assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Paris"})
-        assert any(isinstance(event, ToolCallDelta) for event in events)
-        assert events[-1].stop_reason is StopReason.TOOL_CALLS
-        with closing_reply(backend.stream([{"role": "user", "content": "Hi"}], GREEDY, threading.Event(),
-                                          logprobs=2)) as events:
-            events = list(events)
-        logprobs = [event for event in events if isinstance(event, TokenLogprob)]
-        assert logprobs and all(isinstance(item.piece, bytes) and len(item.top) <= 2 for item in logprobs)
-    finally:
-        backend.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.owners.bridge import CHUNK_INTERVAL_S
+from app.owners.engine_worker import CHUNK_INTERVAL_S
 from app.ui.chat.inline_editor import InlineEditor
 from support.chat_helpers import click_anchor
 from support.scripted_backend import Script, ScriptedBackend

@@ -49,7 +49,7 @@ class ModelStack:
     def start(cls, folder: Path, opener: BackendOpener | None = None, states: StateCache | None = None,
               model_settings: Mapping[str, ModelSettings] | None = None,
               servers: Sequence[ServerConfig] | None = None) -> ModelStack:
-        """The bridge over `opener` (None: Hearth's own, llama.cpp behind its probe process),
+        """The bridge over `opener` (None: Hearth's own, each local model in a process of its own),
         keeping conversations' KV states in `states`; the settings file in `folder`, with
         `model_settings` saved per model file name and `servers` saved, as a user's earlier
         choices."""
@@ -59,6 +59,8 @@ class ModelStack:
         if servers is not None:
             settings.servers = list(servers)
         bridge = EngineBridge(opener, states=states)
+        if opener is None:
+            bridge.ask_devices()  # as the application does once its window shows
         return cls(bridge, ModelSession(bridge, settings), settings)
 
     @classmethod

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import psutil
 from llama_cpp import llama_cpp as llama_c
 
-from ..types import OffloadSupport
+from ..types import DeviceReport, OffloadSupport
 from .cuda_driver import DriverCheck, check_driver
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,14 @@ def offload_support() -> OffloadSupport:
     if support.reason:
         log.info("running on the CPU: %s", support.reason)
     return support
+
+
+def device_report() -> DeviceReport:
+    """What the engine's process tells the window about this machine's GPUs (engine/process):
+    the window never loads llama.cpp to ask, so a driver that crashes here takes only the child."""
+    support = offload_support()
+    gpus = [d for d in devices() if d.kind in ("GPU", "IGPU")] if support.gpu else []
+    return DeviceReport(support, sum(d.memory_total for d in gpus) or None, sum(d.memory_free for d in gpus) or None)
 
 
 def gpu_memory_bytes() -> int | None:

@@ -9,9 +9,10 @@ own (the reply's reader may be waiting for the next token), and the reply ends a
 as it does in process.
 
 When the child dies (llama.cpp aborted, the system killed it for memory, someone ran kill -9),
-the reply being read ends as a failed reply saying so ("llama.cpp crashed (SIGABRT): GGML_ASSERT
-…", from the last lines the child wrote), never as an exception mid-reply; `crashed` then says
-why, and every later call raises EngineCrashed: the caller loads the model again.
+the reply being read ends as an interrupted reply saying so ("llama.cpp crashed (SIGABRT):
+GGML_ASSERT …", from the last lines the child wrote), its text so far kept, never as an exception
+mid-reply; `crashed` then says why, `when_gone` tells whoever asked (a child killed while idle
+too), and every later call raises EngineCrashed: the caller loads the model again.
 """
 
 from __future__ import annotations
@@ -23,19 +24,19 @@ import socket
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
-from ..types import LoadOptions, ModelDescription, ReplyStats
+from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats
 from . import CHILD_FLAG
 from .codec import ProtocolError
-from .crash import TAIL_LINES, describe_status, hearth_command, hearth_folder, last_words
+from .crash import TAIL_LINES, describe_status, hearth_command, hearth_folder, how_it_ended
 from .frames import ChannelClosed, read_message, write_frame
-from .protocol import ANSWERS, LoadRequest, StreamRequest, raised
+from .protocol import ANSWERS, LoadRequest, SavedStates, StreamRequest, raised
 
 log = logging.getLogger(__name__)
 
@@ -46,62 +47,102 @@ class EngineCrashed(RuntimeError):
     """The engine's process is gone: the message says how (a signal, llama.cpp's last words)."""
 
 
+# Every child: no backtrace from ggml_abort, which would push the GGML_ASSERT line (what the user
+# is told) out of the tail of stderr kept.
+CHILD_ENVIRONMENT = {"GGML_NO_BACKTRACE": "1"}
 
 
 class ProcessBackend(Backend):
-    """One model in a process of its own. Driven by one thread at a time, as every Backend."""
+    """One model in a process of its own. Driven by one thread at a time, as every Backend.
+
+    `start` gives a child with no model yet (it can already say what GPUs it sees: `devices`),
+    `load` loads one into it; `open` does both."""
 
     def __init__(self, process: subprocess.Popen, channel: socket.socket, stderr_tail: deque[str]):
         self._process, self._channel, self._tail = process, channel, stderr_tail
         self._reading, self._writing = channel.makefile("rb"), channel.makefile("wb")
-        self._send_lock = threading.Lock()
+        self._send_lock, self._gone_lock = threading.Lock(), threading.Lock()
         self._description: ModelDescription | None = None
+        self._closing = False  # the end is ours (close, a cancelled load): nobody is told it died
+        self._on_gone: Callable[[str], None] | None = None
         self.crashed: str | None = None  # why the child is gone, once it is
+        self._tail_thread = threading.Thread(target=self._keep_tail, daemon=True, name=f"engine-{process.pid}-stderr")
 
     # -- opening -----------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, options: LoadOptions, progress: LoadProgress | None = None,
-             cancel: threading.Event | None = None, states: Path | None = None,
-             environment: dict[str, str] | None = None) -> ProcessBackend:
-        """Start a child and load `path` in it. Raises as the in-process load does (ModelFileError,
-        TemplateError, LoadCancelled), or EngineCrashed where llama.cpp took the child down
-        while loading (the file, or the machine: the message says which it said)."""
+    def start(cls, environment: dict[str, str] | None = None) -> ProcessBackend:
+        """A child with no model loaded yet: Hearth's own executable, given one end of a socket
+        pair. `environment`: added to this process's (CUDA_VISIBLE_DEVICES="" keeps it off GPUs)."""
         ours, theirs = socket.socketpair()
         tail: deque[str] = deque(maxlen=TAIL_LINES)
-        process = subprocess.Popen(
-            hearth_command(CHILD_FLAG, str(theirs.fileno())), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
-            cwd=hearth_folder(),
-            env={**os.environ, **(environment or {})})
-        theirs.close()
-        threading.Thread(target=_keep_tail, args=(process, tail), daemon=True).start()
-        backend = cls(process, ours, tail)
-        watcher = _Watcher(cancel, backend.kill) if cancel is not None else None
         try:
-            backend._send("load", LoadRequest(path, options, states))
+            process = subprocess.Popen(
+                hearth_command(CHILD_FLAG, str(theirs.fileno())), pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                errors="replace", cwd=hearth_folder(), env={**os.environ, **CHILD_ENVIRONMENT, **(environment or {})})
+        except OSError as exc:
+            ours.close()
+            raise EngineCrashed(f"the engine's process could not start: {exc}") from None
+        finally:
+            theirs.close()
+        backend = cls(process, ours, tail)
+        backend._tail_thread.start()
+        return backend
+
+    @classmethod
+    def open(cls, path: Path, options: LoadOptions, progress: LoadProgress | None = None,
+             cancel: threading.Event | None = None, states: SavedStates | None = None,
+             environment: dict[str, str] | None = None) -> ProcessBackend:
+        """Start a child and load `path` in it (see `load`)."""
+        backend = cls.start(environment)
+        backend.load(path, options, progress, cancel, states)
+        return backend
+
+    def devices(self) -> DeviceReport:
+        """What llama.cpp sees of the GPUs, from the child: before a load, or after one (then
+        the free memory is what this model left)."""
+        return self._ask("devices", None, "devices")
+
+    def load(self, path: Path, options: LoadOptions, progress: LoadProgress | None = None,
+             cancel: threading.Event | None = None, states: SavedStates | None = None) -> None:
+        """Load `path` in this child. Raises as the in-process load does (ModelFileError,
+        TemplateError, LoadCancelled), or EngineCrashed where llama.cpp took the child down
+        while loading (the file, or the machine: the message says which it said). A child whose
+        load failed is closed: it is not used again."""
+        watcher = _Watcher(cancel, self._cancel_load) if cancel is not None else None
+        try:
+            self._send("load", LoadRequest(path, options, states))
             while True:
-                kind, body = backend._answer()
+                kind, body = self._answer()
                 if kind == "progress" and progress is not None:
                     progress(body)
                 elif kind == "loaded":
-                    backend._description = body
-                    return backend
+                    self._description = body
+                    return
                 elif kind == "failed":
                     raise raised(body)
         except EngineCrashed as exc:
-            backend.close()
+            self.close()
             if cancel is not None and cancel.is_set():
-                raise LoadCancelled() from None
-            raise EngineCrashed(f"Loading {path.name}: {exc}") from None
+                raise LoadCancelled(f"Loading {path.name} was cancelled.") from None
+            raise EngineCrashed(f"Loading {path.name} failed: {exc}. The file may be damaged, or need more "
+                                "memory or a newer llama.cpp than this Hearth has.") from None
         except BaseException:
-            backend.close()
+            self.close()
             if cancel is not None and cancel.is_set():
-                raise LoadCancelled() from None
+                raise LoadCancelled(f"Loading {path.name} was cancelled.") from None
             raise
         finally:
             if watcher is not None:
                 watcher.done()
+
+    def when_gone(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(why)` once, from a thread of its own, when the child dies by itself
+        (not when closed): at once if it already has."""
+        self._on_gone = callback
+        if self._process.poll() is not None and not self._closing:
+            callback(self._gone())
 
     # -- the Backend interface ---------------------------------------------------------------------
 
@@ -133,7 +174,7 @@ class ProcessBackend(Backend):
                 try:
                     kind, body = self._answer()
                 except EngineCrashed as exc:
-                    yield ReplyStats.failed(str(exc))
+                    yield ReplyStats.interrupted(str(exc))
                     return
         finally:
             watcher.done()
@@ -150,6 +191,7 @@ class ProcessBackend(Backend):
     def close(self) -> None:
         """The child frees the model (saving the conversation's state) and exits; one that does
         not within EXIT_WAIT_S is killed. Its memory is the system's again."""
+        self._closing = True
         if self._process.poll() is None:
             self._send_quietly("close")
             try:
@@ -158,16 +200,33 @@ class ProcessBackend(Backend):
                 self.kill()
         self._channel.close()
 
+    def _cancel_load(self) -> None:
+        self._closing = True
+        self.kill()
+
     def kill(self) -> None:
+        """End the child at once (SIGKILL): as a crash, unless it was closing anyway."""
         if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None and self.crashed is None
 
     @property
     def pid(self) -> int:
         return self._process.pid
 
     # -- inside ------------------------------------------------------------------------------------
+
+    def _keep_tail(self) -> None:
+        """Keep the last lines the child writes; when it ends on its own, say so (`when_gone`)."""
+        for line in self._process.stderr:
+            self._tail.append(line.rstrip()[:1000])
+        self._process.wait()
+        if not self._closing and self._on_gone is not None:
+            self._on_gone(self._gone())
 
     def _ask(self, kind: str, body: Any, answer: str) -> Any:
         self._send(kind, body)
@@ -206,16 +265,19 @@ class ProcessBackend(Backend):
 
     def _gone(self, reason: str | None = None) -> str:
         """Why the child is gone, said once and kept: its exit status and llama.cpp's last words."""
+        with self._gone_lock:
+            return self._describe_end(reason)
+
+    def _describe_end(self, reason: str | None) -> str:
         if self.crashed is None:
             try:
                 status = self._process.wait(EXIT_WAIT_S)
             except subprocess.TimeoutExpired:
                 self.kill()
                 status = self._process.returncode
-            said = last_words(self._tail) if status < 0 else ""
-            how = (f"llama.cpp crashed ({describe_status(status)})" if status < 0
-                   else f"the engine's process ended ({describe_status(status)})")
-            self.crashed = reason or how + (f": {said}" if said else "")
+            if self._tail_thread is not threading.current_thread():
+                self._tail_thread.join(EXIT_WAIT_S)  # so the tail holds its last words
+            self.crashed = reason or how_it_ended(status, self._tail)
             log.error("the engine's process ended (%s); its last output:\n%s", describe_status(status),
                       "\n".join(self._tail))
         return self.crashed
@@ -239,7 +301,4 @@ class _Watcher:
         self._done.set()
 
 
-def _keep_tail(process: subprocess.Popen, tail: deque[str]) -> None:
-    for line in process.stderr:
-        tail.append(line.rstrip()[:1000])
 

@@ -82,7 +82,11 @@ class _Child:
         try:
             if kind == "invalid":
                 raise body
-            if kind == "load":
+            if kind == "devices":
+                from ..llama.devices import device_report
+
+                self.send("devices", device_report())
+            elif kind == "load":
                 self._load(body)
             elif kind == "stream":
                 self._stream(body)
@@ -104,11 +108,14 @@ class _Child:
         return self.backend
 
     def _load(self, request: LoadRequest) -> None:
-        from ..kv.cache import StateCache
         from ..opening import open_backend
         from ..types import LocalModel
 
-        states = StateCache(request.states) if request.states is not None else None
+        try:
+            states = request.states.open() if request.states is not None else None
+        except OSError as exc:  # replies are only slower to resume: no reason to refuse the model
+            logging.getLogger(__name__).warning("conversations' KV states will not be saved: %s", exc)
+            states = None
         self.backend = open_backend(LocalModel(request.path), request.options,
                                     progress=lambda share: self.send("progress", float(share)), states=states)
         self.send("loaded", self.backend.describe())

@@ -33,13 +33,22 @@ from ..logprobs import Alternative, TokenLogprob
 from ..options import LoadOptions
 from ..sampling import ModelDefaults, SamplingParams
 from ..tools.types import ResponseFormat, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse
-from ..types import DeviceInfo, LocalModel, ModelDescription, OffloadSupport, RemoteModel, ReplyStats, ServerConfig
-from .protocol import Failure, LoadRequest, StreamRequest
+from ..types import (
+    DeviceInfo,
+    DeviceReport,
+    LocalModel,
+    ModelDescription,
+    OffloadSupport,
+    RemoteModel,
+    ReplyStats,
+    ServerConfig,
+)
+from .protocol import Failure, LoadRequest, SavedStates, StreamRequest
 
 # Every class a frame may hold, by name: nothing else is ever built from one.
 CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
-    Alternative, DeviceInfo, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
-    OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, ServerConfig, StreamRequest, Token,
+    Alternative, DeviceInfo, DeviceReport, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
+    OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, SavedStates, ServerConfig, StreamRequest, Token,
     TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse,
 )}
 MAX_DEPTH = 32  # a value nested deeper than any of these classes is: refused, not recursed into

@@ -1,7 +1,6 @@
-"""Hearth's own child processes that run llama.cpp (the model probe, engine/llama/probe.py, and
-the engine's process, backend.py): how to start one, and how it ended, in words for the user
-(the signal that killed it, and the line of llama.cpp's output that says why, a GGML_ASSERT, an
-abort), the same way for both."""
+"""The engine's process (backend.py): how to start Hearth as one, and how it ended, in words for
+the user (the signal that killed it, and the line of llama.cpp's output that says why, a
+GGML_ASSERT, an abort)."""
 
 from __future__ import annotations
 
@@ -37,6 +36,17 @@ def describe_status(status: int) -> str:
         return signal.Signals(-status).name
     except ValueError:
         return f"signal {-status}"
+
+
+def how_it_ended(status: int, tail: Iterable[str]) -> str:
+    """A child's end in words for the user: killed (SIGKILL, which is how the system ends a
+    process when memory runs out), crashed with llama.cpp's last words, or exited."""
+    if status == -signal.SIGKILL:
+        return "llama.cpp was killed (SIGKILL: the system does this when memory runs out)"
+    if status < 0:
+        said = last_words(tail)
+        return f"llama.cpp crashed ({describe_status(status)})" + (f": {said}" if said else "")
+    return f"the engine's process ended ({describe_status(status)})"
 
 
 def last_words(tail: Iterable[str]) -> str:

@@ -4,6 +4,7 @@ answers, and which type each kind of message carries, declared once for both sid
 The parent (backend.py, ProcessBackend) asks; the child (child.py) answers, one request at a time
 except "stop", which may come while a reply streams:
 
+    devices   None              -> devices(DeviceReport): asked before a load, and after one
     load      LoadRequest       -> progress(float)…, then loaded(ModelDescription) or failed(Failure)
     stream    StreamRequest     -> prompt(tuple[int, int])…, event(a ReplyEvent)… ending in a
                                    ReplyStats, or failed(Failure) before the first piece
@@ -27,22 +28,41 @@ from typing import Any
 from ..backend import LoadCancelled
 from ..context import ContextFullError
 from ..gguf.modelfile import ModelFileError
+from ..kv.cache import StateCache
 from ..logprobs import LogprobsUnavailable, TokenLogprob
 from ..options import LoadOptions
 from ..sampling import SamplingError, SamplingParams
 from ..templates.limits import TemplateError
 from ..tools.types import ToolCall, ToolCallDelta, ToolsError, ToolUse
-from ..types import ModelDescription, ReplyStats
+from ..types import DeviceReport, ModelDescription, ReplyStats
+
+
+@dataclass(frozen=True)
+class SavedStates:
+    """Where, and within what budgets, the child keeps conversations' saved KV states: the
+    window's StateCache, which the child opens on the same folder (files are replaced whole, so
+    two processes share one folder safely)."""
+
+    folder: Path
+    memory_budget: int
+    disk_budget: int
+
+    @classmethod
+    def of(cls, cache: StateCache) -> SavedStates:
+        return cls(cache.folder, cache.memory_budget, cache.disk_budget)
+
+    def open(self) -> StateCache:
+        return StateCache(self.folder, self.memory_budget, self.disk_budget)
 
 
 @dataclass(frozen=True)
 class LoadRequest:
-    """Load this GGUF file with these options; `states`: the folder of conversations' saved KV
-    states (None: keep none)."""
+    """Load this GGUF file with these options; `states`: the conversations' saved KV states
+    (None: keep none)."""
 
     path: Path
     options: LoadOptions
-    states: Path | None = None
+    states: SavedStates | None = None
 
 
 @dataclass(frozen=True)
@@ -79,12 +99,12 @@ ReplyEventType = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats
 
 # What each kind of message carries, each side's: a kind not listed is a ProtocolError.
 REQUESTS: dict[str, Any] = {
-    "load": LoadRequest, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
+    "devices": type(None), "load": LoadRequest, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
     "template": str | None, "close": type(None),
 }
 ANSWERS: dict[str, Any] = {
     "progress": float, "loaded": ModelDescription, "failed": Failure, "prompt": tuple[int, int],
-    "event": ReplyEventType, "done": type(None), "template": str,
+    "event": ReplyEventType, "done": type(None), "template": str, "devices": DeviceReport,
 }
 
 

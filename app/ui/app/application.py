@@ -111,6 +111,7 @@ def run_gui(args) -> int:
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
+    bridge.ask_devices()  # the first engine process starts now, after the window: it is kept for the first load
     window.check_database()
     log.info("window shown %.2f s after launch", time.time() - _process_start())
     probe = os.environ.get("HEARTH_STARTUP_PROBE")

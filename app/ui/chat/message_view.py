@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...common.text import printable
 from ...engine.tools.types import ToolCall
 from ...engine.types import ReplyStats, ReplyStatus, StopReason
 from ...store import Source, ToolResult
@@ -59,6 +60,8 @@ def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:
         reason = stats.stop_reason
     if reason is None:
         reason = STATUS_REASONS.get(status)
-    if reason is not None:
+    if reason is StopReason.INTERRUPTED and stats is not None and stats.error:
+        parts.append(f"{reason.words}: {printable(stats.error, limit=240)}")  # what ended it: the engine's process died
+    elif reason is not None:
         parts.append(reason.words)
     return " · ".join(parts)

@@ -104,6 +104,7 @@ class ParametersPanel(QWidget):
         models.modelUnloaded.connect(lambda: self._show_model(None))
         models.settingsChanged.connect(self.show_settings)
         self.reload_notice.setVisible(models.reload_needed)
+        models.offloadSupportChanged.connect(self.set_offload_support)
         models.reloadNeededChanged.connect(self.reload_notice.setVisible)
         self._show_plan()
 

@@ -41,6 +41,7 @@ from ..models import plan_text
 from ..models.picker import ModelPicker
 from ..models.remote_rows import RemoteEntry
 from ..widgets.tooltips import plain_tooltip
+from .engine_status import EngineStatus
 from .store_problems import StoreProblemBanner, guarded
 
 STATUS_NAME_CHARS = 60
@@ -72,7 +73,8 @@ class ModelDisplay(QObject):
     modelUnloaded, loadFailed, loadNeedsConfirmation, settingsChanged (the fit column),
     templateChanged and templateFailed; the session's contextChanged; the picker's
     modelChosen, scanFinished, loadCancelRequested and unloadRequested; the selector's
-    modelChosen; the downloads' modelDownloaded. MessageSending (sending.py) connects what is
+    modelChosen; the downloads' modelDownloaded; offloadSupportChanged (the fit column again).
+    The engine's crashes are EngineStatus's (engine_status.py). MessageSending (sending.py) connects what is
     done besides (a message waiting for the load) after these. The window calls model_name for
     every reply it shows, and show_get_models from its menu and the welcome.
     """
@@ -110,6 +112,8 @@ class ModelDisplay(QObject):
         models.settingsChanged.connect(self.replan_fits)
         models.modelUnloaded.connect(self.on_model_unloaded)
         session.contextChanged.connect(self.show_context)
+        models.offloadSupportChanged.connect(lambda _support: (self.fits_are_stale(), self.replan_fits(models.settings)))
+        self.engine_status = EngineStatus(models, status_bar, self.model_name, self)
         if models.current is not None:  # a window opened over a model loaded before it
             self.on_model_loaded(models.current)
         else:

@@ -1,0 +1,90 @@
+"""The status bar when the model's process dies (#29): what happened, and what Hearth does about it.
+
+llama.cpp runs in a process of its own, so when it aborts, or the system kills it for memory, the
+window stays and says so here, at once and to a screen reader too: "llama.cpp crashed (SIGABRT):
+GGML_ASSERT(…). Loading Gemma again…". The reply it was writing is kept, marked interrupted with
+the same cause, and a message sent meanwhile waits for the model, as during any load. If it dies
+again before a reply gets through, Hearth stops trying and this line offers Reload instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QStatusBar, QToolButton, QWidget
+
+from ...common.text import printable
+from ...owners.model_session import ModelSession
+from ..widgets.announce import announce
+from ..widgets.colors import Tone, set_tone
+
+BACK_MS = 20_000  # how long "loaded again" stays, after the model came back
+CAUSE_CHARS = 240
+
+
+class EngineStatus(QObject):
+    """The engine's crashes in the status bar, for ModelDisplay.
+
+    Slots (connected here): ModelSession's engineCrashed, modelLoaded and loadStarted.
+    `model_name(record)`: the name a model is shown by.
+    """
+
+    def __init__(self, models: ModelSession, status_bar: QStatusBar, model_name: Callable[[str | None], str | None],
+                 parent: QObject):
+        super().__init__(parent)
+        self._models, self._model_name = models, model_name
+        self._reloading = False
+        self.widget = QWidget()
+        self.widget.setAccessibleName("Model process")
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # llama.cpp's own words
+        self.label.setWordWrap(False)
+        self.reload_button = QToolButton()
+        self.reload_button.setText("Reload")
+        self.reload_button.setAutoRaise(True)
+        self.reload_button.setAccessibleName("Reload the model")
+        description = "Load the model again; the conversation is kept"
+        self.reload_button.setAccessibleDescription(description)
+        self.reload_button.setToolTip(description)
+        self.reload_button.clicked.connect(self._reload)
+        row = QHBoxLayout(self.widget)
+        row.setContentsMargins(6, 0, 6, 0)
+        row.addWidget(self.label)
+        row.addWidget(self.reload_button)
+        status_bar.addWidget(self.widget)
+        self.widget.hide()
+        self._hide_timer = QTimer(self)
+        self._hide_timer.setSingleShot(True)
+        self._hide_timer.timeout.connect(self.widget.hide)
+        models.engineCrashed.connect(self._crashed)
+        models.modelLoaded.connect(self._back)
+
+    def _crashed(self, why: str, reloading: bool) -> None:
+        self._hide_timer.stop()
+        self._reloading = reloading
+        set_tone(self.label, Tone.ERROR)
+        cause = printable(why, limit=CAUSE_CHARS)
+        loading = self._models.loading
+        if reloading and loading is not None:
+            text = f"{cause}. Loading {self._model_name(loading.record_name)} again…"
+        else:
+            text = f"{cause}. It stopped again, so Hearth did not load the model again: Reload to try."
+        self.label.setText(text)
+        self.label.setToolTip(text)
+        self.reload_button.setVisible(not reloading)
+        self.widget.show()
+        announce(self.label, text, urgent=True)
+
+    def _back(self, loaded) -> None:
+        if self._reloading and self.widget.isVisible():
+            set_tone(self.label, Tone.NORMAL)
+            self.label.setText(f"{self._model_name(loaded.record_name)} was loaded again after llama.cpp stopped.")
+            self._hide_timer.start(BACK_MS)
+        else:
+            self.widget.hide()
+        self._reloading = False
+
+    def _reload(self) -> None:
+        self.widget.hide()
+        self._models.reload()
