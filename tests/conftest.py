@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 
 # Before anything imports Qt or reads a path: tests never touch the user's own profile.
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -14,6 +15,7 @@ os.environ["HF_HUB_CACHE"] = os.path.join(os.environ["HEARTH_HOME"], "no-hf-cach
 
 import pytest  # noqa: E402
 from support.bundle_build import build as bundle_build  # noqa: E402
+from support.engine_children import our_engine_children  # noqa: E402
 
 
 def _xdist_controller(config) -> bool:
@@ -98,3 +100,16 @@ def scripted_models(qapp, tmp_path, script):
     stack = ModelStack.start(tmp_path, opener=script.open)
     yield stack.models
     stack.shutdown()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_engine_process_outlives_its_module():
+    """Every engine process a test file starts (a bridge's, a backend's) has ended by the file's
+    end: Unload, closing a window's engine and a crash all end theirs, so one left running is a
+    leak (its model's memory kept), found here rather than by the next file that counts them."""
+    before = set(our_engine_children())
+    yield
+    deadline = time.monotonic() + 5
+    while (left := set(our_engine_children()) - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"engine processes left running: {sorted(left)}"

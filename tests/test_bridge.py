@@ -169,15 +169,16 @@ def test_the_model_is_mapped_by_its_own_process_alone_and_unload_ends_it(gemma_p
         os.link(gemma_path, model)
     except OSError:  # another file system
         shutil.copyfile(gemma_path, model)
+    others = set(our_engine_children())  # the module's bridge has its own
     bridge = EngineBridge()
     try:
         with qtbot.waitSignal(bridge.modelLoaded, timeout=60_000):
             bridge.load(LocalModel(model), LoadOptions(n_ctx=256))
-        [child] = our_engine_children()
+        [child] = set(our_engine_children()) - others
         assert maps(child, model) and not maps("self", model)
         with qtbot.waitSignal(bridge.modelUnloaded, timeout=30_000):
             bridge.unload()
-        assert our_engine_children() == []  # the child, its mapping and its file handle are gone
+        assert child not in our_engine_children()  # the child, its mapping and its file handle are gone
         with qtbot.waitSignal(bridge.failed, timeout=30_000) as failed:
             assert bridge.generate(ask("Hello"), PARAMS)
         assert failed.args[0] == "No model is loaded."

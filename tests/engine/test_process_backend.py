@@ -99,7 +99,7 @@ def test_a_child_killed_mid_reply_ends_it_as_interrupted_and_says_how(backend, s
     with pytest.raises(EngineCrashed, match=sig.name):
         backend.stream(MESSAGES, GREEDY, threading.Event())
     backend.close()  # after a crash too: nothing raised, nothing left running
-    assert our_engine_children() == []
+    assert backend.pid not in our_engine_children()
 
 
 def test_a_file_that_is_no_model_is_refused_as_in_process(tmp_path):

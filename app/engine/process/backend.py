@@ -154,7 +154,10 @@ class ProcessBackend(Backend):
                tools: ToolUse = PLAIN, logprobs: int | None = None) -> Iterator[ReplyEvent]:
         self._send("stream", StreamRequest(json.dumps(messages, ensure_ascii=False), params, conversation_id, tools,
                                            logprobs))
-        kind, body = self._answer()  # a reply that cannot start raises here, before its first piece
+        try:
+            kind, body = self._answer()  # a reply that cannot start raises here, before its first piece
+        except EngineCrashed as exc:  # the request reached the child, which died reading the prompt
+            return iter([ReplyStats.interrupted(str(exc))])
         if kind == "failed":
             raise raised(body)
         return self._reply(kind, body, cancel, prompt_progress)

@@ -109,7 +109,10 @@ ANSWERS: dict[str, Any] = {
 
 
 def failure_of(exc: BaseException) -> Failure:
-    return Failure(type(exc).__name__, str(exc))
+    """The Failure for `exc`, named by the nearest class callers tell apart (a MessageTooLongError
+    is raised again as the TemplateError it is), else by its own."""
+    named = next((cls.__name__ for cls in type(exc).__mro__ if cls.__name__ in RAISED), type(exc).__name__)
+    return Failure(named, str(exc))
 
 
 def raised(failure: Failure) -> Exception:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QStatusBar, QToolButton, QWidget
 
 from ...common.text import printable
@@ -19,7 +19,7 @@ from ...owners.model_session import ModelSession
 from ..widgets.announce import announce
 from ..widgets.colors import Tone, set_tone
 
-BACK_MS = 20_000  # how long "loaded again" stays, after the model came back
+BACK_MS = 20_000  # how long "… was loaded again" stays in the status bar
 CAUSE_CHARS = 240
 
 
@@ -33,13 +33,15 @@ class EngineStatus(QObject):
     def __init__(self, models: ModelSession, status_bar: QStatusBar, model_name: Callable[[str | None], str | None],
                  parent: QObject):
         super().__init__(parent)
-        self._models, self._model_name = models, model_name
+        self._models, self._model_name, self._status_bar = models, model_name, status_bar
         self._reloading = False
+        self._cause = ""
         self.widget = QWidget()
         self.widget.setAccessibleName("Model process")
         self.label = QLabel()
         self.label.setTextFormat(Qt.TextFormat.PlainText)  # llama.cpp's own words
         self.label.setWordWrap(False)
+        set_tone(self.label, Tone.ERROR)
         self.reload_button = QToolButton()
         self.reload_button.setText("Reload")
         self.reload_button.setAutoRaise(True)
@@ -54,17 +56,13 @@ class EngineStatus(QObject):
         row.addWidget(self.reload_button)
         status_bar.addWidget(self.widget)
         self.widget.hide()
-        self._hide_timer = QTimer(self)
-        self._hide_timer.setSingleShot(True)
-        self._hide_timer.timeout.connect(self.widget.hide)
         models.engineCrashed.connect(self._crashed)
         models.modelLoaded.connect(self._back)
 
     def _crashed(self, why: str, reloading: bool) -> None:
-        self._hide_timer.stop()
+        self._status_bar.clearMessage()  # a temporary message would hide this line
         self._reloading = reloading
-        set_tone(self.label, Tone.ERROR)
-        cause = printable(why, limit=CAUSE_CHARS)
+        self._cause = cause = printable(why, limit=CAUSE_CHARS)
         loading = self._models.loading
         if reloading and loading is not None:
             text = f"{cause}. Loading {self._model_name(loading.record_name)} again…"
@@ -77,13 +75,14 @@ class EngineStatus(QObject):
         announce(self.label, text, urgent=True)
 
     def _back(self, loaded) -> None:
-        if self._reloading and self.widget.isVisible():
-            set_tone(self.label, Tone.NORMAL)
-            self.label.setText(f"{self._model_name(loaded.record_name)} was loaded again after llama.cpp stopped.")
-            self._hide_timer.start(BACK_MS)
-        else:
-            self.widget.hide()
-        self._reloading = False
+        """The model is back: the status bar's message says so, after the cause (it comes after
+        ModelDisplay's "Loaded …", and replaces it)."""
+        if self._reloading and self._cause:
+            text = f"{self._cause}. {self._model_name(loaded.record_name)} was loaded again."
+            self._status_bar.showMessage(text, BACK_MS)
+            announce(self.label, text)
+        self.widget.hide()
+        self._reloading, self._cause = False, ""
 
     def _reload(self) -> None:
         self.widget.hide()
