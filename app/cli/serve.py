@@ -1,5 +1,9 @@
 """`hearth serve [MODEL]`: the model as a local OpenAI-compatible server (app/serve/) until
-Ctrl+C or SIGTERM; stdout gets one line, the server's base URL, once it is ready."""
+Ctrl+C or SIGTERM; stdout gets one line, the server's base URL, once it is ready.
+
+The model runs in a process of its own, started again by itself when llama.cpp dies
+(engine/process/restarting.py): one request that crashes it costs that request, not the server.
+`hearth chat` keeps llama.cpp in its own process: a crash there ends only that command."""
 
 from __future__ import annotations
 
@@ -15,8 +19,7 @@ from .args import UsageError, check_context
 
 
 def run_serve(args) -> int:
-    from ..engine.opening import open_backend
-    from ..engine.types import LocalModel
+    from ..engine.process.restarting import RestartingBackend
     from ..owners.paths import served_responses_path
     from ..serve import addresses, server
     from ..serve.app import create_app
@@ -44,7 +47,8 @@ def run_serve(args) -> int:
     check_loadable(options)
     sock = addresses.bind(args.host, args.port)  # before loading: a taken port fails at once
     try:
-        backend = open_backend(LocalModel(path), options)
+        backend = RestartingBackend(path, options, say=lambda news: print(f"hearth: {news}", file=sys.stderr,
+                                                                            flush=True))
         print_load_notes(backend.describe())
         queue = EngineQueue(backend, max_waiting=args.max_waiting)
     except BaseException:

@@ -35,6 +35,16 @@ class LoadCancelled(Exception):
     """The user cancelled loading a model."""
 
 
+class BackendUnavailable(Exception):
+    """The backend cannot answer now but will soon (its process is being started again): a
+    server answers 503, for the client to try again."""
+
+    @classmethod
+    def stopped(cls, why: str) -> BackendUnavailable:
+        """The model's process died (`why`, as engine/process says it) and is being started again."""
+        return cls(f"The model's process stopped ({why}) and is being started again; try again in a few seconds.")
+
+
 class Backend(ABC):
     """One loaded model, driven by one thread at a time."""
 

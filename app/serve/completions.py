@@ -81,7 +81,7 @@ class Refusal(Enum):
 
     BAD_REQUEST = "bad_request"  # the template failed, or raw prompts are not possible: 400
     CONTEXT = "context"  # the conversation does not fit the model's context: 400
-    UNAVAILABLE = "unavailable"  # the server is shutting down: 503
+    UNAVAILABLE = "unavailable"  # the server is shutting down, or its model's process restarting: 503
     FAILED = "failed"  # the model failed before its first token: 500
     UNSUPPORTED = "unsupported"  # the backend cannot do what was asked (logprobs of a remote model): 400
 

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..engine.backend import Backend, closing_reply
+from ..engine.backend import Backend, BackendUnavailable, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.logprobs import LogprobsUnavailable
 from ..engine.remote.errors import RemoteError, RemoteFailure
@@ -61,6 +61,9 @@ def _run_choice(backend: Backend, job: Job, params: SamplingParams, cancel: thre
             event = next(events)  # a Backend may raise at the call or at its first event
         except Exception as exc:
             return _refusal(exc)
+        if isinstance(event, ReplyStats) and event.stop_reason is StopReason.INTERRUPTED:
+            # The model's process died before the first token: nothing was sent, so "try again".
+            return Refused(Refusal.UNAVAILABLE, str(BackendUnavailable.stopped(event.error or "")))
         try:
             while not isinstance(event, ReplyStats):
                 deliver(event)
@@ -79,6 +82,8 @@ def _refusal(exc: Exception) -> Refused:
         return Refused(Refusal.BAD_REQUEST, str(exc), exc.param)
     if isinstance(exc, ContextFullError):
         return Refused(Refusal.CONTEXT, str(exc))
+    if isinstance(exc, BackendUnavailable):
+        return Refused(Refusal.UNAVAILABLE, str(exc))
     if isinstance(exc, LogprobsUnavailable):
         return Refused(Refusal.UNSUPPORTED, str(exc), "logprobs")
     if isinstance(exc, RemoteError):  # a model on a server, served on

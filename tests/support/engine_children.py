@@ -9,12 +9,13 @@ from pathlib import Path
 from app.engine.process import CHILD_FLAG
 
 
-def our_engine_children() -> list[int]:
-    """This process's own engine children (never another test worker's), from /proc."""
+def our_engine_children(parent: int | None = None) -> list[int]:
+    """The engine children of `parent` (default: this process; never another test worker's), from /proc."""
+    parent = os.getpid() if parent is None else parent
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid() \
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent \
                     and CHILD_FLAG.encode() in (entry / "cmdline").read_bytes():
                 found.append(int(entry.name))
         except (OSError, ValueError, IndexError):

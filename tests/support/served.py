@@ -52,6 +52,10 @@ class Served:
         return b"".join(self._stderr).decode(errors="replace")
 
     @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
     def running(self) -> bool:
         return self._process.poll() is None
 

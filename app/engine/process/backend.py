@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
+from ..backend import Backend, BackendUnavailable, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
 from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats
@@ -43,8 +43,9 @@ log = logging.getLogger(__name__)
 EXIT_WAIT_S = 5.0  # for a child told to close: then it is killed
 
 
-class EngineCrashed(RuntimeError):
-    """The engine's process is gone: the message says how (a signal, llama.cpp's last words)."""
+class EngineCrashed(BackendUnavailable):
+    """The engine's process is gone: the message says how (a signal, llama.cpp's last words).
+    Whoever holds it loads the model again (a server meanwhile answers 503)."""
 
 
 # Every child: no backtrace from ggml_abort, which would push the GGML_ASSERT line (what the user
