@@ -7,17 +7,16 @@ import os
 import sys
 import tempfile
 
-from .cli.args import USAGE_ERRORS, USER_ERRORS
-from .cli.main import add_subcommands
 from .engine.process import CHILD_FLAG
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .cli.main import add_subcommands
+
     parser = argparse.ArgumentParser(prog="hearth", description="Chat with local GGUF language models, offline.")
     parser.add_argument("--self-test", action="store_true", help="run the GUI end to end headless and exit 0/1")
     parser.add_argument("--screenshot", metavar="FILE.png", help="with --self-test: save a screenshot")
     parser.add_argument("--model", help="open the GUI on this GGUF file")
-    parser.add_argument(CHILD_FLAG, dest="engine_child", type=int, metavar="FD", help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command")
     add_subcommands(subparsers)
     return parser
@@ -38,11 +37,16 @@ def _fill_closed_std_fds() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _fill_closed_std_fds()
-    args = build_parser().parse_args(argv)
-    if args.engine_child is not None:  # Hearth as a model's own process: see engine/process/child.py
+    arguments = sys.argv[1:] if argv is None else argv
+    if len(arguments) == 2 and arguments[0] == CHILD_FLAG and arguments[1].isdigit():
+        # Hearth as a model's own process (engine/process/child.py): before the command line's
+        # modules (and Qt, which they import) load, so a child starts quicker and smaller.
         from .engine.process.child import run_engine_child
 
-        return run_engine_child(args.engine_child)
+        return run_engine_child(int(arguments[1]))
+    from .cli.args import USAGE_ERRORS, USER_ERRORS
+
+    args = build_parser().parse_args(argv)
     if args.self_test:  # before logging starts, so its log goes to the throwaway profile too
         os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-self-test-")
     from .common.logs import setup_logging

@@ -19,4 +19,5 @@ def test_self_test_passes_and_saves_a_screenshot(tmp_path, gemma_path):
     assert result.returncode == 0, result.stdout + result.stderr
     line = result.stdout.strip().splitlines()[-1]
     assert line.startswith("self-test passed in") and "stopped reply kept" in line
+    assert line.endswith("the model's process killed mid-reply and the model loaded again")
     assert shot.stat().st_size > 10_000

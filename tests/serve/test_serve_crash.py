@@ -77,14 +77,30 @@ def test_a_crash_before_the_first_token_is_a_503_and_the_server_goes_on(served):
     assert reply.choices[0].message.content is not None
 
 
+def loaded_again(served, times: int, timeout: float = 60) -> None:
+    """Wait until the server has said `times` times that the model is loaded again."""
+    deadline = time.monotonic() + timeout
+    while served.stderr.count("hearth: The model is loaded again.") < times:
+        assert time.monotonic() < deadline, served.stderr
+        time.sleep(0.05)
+
+
 def test_an_engine_that_dies_again_at_once_is_retried_after_a_pause_that_stderr_names(served):
+    """A child that answered requests and then died is simply replaced; one that dies again
+    before answering anything is given a pause first, which stderr names."""
+    with openai_client(served, timeout=60) as client:
+        assert client.completions.create(model=served.model_id, prompt="1, 2,", max_tokens=2).choices[0].text
+    reloads = served.stderr.count("hearth: The model is loaded again.")
     first = engine_of(served)
     os.kill(first, signal.SIGKILL)
+    loaded_again(served, reloads + 1)
     second = engine_of(served, not_this=first)
-    os.kill(second, signal.SIGKILL)  # again, seconds after loading
-    third = engine_of(served, not_this=second)
-    assert third not in (first, second)
-    assert re.search(r"hearth: llama\.cpp was killed \(SIGKILL[^\n]*\. It stopped \d+ s after loading; "
-                     r"loading it again in 1 s\.", served.stderr), served.stderr
+    os.kill(second, signal.SIGKILL)  # again, seconds after loading, before any request
+    loaded_again(served, reloads + 2)
+    assert engine_of(served) not in (first, second)
+    said = served.stderr.splitlines()[-4:]
+    assert said[0].startswith("hearth: llama.cpp was killed (SIGKILL") and said[0].endswith(". Loading the model again.")
+    assert re.fullmatch(r"hearth: llama\.cpp was killed \(SIGKILL.*\. It stopped \d+ s after loading; "
+                        r"loading it again in 1 s\.", said[2]), said
     with openai_client(served, timeout=60) as client:
         assert client.completions.create(model=served.model_id, prompt="1, 2,", max_tokens=4).choices[0].text

@@ -5,7 +5,8 @@ not the server and every client after it.
 The request that was being answered ends as the child left it: an error event in its stream, or a
 503 where nothing was sent yet (serve/run_job.py). The model is loaded again at once on a thread
 of its own; a request that comes meanwhile waits for it (up to READY_WAIT_S, then 503 saying so).
-A child that dies again soon after loading is a model or machine that will not stay up: each
+A child that dies soon after loading, before answering anything, is a model or machine that will
+not stay up: each
 further try waits twice as long as the last (BACKOFF_FIRST_S up to BACKOFF_MAX_S), and stderr
 says each time what happened and when the next try is, so the server never spins, and never
 gives up while it runs.
@@ -23,7 +24,7 @@ from typing import TypeVar
 from ..backend import Backend, BackendUnavailable, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
-from ..types import DeviceReport, LoadOptions, ModelDescription
+from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats, StopReason
 from .backend import EngineCrashed, ProcessBackend
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class RestartingBackend(Backend):
         self._closed = False
         self._why: str | None = None  # why there is no child now
         self._next_delay = 0.0
+        self._answered = False  # the child now has answered a request
         self._child: ProcessBackend | None = None
         self._adopt(open_child(path, options))
         self._description = self._child.describe()
@@ -62,8 +64,17 @@ class RestartingBackend(Backend):
     def stream(self, messages: list[dict], params: SamplingParams, cancel: threading.Event,
                prompt_progress: PromptProgress | None = None, conversation_id: int | None = None,
                tools: ToolUse = PLAIN, logprobs: int | None = None) -> Iterator[ReplyEvent]:
-        return self._on_child(lambda child: child.stream(messages, params, cancel, prompt_progress, conversation_id,
-                                                         tools, logprobs))
+        events = self._on_child(lambda child: child.stream(messages, params, cancel, prompt_progress, conversation_id,
+                                                           tools, logprobs))
+        return self._noting_answers(events)
+
+    def _noting_answers(self, events: Iterator[ReplyEvent]) -> Iterator[ReplyEvent]:
+        """The child's events as they are; a reply that got through marks the child as one that
+        works, so its death later is not "again at once"."""
+        for event in events:
+            if isinstance(event, ReplyStats) and event.stop_reason is not StopReason.INTERRUPTED:
+                self._answered = True
+            yield event
 
     def set_template_override(self, source: str | None) -> str:
         name = self._on_child(lambda child: child.set_template_override(source))
@@ -98,7 +109,7 @@ class RestartingBackend(Backend):
     def _adopt(self, child: ProcessBackend) -> None:
         started = time.monotonic()
         with self._ready:
-            self._child, self._why = child, None
+            self._child, self._why, self._answered = child, None, False
             self._ready.notify_all()
         child.when_gone(lambda why: self._gone(child, why, time.monotonic() - started))
 
@@ -122,7 +133,7 @@ class RestartingBackend(Backend):
                 return
             self._child, self._why = None, why
         child.close()
-        at_once = lived_s < QUICK_DEATH_S
+        at_once = lived_s < QUICK_DEATH_S and not self._answered
         self._next_delay = min(max(self._next_delay * 2, BACKOFF_FIRST_S), BACKOFF_MAX_S) if at_once else 0.0
         if at_once and self._next_delay:
             self._say(f"{why}. It stopped {lived_s:.0f} s after loading; loading it again in {self._next_delay:.0f} s.")
@@ -143,7 +154,7 @@ class RestartingBackend(Backend):
                 delay = min(max(delay * 2, BACKOFF_FIRST_S), BACKOFF_MAX_S)
                 with self._ready:
                     self._why = str(exc)
-                self._say(f"Loading the model again failed: {exc}. Trying again in {delay:.0f} s.")
+                self._say(f"Loading the model again failed: {str(exc).rstrip('.')}. Trying again in {delay:.0f} s.")
                 continue
             with self._ready:
                 closed = self._closed
