@@ -19,7 +19,7 @@ from ..common.newest import Ticket
 from ..engine.backend import Backend, BackendOpener, LoadCancelled, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.gguf.modelfile import ModelFileError
-from ..engine.process.backend import EngineCrashed
+from ..engine.process.engine_process import EngineCrashed
 from ..engine.remote.errors import RemoteError
 from ..engine.sampling import SamplingParams
 from ..engine.templates.chat_template import TemplateError
@@ -174,10 +174,14 @@ class EngineWorker(QObject):
             run_job(self._backend, served.job, served.cancel_flag, served.deliver, self._use_template)))
 
     def _noting_description(self, reply) -> None:
-        """Run `reply`; say so if the model describes itself differently afterwards."""
-        before = self._backend.describe()
+        """Run `reply`; say so if the model describes itself differently afterwards (unless it
+        died meanwhile: then there is nothing to describe)."""
+        backend = self._backend
+        before = backend.describe()
         reply()
-        after = self._backend.describe()
+        if self._backend is not backend:
+            return
+        after = backend.describe()
         if after.unsent_fields != before.unsent_fields:
             self.described.emit(after)
 
@@ -241,6 +245,10 @@ class EngineWorker(QObject):
                     last_emit = now
         if pending:
             self.chunk.emit(ticket, "".join(pending))
+        if stats.stop_reason is StopReason.INTERRUPTED and self._backend is not None:
+            # What ran the model died: said before the reply's end, so a Send that follows it
+            # finds the model already coming back, not a dead one.
+            self._on_gone(self._backend, stats.error or "the model's process ended")
         self.replyFinished.emit(ticket, "".join(pieces), stats)
 
     @Slot(object)

@@ -16,7 +16,8 @@ from support.engine_children import our_engine_children
 from app.engine.backend import closing_reply
 from app.engine.context import ContextFullError
 from app.engine.options import LoadOptions
-from app.engine.process.backend import EngineCrashed, ProcessBackend
+from app.engine.process.backend import ProcessBackend
+from app.engine.process.engine_process import EngineCrashed
 from app.engine.sampling import SamplingParams
 from app.engine.templates.limits import TemplateError
 from app.engine.types import ReplyStats, StopReason

@@ -24,7 +24,8 @@ from ..backend import Backend, LoadProgress
 from ..kv.cache import StateCache
 from ..opening import open_backend
 from ..types import DeviceReport, LoadOptions, LocalModel, ModelSource, OffloadSupport
-from .backend import EngineCrashed, ProcessBackend
+from .backend import ProcessBackend
+from .engine_process import EngineCrashed
 from .protocol import SavedStates
 
 log = logging.getLogger(__name__)

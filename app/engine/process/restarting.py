@@ -25,7 +25,8 @@ from ..backend import Backend, BackendUnavailable, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
 from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats, StopReason
-from .backend import EngineCrashed, ProcessBackend
+from .backend import ProcessBackend
+from .engine_process import EngineCrashed
 
 log = logging.getLogger(__name__)
 
