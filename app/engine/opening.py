@@ -46,13 +46,25 @@ def open_backend(
     return Engine(source.path, options, progress=progress, cancel=cancel, states=states)
 
 
-def open_embedder(model: Path | None, cache_dir: Path) -> Embedder:
-    """An embedding model in llama.cpp: the GGUF given, else the default one (all-MiniLM-L6-v2,
+def embedding_model(model: Path | None, cache_dir: Path) -> Path:
+    """The embedding GGUF to load: the one given, else the default one (all-MiniLM-L6-v2,
     converted into `cache_dir` on first use; EmbeddingModelUnavailable where it is not
-    installed). Blocks while it loads (and, the first time, converts): call it off the GUI
-    thread. For `hearth docs`, `hearth chat --docs`, `hearth serve`'s /v1/embeddings and the
-    window's documents alike."""
+    installed). The first time, it converts: call it off the GUI thread."""
     from .embedding.default_model import default_embedding_model
-    from .llama.embedder import LlamaEmbedder  # imports llama.cpp: only where documents are used
 
-    return LlamaEmbedder(model if model is not None else default_embedding_model(cache_dir))
+    return model if model is not None else default_embedding_model(cache_dir)
+
+
+def open_embedder(model: Path | None, cache_dir: Path, in_process: bool = False) -> Embedder:
+    """An embedding model (`embedding_model`'s) in llama.cpp, in a process of its own
+    (ProcessEmbedder: the window's documents, `hearth serve`'s /v1/embeddings), or with
+    `in_process` in this one (`hearth docs` and `hearth chat --docs`, where a crash ends only
+    that command). Blocks while it loads: call it off the GUI thread."""
+    path = embedding_model(model, cache_dir)
+    if in_process:
+        from .llama.embedder import LlamaEmbedder  # imports llama.cpp: only where documents are used
+
+        return LlamaEmbedder(path)
+    from .process.embedder import ProcessEmbedder
+
+    return ProcessEmbedder(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -26,3 +27,9 @@ class Embedder(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def model_name(path: Path) -> str:
+    """What a collection records of the model its vectors come from: the file's name and size, so
+    another model that happens to share a file name is not taken for the same one."""
+    return f"{path.stem}-{path.stat().st_size}"

@@ -24,6 +24,7 @@ import numpy as np
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
+from ..embedding.types import model_name
 from ..gguf.modelfile import ModelFileError
 from . import log_shim as llama_log
 from .devices import cpu_threads
@@ -49,9 +50,7 @@ class LlamaEmbedder:
 
     def __init__(self, path: Path, n_threads: int | None = None):
         self.path = Path(path)
-        # What a collection records of the model its vectors come from: the file's name and size,
-        # so another model that happens to share a file name is not taken for the same one.
-        self.name = f"{self.path.stem}-{self.path.stat().st_size}"
+        self.name = model_name(self.path)
         llama_log.install()
         self._llm = self._load(n_threads)
         self.dims: int = self._llm.n_embd()

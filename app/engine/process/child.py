@@ -18,12 +18,16 @@ import queue
 import socket
 import sys
 import threading
+from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from ..backend import Backend, closing_reply
+from ..embedding.types import Embedder
 from .codec import ProtocolError, decode
 from .frames import ChannelClosed, read_frame, write_frame
-from .protocol import REQUESTS, LoadRequest, StreamRequest, failure_of
+from .protocol import REQUESTS, EmbedderInfo, LoadRequest, StreamRequest, Vectors, failure_of
 
 _STOPPED = object()  # the reader's last word: the parent is gone
 
@@ -72,6 +76,7 @@ class _Child:
         self._writing = writing
         self._lock = threading.Lock()
         self.backend: Backend | None = None
+        self.embedder: Embedder | None = None
         self.cancel = threading.Event()
 
     def send(self, kind: str, body: Any = None) -> None:
@@ -98,9 +103,27 @@ class _Child:
             elif kind == "forget":
                 self._loaded().forget_state(body)
                 self.send("done")
+            elif kind == "embedder":
+                self._load_embedder(body)
+            elif kind == "embed":
+                rows = self._embedding().embed(list(body)).astype(np.float32, copy=False)
+                self.send("vectors", Vectors(rows.shape[0], rows.shape[1], rows.tobytes()))
+            elif kind == "count":
+                self.send("count", self._embedding().count_tokens(body))
         except Exception as exc:  # what the in-process engine raises, the parent raises: never the child's end
             logging.getLogger(__name__).info("%s failed: %s", kind, exc)
             self.send("failed", failure_of(exc))
+
+    def _load_embedder(self, path: Path) -> None:
+        from ..llama.embedder import LlamaEmbedder
+
+        self.embedder = LlamaEmbedder(path)
+        self.send("embedder", EmbedderInfo(self.embedder.dims, self.embedder.max_tokens))
+
+    def _embedding(self) -> Embedder:
+        if self.embedder is None:
+            raise RuntimeError("no embedding model is loaded in the engine's process")
+        return self.embedder
 
     def _loaded(self) -> Backend:
         if self.backend is None:
@@ -131,6 +154,9 @@ class _Child:
                 self.send("event", event)
 
     def close(self) -> None:
+        if self.embedder is not None:
+            self.embedder.close()
+            self.embedder = None
         if self.backend is not None:
             self.backend.close()  # the conversation's KV state saved, as when the window unloads
             self.backend = None

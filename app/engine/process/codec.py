@@ -43,13 +43,13 @@ from ..types import (
     ReplyStats,
     ServerConfig,
 )
-from .protocol import Failure, LoadRequest, SavedStates, StreamRequest
+from .protocol import EmbedderInfo, Failure, LoadRequest, SavedStates, StreamRequest, Vectors
 
 # Every class a frame may hold, by name: nothing else is ever built from one.
 CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
-    Alternative, DeviceInfo, DeviceReport, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
+    Alternative, DeviceInfo, DeviceReport, EmbedderInfo, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
     OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, SavedStates, ServerConfig, StreamRequest, Token,
-    TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse,
+    TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse, Vectors,
 )}
 MAX_DEPTH = 32  # a value nested deeper than any of these classes is: refused, not recursed into
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}

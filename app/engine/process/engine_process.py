@@ -37,6 +37,7 @@ EXIT_WAIT_S = 5.0  # for a child told to close: then it is killed
 # Every child: no backtrace from ggml_abort, which would push the GGML_ASSERT line (what the user
 # is told) out of the tail of stderr kept.
 CHILD_ENVIRONMENT = {"GGML_NO_BACKTRACE": "1"}
+NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "GGML_VK_VISIBLE_DEVICES": ""}
 
 
 class EngineCrashed(BackendUnavailable):

@@ -25,12 +25,11 @@ from ..kv.cache import StateCache
 from ..opening import open_backend
 from ..types import DeviceReport, LoadOptions, LocalModel, ModelSource, OffloadSupport
 from .backend import ProcessBackend
-from .engine_process import EngineCrashed
+from .engine_process import NO_GPU_ENVIRONMENT, EngineCrashed
 from .protocol import SavedStates
 
 log = logging.getLogger(__name__)
 
-NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "GGML_VK_VISIBLE_DEVICES": ""}
 
 
 class ChildOpener:

@@ -14,6 +14,12 @@ except "stop", which may come while a reply streams:
     template  str | None        -> template(str) or failed(Failure)
     close     None              -> (the child frees the model and exits)
 
+A child holds a chat model (load…) or an embedding model (ProcessEmbedder, embedder.py):
+
+    embedder  Path              -> embedder(EmbedderInfo) or failed(Failure)
+    embed     tuple[str, ...]   -> vectors(Vectors): one float32 row per text
+    count     str               -> count(int): the tokens the embedding model reads for it
+
 A Failure names the exception the child met by class name; the parent raises the same class
 where it is one callers tell apart (RAISED), else EngineFailure: the window, the command line and
 the server treat a child's refusals exactly as they treat the in-process engine's.
@@ -78,6 +84,23 @@ class StreamRequest:
 
 
 @dataclass(frozen=True)
+class EmbedderInfo:
+    """An embedding model loaded in the child: the length of its vectors, the most tokens a text may have."""
+
+    dims: int
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """Embeddings as they travel: `rows` float32 rows of `dims`, row after row, as bytes."""
+
+    rows: int
+    dims: int
+    data: bytes
+
+
+@dataclass(frozen=True)
 class Failure:
     """An exception the child met where the in-process engine would have raised it: its class's
     name and its message, for the user."""
@@ -100,11 +123,12 @@ ReplyEventType = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats
 # What each kind of message carries, each side's: a kind not listed is a ProtocolError.
 REQUESTS: dict[str, Any] = {
     "devices": type(None), "load": LoadRequest, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
-    "template": str | None, "close": type(None),
+    "template": str | None, "close": type(None), "embedder": Path, "embed": tuple[str, ...], "count": str,
 }
 ANSWERS: dict[str, Any] = {
     "progress": float, "loaded": ModelDescription, "failed": Failure, "prompt": tuple[int, int],
     "event": ReplyEventType, "done": type(None), "template": str, "devices": DeviceReport,
+    "embedder": EmbedderInfo, "vectors": Vectors, "count": int,
 }
 
 
