@@ -21,6 +21,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 
+from .kv.cache import SavedStates
 from .logprobs import TokenLogprob
 from .sampling import SamplingParams
 from .tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
@@ -102,6 +103,11 @@ class Backend(ABC):
 
     def forget_state(self, conversation_id: int) -> None:
         """The conversation was deleted: drop whatever was kept for it. Nothing by default."""
+
+    def saved_states_changed(self, states: SavedStates, cleared: bool) -> None:
+        """The user changed the saved KV states' budgets (`states`), or cleared them all, in the
+        StateCache this backend was opened with. Nothing by default: an in-process engine holds
+        that very cache; a process of its own (engine/process) holds a copy, told here."""
 
     def when_gone(self, callback: Callable[[str], None]) -> None:
         """Call `callback(why)`, from any thread, if the backend stops working by itself (the

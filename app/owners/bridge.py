@@ -32,7 +32,7 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from ..common.newest import NewestWins, Ticket
 from ..engine.backend import BackendOpener
-from ..engine.kv.cache import StateCache
+from ..engine.kv.cache import SavedStates, StateCache
 from ..engine.process.opening import ChildOpener
 from ..engine.sampling import SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolUse
@@ -81,6 +81,7 @@ class EngineBridge(QObject):
     _requestTemplate = Signal(object)
     _requestPrepare = Signal(object)
     _requestForgetState = Signal(int)
+    _requestStates = Signal(object, bool)
 
     def __init__(self, opener: BackendOpener | None = None, states: StateCache | None = None,
                  parent: QObject | None = None):
@@ -102,6 +103,7 @@ class EngineBridge(QObject):
         self._requestTemplate.connect(self._worker.set_template)
         self._requestPrepare.connect(self._worker.prepare)
         self._requestForgetState.connect(self._worker.forget_state)
+        self._requestStates.connect(self._worker.saved_states_changed)
         self.templateChanged = self._worker.templateChanged
         self.templateFailed = self._worker.templateFailed
         self.modelDescribed = self._worker.described
@@ -165,6 +167,12 @@ class EngineBridge(QObject):
     def forget_state(self, conversation_id: int) -> None:
         """The conversation was deleted: the engine drops its saved state."""
         self._requestForgetState.emit(conversation_id)
+
+    def saved_states_changed(self, states: SavedStates, cleared: bool) -> None:
+        """The user changed the saved states' budget (`states` says the budgets now), or cleared
+        them (Settings): the loaded model's process, which keeps states of its own over the same
+        folder, follows."""
+        self._requestStates.emit(states, cleared)
 
     def serve(self, job: Job, deliver: Deliver) -> ServedJob:
         """Queue another program's job behind every request made before it (the GUI's too);

@@ -19,6 +19,7 @@ from ..common.newest import Ticket
 from ..engine.backend import Backend, BackendOpener, LoadCancelled, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.gguf.modelfile import ModelFileError
+from ..engine.kv.cache import SavedStates
 from ..engine.process.engine_process import EngineCrashed
 from ..engine.remote.errors import RemoteError
 from ..engine.sampling import SamplingParams
@@ -274,6 +275,14 @@ class EngineWorker(QObject):
     def forget_state(self, conversation_id: int) -> None:
         if self._backend is not None:
             self._backend.forget_state(conversation_id)
+
+    @Slot(object, bool)
+    def saved_states_changed(self, states: SavedStates, cleared: bool) -> None:
+        if self._backend is not None:
+            try:
+                self._backend.saved_states_changed(states, cleared)
+            except EngineCrashed as exc:  # gone meanwhile: _on_gone says so; a new one reads the folder afresh
+                log.warning("could not tell the model's process of the saved states: %s", exc)
 
     @Slot()
     def unload(self) -> None:

@@ -5,6 +5,7 @@ ending that reply as a failed one that says so, never an exception mid-reply, no
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -110,3 +111,121 @@ def test_a_file_that_is_no_model_is_refused_as_in_process(tmp_path):
     fake.write_bytes(b"GGUF" + b"\x00" * 64)
     with pytest.raises(ModelFileError):
         ProcessBackend.open(fake, LoadOptions(n_ctx=512))
+
+
+def test_a_child_that_dies_while_loading_is_said_and_leaves_nothing_running(gemma_path):
+    others = set(our_engine_children())  # another test's, in this process: never killed here
+
+    def progress(_share):
+        for pid in set(our_engine_children()) - others:
+            os.kill(pid, signal.SIGKILL)
+
+    with pytest.raises(EngineCrashed, match=r"Loading gemma.* failed: llama.cpp was killed \(SIGKILL"):
+        ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=progress)
+    assert set(our_engine_children()) <= others
+
+
+def test_cancel_while_loading_is_a_cancelled_load(gemma_path):
+    from app.engine.backend import LoadCancelled
+
+    others = set(our_engine_children())
+    cancel = threading.Event()
+    with pytest.raises(LoadCancelled):
+        ProcessBackend.open(gemma_path, LoadOptions(n_ctx=512), progress=lambda share: cancel.set(), cancel=cancel)
+    assert set(our_engine_children()) <= others
+
+
+def follow_up_stats(backend, text: str) -> ReplyStats:
+    """Conversation 7 asked again, after its reply `text`: the second reply's statistics."""
+    follow_up = [*MESSAGES, {"role": "assistant", "content": text}, {"role": "user", "content": "And then?"}]
+    backend.prepare(7)
+    with closing_reply(backend.stream(follow_up, GREEDY, threading.Event(), conversation_id=7)) as events:
+        [stats] = [event for event in events if isinstance(event, ReplyStats)]
+    return stats
+
+
+def first_reply(backend) -> str:
+    with closing_reply(backend.stream(MESSAGES, GREEDY, threading.Event(), conversation_id=7)) as events:
+        return "".join(event for event in events if isinstance(event, str))
+
+
+def test_a_conversations_saved_state_outlives_its_child(gemma_path, tmp_path):
+    """The window's reload after a crash starts a new child over the same folder of saved KV
+    states: the conversation is not read again from its start."""
+    from app.engine.kv.cache import StateCache
+
+    states = StateCache(tmp_path / "states").place()
+    first = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=states)
+    try:
+        text = first_reply(first)
+    finally:
+        first.close()  # the child keeps the conversation's state as it exits, as an unload does
+    second = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=states)
+    try:
+        stats = follow_up_stats(second, text)
+    finally:
+        second.close()
+    assert stats.evaluated_prompt_tokens < stats.prompt_tokens / 2, stats
+
+
+def test_saved_states_cleared_in_the_window_are_gone_from_the_child_too(gemma_path, tmp_path):
+    """Settings → Clear deletes the files in the window's process; the child, which keeps the
+    states it saved in memory as well, is told, so the conversation is read again in full."""
+    from app.engine.kv.cache import StateCache
+
+    window_cache = StateCache(tmp_path / "states")
+    backend = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024), states=window_cache.place())
+    try:
+        text = first_reply(backend)
+        backend.prepare(8)  # another conversation opened: 7's state is saved (in memory and on disk)
+        other = [{"role": "user", "content": "Something else entirely: name three rivers."}]
+        with closing_reply(backend.stream(other, GREEDY, threading.Event(), conversation_id=8)) as events:
+            list(events)  # the KV cache holds conversation 8 now
+        assert window_cache.usage()[1] == 1
+        window_cache.clear()
+        backend.saved_states_changed(window_cache.place(), cleared=True)
+        stats = follow_up_stats(backend, text)
+    finally:
+        backend.close()
+    assert stats.evaluated_prompt_tokens > stats.prompt_tokens / 2, stats  # restored, it would be 11 of 58
+
+
+def test_a_tool_call_and_log_probabilities_come_through_the_child(tmp_path):
+    """The scripted Qwen3 model (its greedy reply is always the call get_weather {"city": "Paris"})
+    run in the child: the call's deltas, the whole call and the stop reason arrive typed, as in
+    process; and a reply asked with log-probabilities gets one per token, bytes and all."""
+    from support.model_files.scripted_models import scripted_models
+
+    from app.engine.logprobs import TokenLogprob
+    from app.engine.tools.types import ToolCall, ToolCallDelta
+    from app.engine.tools.wire import tool_use_from_openai
+
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    backend = ProcessBackend.open(scripted_models()["qwen3"].path, LoadOptions(n_ctx=1024))
+    try:
+        with closing_reply(backend.stream([{"role": "user", "content": "Weather?"}], GREEDY, threading.Event(),
+                                          tools=tool_use_from_openai([weather]))) as events:
+            events = list(events)
+        [call] = [event for event in events if isinstance(event, ToolCall)]
+        assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Paris"})
+        assert any(isinstance(event, ToolCallDelta) for event in events)
+        assert events[-1].stop_reason is StopReason.TOOL_CALLS
+        with closing_reply(backend.stream([{"role": "user", "content": "Hi"}], GREEDY, threading.Event(),
+                                          logprobs=2)) as events:
+            events = list(events)
+        logprobs = [event for event in events if isinstance(event, TokenLogprob)]
+        assert logprobs and all(isinstance(item.piece, bytes) and len(item.top) <= 2 for item in logprobs)
+    finally:
+        backend.close()
+
+
+def test_the_child_says_what_gpus_llama_cpp_sees_before_any_model(gemma_path):
+    """What the window's panel and memory plan ask, answered without llama.cpp in the asker."""
+    from app.engine.llama.devices import device_report
+
+    backend = ProcessBackend.start()
+    try:
+        assert backend.devices() == device_report()  # this machine's own answer, asked here
+    finally:
+        backend.close()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from app.engine.backend import Backend, LoadCancelled
 from app.engine.gguf.modelfile import ModelFileError, ModelInfo
+from app.engine.kv.cache import SavedStates
 from app.engine.sampling import SamplingParams
 from app.engine.templates.chat_template import TemplateError
 from app.engine.types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
@@ -45,6 +46,7 @@ class Script:
     conversations: list[int | None] = field(default_factory=list)  # each reply's conversation_id
     prepared: list[int | None] = field(default_factory=list)  # prepare calls: conversations opened
     forgotten: list[int] = field(default_factory=list)  # forget_state calls: conversations deleted
+    states_changes: list[tuple[SavedStates, bool]] = field(default_factory=list)  # Settings' budget or Clear
 
     def open(self, source: LocalModel, options: LoadOptions, progress=None, cancel=None) -> Backend:
         """A BackendOpener."""
@@ -96,6 +98,9 @@ class ScriptedBackend(Backend):
 
     def forget_state(self, conversation_id: int) -> None:
         self._script.forgotten.append(conversation_id)
+
+    def saved_states_changed(self, states: SavedStates, cleared: bool) -> None:
+        self._script.states_changes.append((states, cleared))
 
     def set_template_override(self, source: str | None) -> str:
         self._script.templates.append(source)

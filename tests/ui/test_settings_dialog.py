@@ -80,13 +80,15 @@ def test_ctrl_comma_opens_it_and_esc_closes_it(opened, qtbot):
     assert not dialog.isVisible()
 
 
-def test_clear_empties_the_folder_and_says_so(opened, qtbot, states):
+def test_clear_empties_the_folder_and_says_so(opened, qtbot, states, script):
     dialog = open_settings(qtbot, opened.window)
     assert states.memory_size() > 0
     dialog.saved_states.clear_button.click()
     assert state_files(states) == []
     assert states.memory_size() == 0, "the memory tier is cleared too"
     assert dialog.saved_states.size_label.text() == "Nothing saved"
+    # The loaded model's own process keeps states in memory too: it is told (engine/process).
+    qtbot.waitUntil(lambda: script.states_changes == [(states.place(), True)], timeout=WAIT_MS)
 
 
 def test_a_typed_budget_is_saved_and_applied(opened, qtbot, tmp_path, states):
@@ -111,7 +113,7 @@ def test_a_typed_budget_is_saved_and_applied(opened, qtbot, tmp_path, states):
     assert budget.text() == "None on disk"
 
 
-def test_a_smaller_budget_evicts_at_once(opened, qtbot, states):
+def test_a_smaller_budget_evicts_at_once(opened, qtbot, states, script):
     dialog = open_settings(qtbot, opened.window)
     budget = dialog.saved_states.budget
     budget.setFocus()
@@ -120,6 +122,8 @@ def test_a_smaller_budget_evicts_at_once(opened, qtbot, states):
     QTest.keyClick(budget, Qt.Key.Key_Return)
     assert state_files(states) == []
     assert dialog.saved_states.size_label.text() == "Nothing saved"
+    qtbot.waitUntil(lambda: script.states_changes == [(states.place(), False)], timeout=WAIT_MS)
+    assert script.states_changes[0][0].disk_budget == 0, "the model's process keeps to the new budget too"
 
 
 def test_tab_reaches_the_budget_clear_and_close(opened, qtbot):

@@ -87,6 +87,20 @@ class _Entry:
         return len(self.payload) + len(self.meta) + self.tokens.itemsize * len(self.tokens)
 
 
+@dataclass(frozen=True)
+class SavedStates:
+    """Where, and within what budgets, a StateCache keeps states: what the engine's process (#29)
+    is told, to open a cache of its own on the same folder (files are replaced whole, so two
+    processes share one folder safely)."""
+
+    folder: Path
+    memory_budget: int
+    disk_budget: int
+
+    def open(self) -> StateCache:
+        return StateCache(self.folder, self.memory_budget, self.disk_budget)
+
+
 class StateCache:
     """Saved KV states by conversation id, in memory and in `folder`, each within a budget.
 
@@ -173,6 +187,17 @@ class StateCache:
             self._forget(conversation_id)
 
     # --- the settings' calls -----------------------------------------------------------------
+
+    def place(self) -> SavedStates:
+        return SavedStates(self.folder, self.memory_budget, self.disk_budget)
+
+    def follow(self, place: SavedStates, cleared: bool) -> None:
+        """Take the budgets of another cache over the same folder (the window's, when the user
+        changed them), and forget what is held in memory if it was cleared."""
+        self.memory_budget = place.memory_budget
+        self.disk_budget = place.disk_budget
+        if cleared:
+            self.clear()
 
     def clear(self) -> None:
         """Forget every state, in memory and on disk (temporary files included)."""

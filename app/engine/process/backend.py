@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
+from ..kv.cache import SavedStates
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
 from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats
 from .engine_process import EngineCrashed, EngineProcess
-from .protocol import LoadRequest, SavedStates, StreamRequest, raised
+from .protocol import LoadRequest, StatesChange, StreamRequest, raised
 
 
 class ProcessBackend(Backend):
@@ -135,6 +136,9 @@ class ProcessBackend(Backend):
 
     def set_template_override(self, source: str | None) -> str:
         return self._child.ask("template", source, "template")
+
+    def saved_states_changed(self, states: SavedStates, cleared: bool) -> None:
+        self._child.ask("states", StatesChange(states, cleared), "done")
 
     def devices(self) -> DeviceReport:
         """What llama.cpp sees of the GPUs, from the child: before a load, or after one (then

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..backend import Backend, closing_reply
 from ..embedding.types import Embedder
+from ..kv.cache import StateCache
 from .codec import ProtocolError, decode
 from .frames import ChannelClosed, read_frame, write_frame
 from .protocol import REQUESTS, EmbedderInfo, LoadRequest, StreamRequest, Vectors, failure_of
@@ -77,6 +78,7 @@ class _Child:
         self._lock = threading.Lock()
         self.backend: Backend | None = None
         self.embedder: Embedder | None = None
+        self.states: StateCache | None = None  # the model's saved KV states, where it keeps them
         self.cancel = threading.Event()
 
     def send(self, kind: str, body: Any = None) -> None:
@@ -102,6 +104,10 @@ class _Child:
                 self.send("done")
             elif kind == "forget":
                 self._loaded().forget_state(body)
+                self.send("done")
+            elif kind == "states":
+                if self.states is not None:
+                    self.states.follow(body.states, body.cleared)
                 self.send("done")
             elif kind == "embedder":
                 self._load_embedder(body)
@@ -135,12 +141,11 @@ class _Child:
         from ..types import LocalModel
 
         try:
-            states = request.states.open() if request.states is not None else None
+            self.states = request.states.open() if request.states is not None else None
         except OSError as exc:  # replies are only slower to resume: no reason to refuse the model
             logging.getLogger(__name__).warning("conversations' KV states will not be saved: %s", exc)
-            states = None
         self.backend = open_backend(LocalModel(request.path), request.options,
-                                    progress=lambda share: self.send("progress", float(share)), states=states)
+                                    progress=lambda share: self.send("progress", float(share)), states=self.states)
         self.send("loaded", self.backend.describe())
 
     def _stream(self, request: StreamRequest) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..gguf.modelfile import ModelInfo, Token
+from ..kv.cache import SavedStates
 from ..logprobs import Alternative, TokenLogprob
 from ..options import LoadOptions
 from ..sampling import ModelDefaults, SamplingParams
@@ -43,12 +44,12 @@ from ..types import (
     ReplyStats,
     ServerConfig,
 )
-from .protocol import EmbedderInfo, Failure, LoadRequest, SavedStates, StreamRequest, Vectors
+from .protocol import EmbedderInfo, Failure, LoadRequest, StatesChange, StreamRequest, Vectors
 
 # Every class a frame may hold, by name: nothing else is ever built from one.
 CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     Alternative, DeviceInfo, DeviceReport, EmbedderInfo, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
-    OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, SavedStates, ServerConfig, StreamRequest, Token,
+    OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, SavedStates, ServerConfig, StatesChange, StreamRequest, Token,
     TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse, Vectors,
 )}
 MAX_DEPTH = 32  # a value nested deeper than any of these classes is: refused, not recursed into

@@ -26,7 +26,6 @@ from ..opening import open_backend
 from ..types import DeviceReport, LoadOptions, LocalModel, ModelSource, OffloadSupport
 from .backend import ProcessBackend
 from .engine_process import NO_GPU_ENVIRONMENT, EngineCrashed
-from .protocol import SavedStates
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ class ChildOpener:
 
     def __init__(self, states: StateCache | None = None):
         """`states`: the conversations' saved KV states, which each child keeps in the same folder."""
-        self._states = SavedStates.of(states) if states is not None else None
+        self._states = states
         self._spare: ProcessBackend | None = None
         self._environment: dict[str, str] = {}
 
@@ -64,7 +63,7 @@ class ChildOpener:
             if child is not None:
                 child.close()
             child = ProcessBackend.start(self._environment)
-        child.load(source.path, options, progress, cancel, self._states)
+        child.load(source.path, options, progress, cancel, self._states.place() if self._states is not None else None)
         return child
 
     def close(self) -> None:

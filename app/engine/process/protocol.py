@@ -12,6 +12,7 @@ except "stop", which may come while a reply streams:
     prepare   int | None        -> done
     forget    int               -> done
     template  str | None        -> template(str) or failed(Failure)
+    states    StatesChange      -> done (the user changed the saved states' budget, or cleared them)
     close     None              -> (the child frees the model and exits)
 
 A child holds a chat model (load…) or an embedding model (ProcessEmbedder, embedder.py):
@@ -34,31 +35,13 @@ from typing import Any
 from ..backend import LoadCancelled
 from ..context import ContextFullError
 from ..gguf.modelfile import ModelFileError
-from ..kv.cache import StateCache
+from ..kv.cache import SavedStates
 from ..logprobs import LogprobsUnavailable, TokenLogprob
 from ..options import LoadOptions
 from ..sampling import SamplingError, SamplingParams
 from ..templates.limits import TemplateError
 from ..tools.types import ToolCall, ToolCallDelta, ToolsError, ToolUse
 from ..types import DeviceReport, ModelDescription, ReplyStats
-
-
-@dataclass(frozen=True)
-class SavedStates:
-    """Where, and within what budgets, the child keeps conversations' saved KV states: the
-    window's StateCache, which the child opens on the same folder (files are replaced whole, so
-    two processes share one folder safely)."""
-
-    folder: Path
-    memory_budget: int
-    disk_budget: int
-
-    @classmethod
-    def of(cls, cache: StateCache) -> SavedStates:
-        return cls(cache.folder, cache.memory_budget, cache.disk_budget)
-
-    def open(self) -> StateCache:
-        return StateCache(self.folder, self.memory_budget, self.disk_budget)
 
 
 @dataclass(frozen=True)
@@ -81,6 +64,14 @@ class StreamRequest:
     conversation_id: int | None = None
     tools: ToolUse = ToolUse()
     logprobs: int | None = None
+
+
+@dataclass(frozen=True)
+class StatesChange:
+    """The saved states' budgets now, and whether the user just cleared them all."""
+
+    states: SavedStates
+    cleared: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,7 +114,7 @@ ReplyEventType = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats
 # What each kind of message carries, each side's: a kind not listed is a ProtocolError.
 REQUESTS: dict[str, Any] = {
     "devices": type(None), "load": LoadRequest, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
-    "template": str | None, "close": type(None), "embedder": Path, "embed": tuple[str, ...], "count": str,
+    "template": str | None, "states": StatesChange, "close": type(None), "embedder": Path, "embed": tuple[str, ...], "count": str,
 }
 ANSWERS: dict[str, Any] = {
     "progress": float, "loaded": ModelDescription, "failed": Failure, "prompt": tuple[int, int],

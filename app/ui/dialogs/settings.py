@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -59,7 +59,14 @@ class SavedStatesGroup(QGroupBox):
     """Saved conversation states: what they are, the size on disk, the disk budget, Clear.
 
     `states` None: the cache's folder could not be made; the group says so, its controls
-    disabled (the budget is still shown: it applies from the next start)."""
+    disabled (the budget is still shown: it applies from the next start).
+
+    Signals:
+        statesChanged(bool): the budget changed (False) or every state was cleared (True), in
+            `states`: the engine's process, which keeps states of its own, is told.
+    """
+
+    statesChanged = Signal(bool)
 
     def __init__(self, settings: Settings, states: StateCache | None, parent: QWidget | None = None):
         super().__init__("Saved conversation states", parent)
@@ -136,11 +143,13 @@ class SavedStatesGroup(QGroupBox):
         self.settings.sync()
         if self.states is not None:
             self.states.disk_budget = budget
+            self.statesChanged.emit(False)
         self.refresh()
 
     def _clear(self) -> None:
         if self.states is not None:
             self.states.clear()
+            self.statesChanged.emit(True)
         self.refresh()
 
 
@@ -219,7 +228,11 @@ class SettingsDialog(QDialog):
         document collections, each where it has them."""
         servers = session.tools.servers if session.tools is not None else None
         library = session.documents.library if session.documents is not None else None
-        return cls(settings, states, servers, parent, documents=library)
+        dialog = cls(settings, states, servers, parent, documents=library)
+        if states is not None:
+            dialog.saved_states.statesChanged.connect(
+                lambda cleared: session.bridge.saved_states_changed(states.place(), cleared))
+        return dialog
 
     def show_page(self, page: str | None) -> None:
         """Open at the "tools" tab (the tools button's "Manage tool servers…") or the "documents"
