@@ -10,6 +10,7 @@ writing, if any, has ended as interrupted. What happens next (a reload) is Model
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -218,11 +219,13 @@ class EngineWorker(QObject):
 
     def _relay(self, ticket: Ticket, stream) -> None:
         """Pass the stream's text on in coalesced chunks and its calls as each is complete, then
-        the whole reply and its stats. A call's pieces as it is written are not passed on: the
-        window shows a call when it can be asked about."""
+        the whole reply and its stats. The first text goes at once (time to first token is what a
+        user waits on; a backend whose stream returns only once the prompt is read, as the
+        engine's process does, would otherwise hold it for a whole interval). A call's pieces as
+        it is written are not passed on: the window shows a call when it can be asked about."""
         pieces: list[str] = []
         pending: list[str] = []
-        last_emit = time.perf_counter()
+        last_emit = -math.inf
         stats = ReplyStats()
         with closing_reply(stream) as events:
             for event in events:

@@ -1,4 +1,4 @@
-"""The engine process's wire (#29, under way): the engine's typed values to JSON frames and back,
+"""The engine process's wire (#29): the engine's typed values to JSON frames and back,
 each checked against its declared types; a hostile or broken other side gets a ProtocolError or
 ChannelClosed, never a value of the wrong shape or an exception from inside a constructor."""
 
@@ -32,6 +32,8 @@ EVENTS = [
     TokenLogprob("Hi", -0.25, b"Hi", (Alternative("Hi", -0.25, b"Hi"), Alternative("bytes:\\xe2", -1.5, b"\xe2"))),
     "plain text, with ünïcode and \u2028",
     SamplingParams(temperature=0.0, max_tokens=9),
+    # A logit bias's keys are token ids: JSON spells them as strings, and they come back as ints.
+    SamplingParams(temperature=0.7, logit_bias={1: -100.0, 262143: 2.5}, stop=("\n\n", "User:"), seed=7),
     ToolUse(),
     LoadOptions(),
 ]
@@ -66,6 +68,7 @@ HOSTILE = {
     "a bool where an int is declared": {"$": "ReplyStats", "prompt_tokens": True},
     "a stop reason that is none": {"$": "ReplyStats", "stop_reason": "exploded"},
     "a required field left out": {"$": "ToolCall", "index": 0, "id": "c"},
+    "a token id that is no number": {"$": "SamplingParams", "logit_bias": {"1e9": 1.0}},
     "a tuple that is an object": {"$": "TokenLogprob", "token": "a", "logprob": 0.0, "piece": "YQ==",
                                   "top": {"0": 1}},
     "bytes that are not base64": {"$": "Alternative", "token": "a", "logprob": 0.0, "piece": "not base64!"},

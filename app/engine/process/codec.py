@@ -84,6 +84,16 @@ def encode(value: Any) -> Any:
     raise ProtocolError(f"a {type(value).__name__} is not a value the protocol carries")
 
 
+def _key(key: str, expected: Any) -> Any:
+    """An object's key: JSON keys are strings, so an int key (a logit bias's token id) travels as
+    its digits and is read back as an int."""
+    if expected is int:
+        if not (key.isascii() and key.lstrip("-").isdigit()) or len(key) > 20:
+            raise ProtocolError(f"{_shown(key)} where an integer key was expected")
+        return int(key)
+    return _decode(key, expected, 0)
+
+
 def decode(data: Any, expected: Any = Any) -> Any:
     """The value `data` stands for, checked against the type `expected` (a class, a union, a
     tuple[…] or dict[…], or Any: then a dataclass must name itself). ProtocolError otherwise."""
@@ -123,7 +133,7 @@ def _decode(data: Any, expected: Any, depth: int) -> Any:
         key_type, value_type = typing.get_args(expected)
         if not isinstance(data, dict) or "$" in data:
             raise ProtocolError(f"{_shown(data)} where an object was expected")
-        return {_decode(key, key_type, depth + 1): _decode(item, value_type, depth + 1) for key, item in data.items()}
+        return {_key(key, key_type): _decode(item, value_type, depth + 1) for key, item in data.items()}
     if origin is typing.Literal:
         if data not in typing.get_args(expected):
             raise ProtocolError(f"{_shown(data)} is not one of {typing.get_args(expected)}")
