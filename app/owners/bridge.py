@@ -221,7 +221,10 @@ class EngineBridge(QObject):
         self.refuse_served(SHUTTING_DOWN)
         self._requestUnload.emit()
         self._thread.quit()
-        self._thread.wait(timeout_ms)
+        if self._thread.wait(timeout_ms):
+            # The engine thread has ended, and its loop may have ended before the unload posted
+            # just above ran: whatever it still holds (the model's process) is closed here.
+            self._worker.unload()
         if self._children is not None:
             self._children.close()
 

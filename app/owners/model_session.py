@@ -194,7 +194,7 @@ class ModelSession(QObject):
                 self.loadNeedsConfirmation.emit(source, planned)
                 return
         self._loading = (source, settings)
-        self._crashed_source, self._reloading = None, False
+        self._crashed_source, self._reloading, self._crashes = None, False, 0  # a load asked for starts afresh
         options = LoadOptions() if isinstance(source, RemoteModel) else settings.load_options()
         self._bridge.load(source, options)
         self.loadStarted.emit(source)
@@ -296,13 +296,17 @@ class ModelSession(QObject):
         current = self._current
         if current is None:
             return
+        if self._loading is not None and not self._reloading:  # the user's choice comes instead: no reload to offer
+            self._on_unloaded()
+            return
         self._crashes += 1
-        if self._loading is not None or self._crashes >= MAX_CRASHES:
+        if self._crashes >= MAX_CRASHES:
             self._give_up(current.source, why)
             return
-        self.engineCrashed.emit(why, True)
+        crashes = self._crashes
         self.load(current.source, anyway=True)
-        self._reloading = True
+        self._crashes, self._reloading = crashes, True  # load() starts a load the user asked for afresh
+        self.engineCrashed.emit(why, True)  # after load(): `loading` says what comes back
 
     def _give_up(self, source: ModelSource, why: str) -> None:
         """No model now; reload() loads `source` when the user asks."""

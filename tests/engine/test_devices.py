@@ -1,6 +1,6 @@
 """ggml's device registry, read through our ctypes bindings."""
 
-from app.engine.llama.devices import devices, gpu_memory_bytes, supports_gpu_offload
+from app.engine.llama.devices import device_report, devices, offload_support
 
 
 def test_the_cpu_is_listed_with_its_memory():
@@ -9,7 +9,9 @@ def test_the_cpu_is_listed_with_its_memory():
 
 
 def test_vram_is_reported_only_where_a_gpu_is():
-    if supports_gpu_offload() and any(d.kind == "GPU" for d in devices()):
-        assert gpu_memory_bytes() > 0
+    report = device_report()
+    assert report.offload == offload_support()
+    if report.offload.gpu and any(d.kind in ("GPU", "IGPU") for d in devices()):
+        assert report.gpu_total > 0 and 0 < report.gpu_free <= report.gpu_total
     else:
-        assert gpu_memory_bytes() is None
+        assert report.gpu_total is None and report.gpu_free is None

@@ -57,18 +57,24 @@ def test_a_crash_mid_reply_ends_that_stream_with_an_error_and_the_next_request_i
 
 def test_a_crash_before_the_first_token_is_a_503_and_the_server_goes_on(served):
     """The engine is frozen (SIGSTOP) while it has the request, then killed: nothing was sent, so
-    the client is told to try again (503), which then works."""
-    child = engine_of(served)
-    os.kill(child, signal.SIGSTOP)
-    answers: list[httpx.Response] = []
-    request = threading.Thread(target=lambda: answers.append(httpx.post(
-        f"{served.base_url}/chat/completions", timeout=60,
-        json={"model": served.model_id, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8})))
-    request.start()
-    time.sleep(1.0)  # the request is the frozen engine's
-    os.kill(child, signal.SIGKILL)
-    request.join(60)
-    [answer] = answers
+    the client is told to try again (503), which then works. Nothing outside the server shows
+    when the request has reached the frozen engine, so a second passes first; on a machine so
+    busy that it had not, the request is answered by the engine started next (a 200), and the
+    whole is tried again."""
+    for _attempt in range(3):
+        child = engine_of(served)
+        os.kill(child, signal.SIGSTOP)
+        answers: list[httpx.Response] = []
+        request = threading.Thread(target=lambda: answers.append(httpx.post(
+            f"{served.base_url}/chat/completions", timeout=60,
+            json={"model": served.model_id, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8})))
+        request.start()
+        time.sleep(1.0)  # the request is the frozen engine's
+        os.kill(child, signal.SIGKILL)
+        request.join(60)
+        [answer] = answers
+        if answer.status_code != 200:
+            break
     assert answer.status_code == 503, answer.text
     assert answer.json()["error"]["message"].startswith("The model's process stopped (llama.cpp was killed (SIGKILL")
     with openai_client(served, timeout=60) as client:

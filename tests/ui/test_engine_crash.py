@@ -96,6 +96,9 @@ def test_a_message_sent_while_the_model_comes_back_waits_for_it(crash_window, qt
     with qtbot.waitSignal(window.models.engineCrashed, timeout=10_000) as crashed:
         window.kill_engine()  # while idle: the window hears of it at once, not at the next Send
     assert crashed.args[1] is True and window.models.loading is not None
+    status = window.window.model_display.engine_status
+    assert status.label.text().endswith("Loading Gemma 3 270m again…") and status.label.text().startswith(
+        "llama.cpp was killed (SIGKILL") and not status.reload_button.isVisible()
     with qtbot.waitSignal(window.session.replyFinished, timeout=60_000) as finished:
         window.type_and_send("Are you there?")
         assert window.window.composer.waiting  # "Will send when … has loaded."

@@ -141,12 +141,6 @@ def device_report() -> DeviceReport:
     return DeviceReport(support, sum(d.memory_total for d in gpus) or None, sum(d.memory_free for d in gpus) or None)
 
 
-def gpu_memory_bytes() -> int | None:
-    """Total memory of the GPUs llama.cpp can offload to, or None where there are none."""
-    gpus = [d for d in devices() if d.kind in ("GPU", "IGPU")]
-    return sum(d.memory_total for d in gpus) or None
-
-
 @dataclass(frozen=True)
 class CpuThreads:
     generate: int  # one token at a time: memory-bound, so one thread per physical core

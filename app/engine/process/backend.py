@@ -30,6 +30,8 @@ from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats
 from .engine_process import EngineCrashed, EngineProcess
 from .protocol import LoadRequest, StatesChange, StreamRequest, raised
 
+ABANDON_WAIT_S = 30.0  # for a reply its reader left to end in the child (a long prompt reads on to a batch's end)
+
 
 class ProcessBackend(Backend):
     """One chat model in a process of its own. Driven by one thread at a time, as every Backend.
@@ -110,23 +112,56 @@ class ProcessBackend(Backend):
 
     def _reply(self, kind: str, body: Any, cancel: threading.Event,
                prompt_progress: PromptProgress | None) -> Iterator[ReplyEvent]:
+        """The reply's events, ending in exactly one ReplyStats whatever the child does: one it
+        sends, a failure it sends after the first piece, or its death."""
         watcher = Watcher(cancel, lambda: self._child.send_quietly("stop"))
+        ended = False
         try:
             while True:
                 if kind == "prompt":
                     if prompt_progress is not None:
                         prompt_progress(*body)
                 elif kind == "event":
+                    ended = isinstance(body, ReplyStats)
                     yield body
-                    if isinstance(body, ReplyStats):
+                    if ended:
                         return
+                elif kind == "failed":  # the child's reply failed after its first piece: the text so far stays
+                    ended = True
+                    yield ReplyStats.failed(body.message)
+                    return
+                else:  # an answer to no question: the child is out of step, so it is ended
+                    self._child.kill()
+                    ended = True
+                    yield ReplyStats.interrupted(f"the engine's process answered {kind!r} during a reply")
+                    return
                 try:
                     kind, body = self._child.answer()
                 except EngineCrashed as exc:
+                    ended = True
                     yield ReplyStats.interrupted(str(exc))
                     return
         finally:
             watcher.done()
+            if not ended:
+                self._abandoned()
+
+    def _abandoned(self) -> None:
+        """The caller stopped reading before the reply's end: the child stops it and its last
+        answers are read here, so the next request's first answer is its own. A child that does
+        not end it within ABANDON_WAIT_S is killed."""
+        self._child.send_quietly("stop")
+        deadline = threading.Timer(ABANDON_WAIT_S, self._child.kill)
+        deadline.start()
+        try:
+            while True:
+                kind, body = self._child.answer()
+                if kind == "failed" or kind == "event" and isinstance(body, ReplyStats):
+                    return
+        except EngineCrashed:
+            pass
+        finally:
+            deadline.cancel()
 
     def prepare(self, conversation_id: int | None) -> None:
         self._child.ask("prepare", conversation_id, "done")

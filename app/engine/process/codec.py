@@ -53,6 +53,7 @@ CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse, Vectors,
 )}
 MAX_DEPTH = 32  # a value nested deeper than any of these classes is: refused, not recursed into
+MAX_INT = 2**63 - 1  # no count, id or size the engine sends is larger: a larger one is refused, not computed with
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -88,9 +89,10 @@ def _key(key: str, expected: Any) -> Any:
     """An object's key: JSON keys are strings, so an int key (a logit bias's token id) travels as
     its digits and is read back as an int."""
     if expected is int:
-        if not (key.isascii() and key.lstrip("-").isdigit()) or len(key) > 20:
+        digits = key[1:] if key.startswith("-") else key
+        if not (digits.isascii() and digits.isdigit()) or len(key) > 20:
             raise ProtocolError(f"{_shown(key)} where an integer key was expected")
-        return int(key)
+        return _plain(int(key), int, 0)
     return _decode(key, expected, 0)
 
 
@@ -169,10 +171,10 @@ def _plain(data: Any, expected: type, depth: int) -> Any:
     if expected is float:
         if isinstance(data, str) and data in _FLOATS:
             return _FLOATS[data]
-        if isinstance(data, (int, float)) and not isinstance(data, bool):
+        if isinstance(data, float) or isinstance(data, int) and not isinstance(data, bool) and abs(data) <= MAX_INT:
             return float(data)
     elif expected is int:
-        if isinstance(data, int) and not isinstance(data, bool):
+        if isinstance(data, int) and not isinstance(data, bool) and abs(data) <= MAX_INT:
             return data
     elif expected in (bool, str) and type(data) is expected:
         return data

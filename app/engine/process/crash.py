@@ -1,4 +1,4 @@
-"""The engine's process (backend.py): how to start Hearth as one, and how it ended, in words for
+"""The engine's process (engine_process.py): how to start Hearth as one, and how it ended, in words for
 the user (the signal that killed it, and the line of llama.cpp's output that says why, a
 GGML_ASSERT, an abort)."""
 

@@ -26,14 +26,15 @@ from typing import Any
 from ..backend import BackendUnavailable
 from ..types import DeviceReport
 from . import CHILD_FLAG
-from .codec import ProtocolError
 from .crash import TAIL_LINES, describe_status, hearth_command, hearth_folder, how_it_ended
 from .frames import ChannelClosed, read_message, write_frame
 from .protocol import ANSWERS, raised
 
 log = logging.getLogger(__name__)
 
-EXIT_WAIT_S = 5.0  # for a child told to close: then it is killed
+CLOSE_WAIT_S = 60.0  # for a child told to close, which saves the conversation's KV state first
+EXIT_WAIT_S = 5.0  # for a child whose socket closed to be reaped, and for its last stderr lines
+TAIL_LINE_BYTES = 4096  # of one stderr line kept: a child cannot grow the parent's memory with one long line
 # Every child: no backtrace from ggml_abort, which would push the GGML_ASSERT line (what the user
 # is told) out of the tail of stderr kept.
 CHILD_ENVIRONMENT = {"GGML_NO_BACKTRACE": "1"}
@@ -55,7 +56,9 @@ class EngineProcess:
         self._send_lock, self._gone_lock = threading.Lock(), threading.Lock()
         self._closing = False  # the end is ours (close, a cancelled load): nobody is told it died
         self._on_gone: Callable[[str], None] | None = None
+        self._told = False  # the owner has heard of the child's end (when_gone: once)
         self.crashed: str | None = None  # why the child is gone, once it is
+        self._tail_done = threading.Event()  # stderr read to its end: the tail holds the last words
         self._tail_thread = threading.Thread(target=self._keep_tail, daemon=True, name=f"engine-{process.pid}-stderr")
 
     @classmethod
@@ -66,8 +69,8 @@ class EngineProcess:
         try:
             process = subprocess.Popen(
                 hearth_command(CHILD_FLAG, str(theirs.fileno())), pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                errors="replace", cwd=hearth_folder(), env={**os.environ, **CHILD_ENVIRONMENT, **(environment or {})})
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                cwd=hearth_folder(), env={**os.environ, **CHILD_ENVIRONMENT, **(environment or {})})
         except OSError as exc:
             ours.close()
             raise EngineCrashed(f"the engine's process could not start: {exc}") from None
@@ -87,6 +90,7 @@ class EngineProcess:
         if got == "failed":
             raise raised(value)
         if got != answer:
+            self.kill()  # out of step with its parent: nothing it says can be trusted now
             raise EngineCrashed(self._gone(f"the engine's process answered {got!r} to {kind!r}"))
         return value
 
@@ -114,7 +118,7 @@ class EngineProcess:
             return read_message(self._reading, ANSWERS)
         except (ChannelClosed, OSError):
             raise EngineCrashed(self._gone()) from None
-        except ProtocolError as exc:  # a child that speaks nonsense is as good as gone
+        except Exception as exc:  # a child that speaks nonsense (a ProtocolError, or worse) is as good as gone
             self.kill()
             raise EngineCrashed(self._gone(f"the engine's process sent what is not a message ({exc})")) from None
 
@@ -125,11 +129,13 @@ class EngineProcess:
     # -- its life ----------------------------------------------------------------------------------
 
     def when_gone(self, callback: Callable[[str], None]) -> None:
-        """Call `callback(why)` once, from a thread of its own, when the child dies by itself
-        (not when closed or cancelled): at once if it already has."""
-        self._on_gone = callback
-        if self._process.poll() is not None and not self._closing:
-            callback(self._gone())
+        """Call `callback(why)` once, never on the caller's thread, when the child dies by itself
+        (not when closed or cancelled), even if it already has."""
+        with self._gone_lock:
+            self._on_gone = callback
+            ended = self._tail_done.is_set()
+        if ended:  # the stderr thread has finished already: tell from a thread of its own
+            threading.Thread(target=self._tell, daemon=True, name=f"engine-{self.pid}-gone").start()
 
     def close(self) -> None:
         """The child frees what it holds (a chat model saves its conversation's state) and exits;
@@ -138,8 +144,9 @@ class EngineProcess:
         if self._process.poll() is None:
             self.send_quietly("close")
             try:
-                self._process.wait(EXIT_WAIT_S)
+                self._process.wait(CLOSE_WAIT_S)
             except subprocess.TimeoutExpired:
+                log.warning("the engine's process did not exit within %.0f s of being closed: killed", CLOSE_WAIT_S)
                 self.kill()
         self._channel.close()
 
@@ -165,25 +172,42 @@ class EngineProcess:
     # -- inside ------------------------------------------------------------------------------------
 
     def _keep_tail(self) -> None:
-        """Keep the last lines the child writes; when it ends on its own, say so (`when_gone`)."""
-        for line in self._process.stderr:
-            self._tail.append(line.rstrip()[:1000])
+        """Keep the last lines the child writes (each cut to TAIL_LINE_BYTES); when it ends on its
+        own, say so (`when_gone`)."""
+        stderr = self._process.stderr
+        while line := stderr.readline(TAIL_LINE_BYTES):
+            if not line.endswith(b"\n"):  # an over-long line: the rest of it is not kept
+                while (rest := stderr.readline(TAIL_LINE_BYTES)) and not rest.endswith(b"\n"):
+                    pass
+            self._tail.append(line.decode("utf-8", errors="replace").rstrip()[:1000])
         self._process.wait()
-        if not self._closing and self._on_gone is not None:
-            self._on_gone(self._gone())
+        self._tail_done.set()
+        self._tell()
+
+    def _tell(self) -> None:
+        """The owner hears of a death it did not ask for, once."""
+        with self._gone_lock:
+            callback, first = self._on_gone, not self._told
+            if callback is None or self._closing or not first:
+                return
+            self._told = True
+        callback(self._gone())
 
     def _gone(self, reason: str | None = None) -> str:
-        """Why the child is gone, said once and kept: its exit status and llama.cpp's last words."""
+        """Why the child is gone, said once and kept: its exit status and llama.cpp's last words.
+        Waited for outside the lock: the stderr thread that reads those words takes it too."""
+        if self.crashed is not None:
+            return self.crashed
+        try:
+            status = self._process.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            status = self._process.returncode
+        self._tail_done.wait(EXIT_WAIT_S)
         with self._gone_lock:
             if self.crashed is None:
-                try:
-                    status = self._process.wait(EXIT_WAIT_S)
-                except subprocess.TimeoutExpired:
-                    self.kill()
-                    status = self._process.returncode
-                if self._tail_thread is not threading.current_thread():
-                    self._tail_thread.join(EXIT_WAIT_S)  # so the tail holds its last words
                 self.crashed = reason or how_it_ended(status, self._tail)
-                log.error("the engine's process ended (%s); its last output:\n%s", describe_status(status),
-                          "\n".join(self._tail))
+                end = "closed" if self._closing else "ended"
+                log.log(logging.INFO if self._closing else logging.ERROR, "the engine's process %s (%s); its last "
+                        "output:\n%s", end, describe_status(status), "\n".join(self._tail))
             return self.crashed

@@ -56,7 +56,8 @@ class ChildOpener:
 
     def __call__(self, source: ModelSource, options: LoadOptions, progress: LoadProgress | None = None,
                  cancel: threading.Event | None = None) -> Backend:
-        if not isinstance(source, LocalModel):
+        if not isinstance(source, LocalModel):  # a server's model: no llama.cpp here, so no child kept for it
+            self._discard_spare()
             return open_backend(source, options, progress, cancel)
         child, self._spare = self._spare, None
         if child is None or not child.alive:

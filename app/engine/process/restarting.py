@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from ..backend import Backend, BackendUnavailable, PromptProgress, ReplyEvent
+from ..backend import Backend, BackendUnavailable, LoadCancelled, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
 from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats, StopReason
@@ -42,19 +42,19 @@ class RestartingBackend(Backend):
     """One local model in a child process that is replaced when it dies. Driven by one thread
     (the server's EngineQueue), as every Backend; the restarts run on a thread of their own."""
 
-    def __init__(self, path: Path, options: LoadOptions, say: Callable[[str], None] = log.warning,
-                 open_child: Callable[[Path, LoadOptions], ProcessBackend] = ProcessBackend.open):
+    def __init__(self, path: Path, options: LoadOptions, say: Callable[[str], None] = log.warning):
         """Load the model (raising as any load does: the server does not start). `say`: where
         crashes and restarts are told (hearth serve: its stderr)."""
-        self._path, self._options, self._say, self._open = path, options, say, open_child
+        self._path, self._options, self._say = path, options, say
         self._ready = threading.Condition()
+        self._closing = threading.Event()  # set by close(): a reload under way is cancelled
         self._template: str | None = options.template_override
         self._closed = False
         self._why: str | None = None  # why there is no child now
         self._next_delay = 0.0
         self._answered = False  # the child now has answered a request
         self._child: ProcessBackend | None = None
-        self._adopt(open_child(path, options))
+        self._adopt(ProcessBackend.open(path, options))
         self._description = self._child.describe()
 
     # -- the Backend interface ---------------------------------------------------------------------
@@ -92,6 +92,7 @@ class RestartingBackend(Backend):
         return self._on_child(lambda child: child.devices())
 
     def close(self) -> None:
+        self._closing.set()
         with self._ready:
             self._closed = True
             child, self._child = self._child, None
@@ -148,9 +149,11 @@ class RestartingBackend(Backend):
                 if self._ready.wait_for(lambda: self._closed, delay):
                     return
             try:
-                child = self._open(self._path, self._options)
+                child = ProcessBackend.open(self._path, self._options, cancel=self._closing)
                 if self._template != self._options.template_override:
                     child.set_template_override(self._template)
+            except LoadCancelled:  # the server is stopping
+                return
             except Exception as exc:  # the file went away, or it crashed loading: tried again, later
                 delay = min(max(delay * 2, BACKOFF_FIRST_S), BACKOFF_MAX_S)
                 with self._ready:

@@ -26,7 +26,7 @@ CAUSE_CHARS = 240
 class EngineStatus(QObject):
     """The engine's crashes in the status bar, for ModelDisplay.
 
-    Slots (connected here): ModelSession's engineCrashed, modelLoaded and loadStarted.
+    Slots (connected here): ModelSession's engineCrashed and modelLoaded.
     `model_name(record)`: the name a model is shown by.
     """
 
