@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.engine.gguf.reading import model_shape  # noqa: E402
-from app.engine.llama.machine import free_ram  # noqa: E402
+from app.engine.machine import free_ram  # noqa: E402
 from app.engine.memory_plan import MIB, plan  # noqa: E402
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions  # noqa: E402
 

@@ -26,7 +26,7 @@ def test_the_window_loads_neither_llama_cpp_nor_the_servers_starlette():
 
 
 @pytest.mark.parametrize("module", [
-    "app.engine.types", "app.engine.backend", "app.engine.opening", "app.engine.llama.load_checks",
+    "app.engine.types", "app.engine.backend", "app.engine.opening", "app.engine.load_checks",
     "app.engine.memory_plan", "app.store", "app.common.newest", "app.library.scan", "app.library.default_model",
     "app.conversation.history", "app.serve.app", "app.serve.queue", "app.tool_servers.supervisor",
     "app.tool_servers.catalog", "app.tool_servers.runner",

@@ -258,3 +258,21 @@ def test_the_wall_reader_sees_deferred_and_relative_imports():
     # cli/serve.py imports the server inside run_serve; __main__ imports cli.args relatively.
     assert "app.serve.server" in GRAPH["app.cli.serve"]
     assert "app.cli.args" in GRAPH["app.__main__"]
+
+
+# What runs in the window's process and in `hearth serve`'s: llama.cpp runs in the engine's
+# process (engine/process/child.py), never here (#29).
+OUT_OF_LLAMA = ("app.owners", "app.ui", "app.serve", "app.cli.serve")
+
+
+def test_the_window_and_the_server_never_load_llama_cpp():
+    """Not even through a deferred import: a crash in llama.cpp must cost the engine's process
+    alone, so nothing the window or the server imports reaches engine/llama/ or llama_cpp."""
+    chains = []
+    for module in sorted(MODULES):
+        if module.startswith(OUT_OF_LLAMA):
+            reached = sorted(target for target in reachable(module)
+                             if target.startswith(LLAMA_ONLY_IN) or target == "llama_cpp")
+            if reached:
+                chains.append(f"{module} reaches {', '.join(reached[:3])}")
+    assert not chains, "llama.cpp reachable from the window or the server:\n" + "\n".join(chains[:20])

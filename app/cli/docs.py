@@ -58,7 +58,7 @@ def open_embedder(model: Path | None):
     from ..engine.opening import open_embedder as opened
 
     try:
-        return opened(model, paths.embedding_models_dir(), in_process=True)  # a crash ends only this command
+        return opened(model, paths.embedding_models_dir())  # in this process: a crash ends only this command
     except EmbeddingModelUnavailable as exc:
         raise UsageError(f"{exc} Or give one with --embedding-model FILE.gguf.") from None
 

@@ -20,7 +20,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from ..engine.llama.load_checks import needs_flash_attention
+from ..engine.load_checks import needs_flash_attention
 from ..engine.options import LOAD_OPTIONS, KvCacheType, LoadOption, Overrides
 from ..engine.types import LoadOptions, ModelDescription
 from .args import UsageError, sampling_overrides

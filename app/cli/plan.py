@@ -42,7 +42,8 @@ def add_plan_arguments(inspect: argparse.ArgumentParser) -> None:
 
 def run_plan(args) -> int:
     """Print the plan as JSON on stdout."""
-    from ..engine.llama import machine  # may import llama_cpp, to ask the build about its GPUs
+    from ..engine import machine
+    from ..engine.llama import devices  # imports llama_cpp, to ask the build about its GPUs (the command line may)
 
     info = inspect_model(args.model)  # refuses a file llama.cpp could not load, as `inspect` does
     check_context(args.ctx, info.context_length)  # the range `chat` and `serve` accept
@@ -50,8 +51,8 @@ def run_plan(args) -> int:
     kv = KvCacheType(args.kv_type) if args.kv_type else KvCacheType.F16
     options = LoadOptions(n_ctx=args.ctx, kv_type_k=kv, kv_type_v=kv,
                           flash_attn=FlashAttention(args.flash_attn) if args.flash_attn else FlashAttention.AUTO)
-    offloads = machine.can_offload()
-    free_vram = machine.free_vram() if offloads else None
+    offloads = devices.supports_gpu_offload()
+    free_vram = devices.free_vram() if offloads else None
     asked_layers = None if args.gpu_layers == AUTO else args.gpu_layers
     gpu_layers = gpu_layers_for(shape, replace(options, n_gpu_layers=asked_layers), offloads=offloads,
                                 free_vram=lambda: free_vram)

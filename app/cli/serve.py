@@ -120,9 +120,10 @@ def _embeddings(model: Path | None):
     if model is None and not default_embedding_available(embedding_models_dir()):
         return None
 
-    def load():
-        from ..engine.opening import open_embedder
+    def load():  # in a process of its own, as the chat model: llama.cpp never runs in the server's
+        from ..engine.embedding.default_model import embedding_model
+        from ..engine.process.embedder import ProcessEmbedder
 
-        return open_embedder(model, embedding_models_dir())
+        return ProcessEmbedder(embedding_model(model, embedding_models_dir()))
 
     return Embeddings(model.stem if model is not None else MODEL_NAME, load)

@@ -62,7 +62,7 @@ from ..common.units import GIB, MIB, byte_size
 from .gguf.modelfile import ModelInfo
 from .gguf.reading import model_shape
 from .gguf.shape import ModelShape
-from .llama.load_checks import flash_attention_for
+from .load_checks import flash_attention_for
 from .lookup import BATCH_COST
 from .options import DEFAULT_CONTEXT, FlashAttention, KvCacheType, LoadOptions, Word, context_for
 
@@ -240,7 +240,7 @@ def _row_bytes(kind: KvCacheType, width: int) -> int:
 
 def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int, swa_full: bool) -> MemoryPlan:
     """Every figure of the plan but the verdict (free memory is the caller's)."""
-    from .llama.machine import repacked_types  # host facts, read once per process
+    from .machine import repacked_types  # host facts, read once per process
 
     total_layers = shape.n_layer + 1
     gpu_layers = max(0, min(gpu_layers, total_layers))

@@ -1,9 +1,12 @@
-"""Opening a model: the one place that knows which Backend serves which ModelSource.
+"""Opening a model in this process: which Backend serves which ModelSource, for the command line
+(`hearth chat`, `hearth docs`) and for the engine's process itself (engine/process/child.py).
+The window and `hearth serve` open theirs through engine/process/ instead, so that llama.cpp
+never runs in their process.
 
 Kept apart from the interface (backend.py) so that the interface imports neither
 implementation: each implementation imports the interface, and only this module imports them,
-each deferred to the moment a model of its kind is opened (llama.cpp loads on the engine
-thread only; httpx only where a remote model is used).
+each deferred to the moment a model of its kind is opened (llama.cpp loads on the thread that
+loads only; httpx only where a remote model is used).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import threading
 from pathlib import Path
 
 from .backend import Backend, LoadProgress
+from .embedding.default_model import embedding_model
 from .embedding.types import Embedder
 from .kv.cache import StateCache
 from .types import LoadOptions, ModelSource, RemoteModel
@@ -33,38 +37,19 @@ def open_backend(
     and applies its own chat template (its description's template is "server"). `states`:
     where a local model keeps saved KV states per conversation (None: it keeps none)."""
     if isinstance(source, RemoteModel):
-        from .remote.backend import RemoteBackend  # imports httpx: only where a remote model is used
+        from .remote.backend import open_remote  # imports httpx: only where a remote model is used
 
-        if progress is not None:
-            progress(0.0)
-        backend = RemoteBackend.open(source, cancel=cancel)
-        if progress is not None:
-            progress(1.0)
-        return backend
+        return open_remote(source, progress, cancel)
     from .llama.generator import Engine  # imports llama.cpp: only on the thread that loads
 
     return Engine(source.path, options, progress=progress, cancel=cancel, states=states)
 
 
-def embedding_model(model: Path | None, cache_dir: Path) -> Path:
-    """The embedding GGUF to load: the one given, else the default one (all-MiniLM-L6-v2,
-    converted into `cache_dir` on first use; EmbeddingModelUnavailable where it is not
-    installed). The first time, it converts: call it off the GUI thread."""
-    from .embedding.default_model import default_embedding_model
+def open_embedder(model: Path | None, cache_dir: Path) -> Embedder:
+    """An embedding model (`embedding_model`'s) in llama.cpp in this process, for `hearth docs`
+    and `hearth chat --docs`, where a crash ends only that command; the window and `hearth serve`
+    run theirs in a process of its own (engine/process/embedder.py). Blocks while it loads: call
+    it off the GUI thread."""
+    from .llama.embedder import LlamaEmbedder  # imports llama.cpp: only where documents are used
 
-    return model if model is not None else default_embedding_model(cache_dir)
-
-
-def open_embedder(model: Path | None, cache_dir: Path, in_process: bool = False) -> Embedder:
-    """An embedding model (`embedding_model`'s) in llama.cpp, in a process of its own
-    (ProcessEmbedder: the window's documents, `hearth serve`'s /v1/embeddings), or with
-    `in_process` in this one (`hearth docs` and `hearth chat --docs`, where a crash ends only
-    that command). Blocks while it loads: call it off the GUI thread."""
-    path = embedding_model(model, cache_dir)
-    if in_process:
-        from .llama.embedder import LlamaEmbedder  # imports llama.cpp: only where documents are used
-
-        return LlamaEmbedder(path)
-    from .process.embedder import ProcessEmbedder
-
-    return ProcessEmbedder(path)
+    return LlamaEmbedder(embedding_model(model, cache_dir))

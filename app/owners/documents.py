@@ -44,9 +44,12 @@ log = logging.getLogger(__name__)
 
 
 def _profile_embedder(model: Path | None) -> Embedder:
-    from ..engine.opening import open_embedder  # loads llama.cpp: on a worker thread, when first needed
+    """The embedding model, in a process of its own (llama.cpp never runs in the window's); on a
+    worker thread, when first needed: the default one is converted the first time."""
+    from ..engine.embedding.default_model import embedding_model
+    from ..engine.process.embedder import ProcessEmbedder
 
-    return open_embedder(model, paths.embedding_models_dir())
+    return ProcessEmbedder(embedding_model(model, paths.embedding_models_dir()))
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from ..engine import machine
 from ..engine.gguf.modelfile import ModelFileError
-from ..engine.llama import machine  # free RAM: it imports no llama.cpp
 from ..engine.memory_plan import Fit, MemoryPlan, gpu_layers_for, plan
 from ..engine.sampling import ModelDefaults
 from ..engine.types import (

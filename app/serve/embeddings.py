@@ -19,8 +19,9 @@ from collections.abc import Callable
 import anyio
 import numpy as np
 
+from ..engine.backend import BackendUnavailable
 from ..engine.embedding.types import Embedder
-from .errors import bad_request, unknown_model
+from .errors import bad_request, unavailable, unknown_model
 from .requests import json_object
 
 MAX_INPUTS = 2048  # OpenAI's limit on one request's inputs
@@ -79,7 +80,10 @@ def parse(body: bytes, embeddings: Embeddings) -> tuple[list[str], str, str]:
 
 async def answer(body: bytes, embeddings: Embeddings) -> dict:
     texts, encoding, model = parse(body, embeddings)
-    vectors, tokens = await anyio.to_thread.run_sync(embeddings.embed, texts)
+    try:
+        vectors, tokens = await anyio.to_thread.run_sync(embeddings.embed, texts)
+    except BackendUnavailable as exc:  # the model's process died twice on these texts: the next request starts it again
+        raise unavailable(f"The embedding model's process stopped ({exc}); try again in a moment.") from None
     rows = vectors.astype("<f4")
     data = [{"object": "embedding", "index": index,
              "embedding": base64.b64encode(row.tobytes()).decode() if encoding == "base64" else row.tolist()}

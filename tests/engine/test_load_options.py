@@ -23,7 +23,7 @@ from app.engine.kv.cache import StateCache
 from app.engine.llama import kv_seq
 from app.engine.llama.devices import supports_gpu_offload
 from app.engine.llama.generator import Engine
-from app.engine.llama.load_checks import LoadOptionsError, load_options_problem
+from app.engine.load_checks import LoadOptionsError, load_options_problem
 from app.engine.sampling import SamplingParams
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions, ReplyStats
 

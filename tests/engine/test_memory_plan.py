@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from support.model_files.gguf_corpus import BOOL, U32, Shape, array, damaged_copy, read_real_header, tiny_llama, u32
 
+from app.engine import machine
 from app.engine.gguf.modelfile import ModelFileError
 from app.engine.gguf.reading import model_shape
-from app.engine.llama import machine
 from app.engine.memory_plan import (
     ACCURACY,
     MIB,
@@ -280,7 +280,7 @@ def test_free_ram_is_memavailable_or_psutil_s(tmp_path, monkeypatch):
 
 
 def test_planning_does_not_import_llama_cpp():
-    code = ("import sys; from app.engine.memory_plan import plan; from app.engine.llama.machine import free_ram; "
+    code = ("import sys; from app.engine.memory_plan import plan; from app.engine.machine import free_ram; "
             "plan('models/gemma-3-270m-q4_k_m.gguf', free_ram=free_ram()); assert 'llama_cpp' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
 

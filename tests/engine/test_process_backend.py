@@ -84,13 +84,17 @@ def test_a_child_killed_mid_reply_ends_it_as_interrupted_and_says_how(backend, s
     asked (the window's engine thread) is told once, from the child's own end."""
     told = []
     backend.when_gone(told.append)
+    killed_at = []
 
     def kill(count):
         if count == 2:
+            killed_at.append(time.monotonic())
             os.kill(backend.pid, sig)
-            time.sleep(0.2)
 
     text, stats = reply(backend, SamplingParams(temperature=0.0, max_tokens=400), on_piece=kill)
+    # Heard when the socket closes, not after a wait of EXIT_WAIT_S (5 s) on a lock the reader of
+    # the child's last words needed too, as a first version did.
+    assert time.monotonic() - killed_at[0] < 2.0
     assert text and stats.stop_reason is StopReason.INTERRUPTED
     said = "llama.cpp was killed (SIGKILL" if sig is signal.SIGKILL else "llama.cpp crashed (SIGABRT)"
     assert stats.error.startswith(said) and backend.crashed == stats.error
@@ -102,6 +106,17 @@ def test_a_child_killed_mid_reply_ends_it_as_interrupted_and_says_how(backend, s
         backend.stream(MESSAGES, GREEDY, threading.Event())
     backend.close()  # after a crash too: nothing raised, nothing left running
     assert backend.pid not in our_engine_children()
+
+
+def test_a_reply_its_reader_leaves_is_stopped_in_the_child_and_the_next_is_its_own(backend):
+    """A consumer that stops reading early (closing the stream) must not leave the old reply's
+    frames in the socket for the next request to read as its own."""
+    expected, _ = reply(backend)
+    stream = backend.stream(MESSAGES, SamplingParams(temperature=0.0, max_tokens=400), threading.Event())
+    assert isinstance(next(stream), str)
+    stream.close()  # left after its first piece
+    again, stats = reply(backend)
+    assert again == expected and stats.stop_reason is StopReason.LENGTH
 
 
 def test_a_file_that_is_no_model_is_refused_as_in_process(tmp_path):

@@ -157,3 +157,14 @@ def test_a_json_schema_travels_as_json():
     assert decode(wire(use), ToolUse) == use
     with pytest.raises(ProtocolError):
         decode({"$": "ResponseFormat", "kind": "json_schema", "schema": ["not", "an", "object"]})
+
+
+def test_a_failure_raised_again_keeps_its_class_and_a_tools_errors_field():
+    from app.engine.process.protocol import failure_of, raised
+    from app.engine.templates.chat_template import MessageTooLongError
+    from app.engine.templates.limits import TemplateError
+    from app.engine.tools.types import ToolsError
+
+    again = raised(decode(wire(failure_of(ToolsError("tools[0].function.name: too long", "tools")))))
+    assert type(again) is ToolsError and again.param == "tools" and str(again) == "tools[0].function.name: too long"
+    assert type(raised(decode(wire(failure_of(MessageTooLongError("too long")))))) is TemplateError

@@ -17,7 +17,7 @@ from support.scripted_backend import ScriptedBackend
 from support.scripted_window import ScriptedWindow
 from support.settings_file import settings_at
 
-from app.engine.llama import machine
+from app.engine import machine
 from app.engine.memory_plan import Fit
 from app.engine.types import LocalModel
 from app.owners.bridge import EngineBridge

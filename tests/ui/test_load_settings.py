@@ -15,8 +15,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.engine.llama import machine
-from app.engine.llama.load_checks import load_options_problem
+from app.engine import machine
+from app.engine.load_checks import load_options_problem
 from app.engine.types import FlashAttention, KvCacheType, LoadOptions
 from app.ui.parameters.panel import ParametersPanel
 from app.ui.widgets.colors import Tone, tone_of

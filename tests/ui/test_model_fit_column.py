@@ -12,7 +12,7 @@ from support.model_files.tiny_gguf import write_tiny_gguf
 from support.picker_scan import SCAN_TIMEOUT_MS
 from support.settings_file import settings_at
 
-from app.engine.llama import machine
+from app.engine import machine
 from app.engine.types import LocalModel
 from app.ui.models.picker import ModelPicker
 from app.ui.models.table import SORT_ROLE, Column

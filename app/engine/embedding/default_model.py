@@ -202,3 +202,10 @@ def sha256_of(path: Path) -> str:
             digest.update(block)
     _hashed[path] = (stat.st_size, stat.st_mtime_ns, digest.hexdigest())
     return digest.hexdigest()
+
+
+def embedding_model(model: Path | None, cache_dir: Path) -> Path:
+    """The embedding GGUF to load: the one given, else the default one (all-MiniLM-L6-v2,
+    converted into `cache_dir` on first use; EmbeddingModelUnavailable where it is not
+    installed). The first time, it converts: call it off the GUI thread."""
+    return model if model is not None else default_embedding_model(cache_dir)

@@ -133,6 +133,16 @@ def offload_support() -> OffloadSupport:
     return support
 
 
+def free_vram() -> int | None:
+    """Free bytes on the GPUs llama.cpp can offload to, summed; None where this build cannot
+    offload (a CPU build) or sees no GPU. Asks ggml's device registry (cudaMemGetInfo on a
+    CUDA build), so it is what is free now, after this process's own CUDA context."""
+    if not supports_gpu_offload():
+        return None
+    gpus = [d for d in devices() if d.kind in ("GPU", "IGPU")]
+    return sum(d.memory_free for d in gpus) if gpus else None
+
+
 def device_report() -> DeviceReport:
     """What the engine's process tells the window about this machine's GPUs (engine/process):
     the window never loads llama.cpp to ask, so a driver that crashes here takes only the child."""

@@ -42,6 +42,7 @@ from ..gguf.reading import inspect_model
 from ..kv.cache import StateCache
 from ..kv.prefix_reuse import PrefixReuse, common_prefix
 from ..kv.segments import Segment
+from ..load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
 from ..lookup import DraftStats
 from ..memory_plan import gpu_layers_for
 from ..options import context_for
@@ -52,11 +53,9 @@ from ..tools.types import PLAIN, ToolUse
 from ..types import DeviceInfo, LoadOptions, LocalModel, ModelDescription, ReplyStats, StopReason
 from . import kv_seq, load_params
 from . import log_shim as llama_log
-from .devices import cpu_threads, offload_support, supports_gpu_offload
+from .devices import cpu_threads, free_vram, offload_support, supports_gpu_offload
 from .draft_verifier import DraftVerifier
-from .load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
 from .logprob_reader import NO_LOGPROBS, LogprobReader
-from .machine import free_vram
 from .reply_sampler import ReplySampler
 from .state_keeper import StateKeeper
 from .tool_reply import ToolReply

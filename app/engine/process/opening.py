@@ -22,7 +22,6 @@ import threading
 
 from ..backend import Backend, LoadProgress
 from ..kv.cache import StateCache
-from ..opening import open_backend
 from ..types import DeviceReport, LoadOptions, LocalModel, ModelSource, OffloadSupport
 from .backend import ProcessBackend
 from .engine_process import NO_GPU_ENVIRONMENT, EngineCrashed
@@ -57,8 +56,10 @@ class ChildOpener:
     def __call__(self, source: ModelSource, options: LoadOptions, progress: LoadProgress | None = None,
                  cancel: threading.Event | None = None) -> Backend:
         if not isinstance(source, LocalModel):  # a server's model: no llama.cpp here, so no child kept for it
+            from ..remote.backend import open_remote  # imports httpx: only where a remote model is used
+
             self._discard_spare()
-            return open_backend(source, options, progress, cancel)
+            return open_remote(source, progress, cancel)
         child, self._spare = self._spare, None
         if child is None or not child.alive:
             if child is not None:

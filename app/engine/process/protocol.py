@@ -98,6 +98,7 @@ class Failure:
 
     kind: str
     message: str
+    param: str | None = None  # a ToolsError's field, for the server's 400
 
 
 class EngineFailure(Exception):
@@ -127,9 +128,12 @@ def failure_of(exc: BaseException) -> Failure:
     """The Failure for `exc`, named by the nearest class callers tell apart (a MessageTooLongError
     is raised again as the TemplateError it is), else by its own."""
     named = next((cls.__name__ for cls in type(exc).__mro__ if cls.__name__ in RAISED), type(exc).__name__)
-    return Failure(named, str(exc))
+    param = getattr(exc, "param", None)
+    return Failure(named, str(exc), param if isinstance(param, str) else None)
 
 
 def raised(failure: Failure) -> Exception:
     """The exception to raise in the parent for a child's Failure."""
+    if failure.kind == ToolsError.__name__:
+        return ToolsError(failure.message, failure.param)
     return RAISED.get(failure.kind, EngineFailure)(failure.message)

@@ -34,7 +34,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from ...common.text import shorten
-from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
+from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
 from ..logprobs import LogprobsUnavailable
 from ..sampling import SamplingParams
 from ..templates.limits import TemplateError
@@ -50,6 +50,18 @@ from .tool_calls import RemoteCalls
 log = logging.getLogger(__name__)
 
 CANCEL_POLL_S = 0.05  # how soon the watcher notices Stop while the server is silent
+
+
+def open_remote(source: RemoteModel, progress: LoadProgress | None = None,
+                cancel: threading.Event | None = None) -> RemoteBackend:
+    """A server's model as a Backend, its model list asked first (a RemoteError where the server
+    is unreachable, refuses the key or lacks the model); progress says 0, then 1."""
+    if progress is not None:
+        progress(0.0)
+    backend = RemoteBackend.open(source, cancel=cancel)
+    if progress is not None:
+        progress(1.0)
+    return backend
 
 
 class RemoteBackend(Backend):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from ...engine.llama.load_checks import load_options_problem
+from ...engine.load_checks import load_options_problem
 from ...engine.memory_plan import Fit, MemoryPlan
 from ...engine.options import LOAD_OPTIONS, Word
 from ...engine.types import FlashAttention, KvCacheType, ModelSettings

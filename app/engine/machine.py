@@ -1,8 +1,7 @@
-"""What this machine offers a model: free RAM, free GPU memory, and which weights its CPU repacks.
+"""What this machine offers a model: free RAM, and which weights its CPU repacks.
 
-Qt-free, and llama_cpp-free at import: `free_vram()` imports the engine's ggml bindings
-(devices.py) only when called, and returns None at once where the build cannot offload, so
-the window can plan every listed model without loading llama.cpp for a CPU-only build.
+Qt-free and llama_cpp-free, so the window plans every listed model without loading llama.cpp:
+what the GPUs have free is the engine's process's answer (engine/llama/devices.py's, asked there).
 """
 
 from __future__ import annotations
@@ -31,25 +30,6 @@ def free_ram() -> int:
     import psutil  # not needed on Linux; everywhere else it is the portable answer
 
     return int(psutil.virtual_memory().available)
-
-
-def can_offload() -> bool:
-    """Whether this build of llama.cpp can put layers on a GPU (imports llama_cpp when asked)."""
-    from . import devices
-
-    return devices.supports_gpu_offload()
-
-
-def free_vram() -> int | None:
-    """Free bytes on the GPUs llama.cpp can offload to, summed; None where this build cannot
-    offload (a CPU build) or sees no GPU. Asks ggml's device registry (cudaMemGetInfo on a
-    CUDA build), so it is what is free now, after this process's own CUDA context."""
-    if not can_offload():
-        return None
-    from . import devices  # imports llama_cpp: only here, only when asked
-
-    gpus = [d for d in devices.devices() if d.kind in ("GPU", "IGPU")]
-    return sum(d.memory_free for d in gpus) if gpus else None
 
 
 @functools.cache

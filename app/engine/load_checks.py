@@ -12,9 +12,9 @@ the CPU, as any operation a backend lacks).
 
 from __future__ import annotations
 
-from ...common.units import byte_size
-from ..gguf.modelfile import ModelFileError
-from ..types import FlashAttention, KvCacheType, LoadOptions
+from ..common.units import byte_size
+from .gguf.modelfile import ModelFileError
+from .types import FlashAttention, KvCacheType, LoadOptions
 
 
 class LoadOptionsError(ModelFileError):
