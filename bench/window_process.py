@@ -158,6 +158,28 @@ def memory_of(way: str, tokens: int) -> None:
     print(total / 2**20)
 
 
+def alternate(home: Path, model: Path | None, runs: int, measure) -> tuple[dict, dict, dict]:
+    """Both ways' windows over `model`, `measure(window)` (two figures) taken in turn, each way
+    warmed once first: the figures by way, and the engine's own first-token times by way."""
+    tag = model.stem if model is not None else "default"
+    ways = {"in_process": open_window(home, True, f"{tag}-in-process", model),
+            "child": open_window(home, False, f"{tag}-child", model)}
+    firsts, seconds = {way: [] for way in ways}, {way: [] for way in ways}
+    for window, _bridge, _store in ways.values():
+        measure(window)
+    for _ in range(runs):
+        for way, (window, _bridge, _store) in ways.items():
+            first, second = measure(window)
+            firsts[way].append(first)
+            seconds[way].append(second)
+    engine_first_ms = {way: ENGINE_TTFT_MS.get(id(window), [])[1:] for way, (window, _b, _s) in ways.items()}
+    for window, bridge, store in ways.values():
+        window.close()
+        bridge.shutdown()
+        store.close()
+    return firsts, seconds, engine_first_ms
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
@@ -177,41 +199,13 @@ def main() -> None:
                             logit_bias=banned_tokens(default_model()))
     app = QApplication.instance() or QApplication([])  # noqa: F841 - widgets need it
     home = Path(os.environ["HEARTH_HOME"])
-    ways = {"in_process": open_window(home, True, "in-process"), "child": open_window(home, False, "child")}
-    first_ms = {way: [] for way in ways}
-    rates = {way: [] for way in ways}
-    for window, _bridge, _store in ways.values():
-        reply(window, params)  # warm each once
-    for _ in range(args.runs):
-        for way, (window, _bridge, _store) in ways.items():
-            ttft, rate = reply(window, params)
-            first_ms[way].append(ttft)
-            rates[way].append(rate)
-    engine_first_ms = {way: ENGINE_TTFT_MS[id(window)][1:] for way, (window, _b, _s) in ways.items()}
-    for window, bridge, store in ways.values():
-        window.close()
-        bridge.shutdown()
-        store.close()
+    first_ms, rates, engine_first_ms = alternate(home, None, args.runs, lambda window: reply(window, params))
 
     from support.model_files.tiny_models import ensure_tiny_models
 
     tiny = ensure_tiny_models()["tinyllama"][0]
     fast = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=3000, logit_bias=banned_tokens(tiny))
-    tiny_ways = {"in_process": open_window(home, True, "tiny-in-process", tiny),
-                 "child": open_window(home, False, "tiny-child", tiny)}
-    stalls = {way: [] for way in tiny_ways}
-    fast_rates = {way: [] for way in tiny_ways}
-    for window, _bridge, _store in tiny_ways.values():
-        longest_stall(window, fast)  # warm each once
-    for _ in range(args.runs):
-        for way, (window, _bridge, _store) in tiny_ways.items():
-            stall, rate = longest_stall(window, fast)
-            stalls[way].append(stall)
-            fast_rates[way].append(rate)
-    for window, bridge, store in tiny_ways.values():
-        window.close()
-        bridge.shutdown()
-        store.close()
+    stalls, fast_rates, _ = alternate(home, tiny, args.runs, lambda window: longest_stall(window, fast))
 
     memory = {"in_process": [], "child": []}
     for _ in range(args.runs):

@@ -130,17 +130,24 @@ class EngineWorker(QObject):
 
     @Slot()
     def ask_devices(self) -> None:
+        """Say what GPUs llama.cpp sees: the loaded model's process answers if there is one (a
+        load asked for before this came first), else a child started for it and kept for a load."""
+        backend = self._backend
+        if backend is not None and self._report_devices(backend.devices):
+            return
         if self._devices is not None:
             self._report_devices(self._devices)
 
-    def _report_devices(self, ask: Callable[[], DeviceReport | None]) -> None:
+    def _report_devices(self, ask: Callable[[], DeviceReport | None]) -> bool:
+        """Say what `ask` answers; whether it could say (a server's model cannot)."""
         try:
             report = ask()
         except EngineCrashed as exc:  # the model's process died as it was asked: _on_gone says so
             log.warning("could not ask about the GPUs: %s", exc)
-            return
+            return False
         if report is not None:
             self.devicesKnown.emit(report)
+        return report is not None
 
     @Slot(object, str)
     def _on_gone(self, backend: Backend, why: str) -> None:

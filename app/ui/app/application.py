@@ -7,11 +7,12 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from ...common.sqlite_files import move_aside
 from ...engine.types import ModelSource, RemoteModel
@@ -111,7 +112,9 @@ def run_gui(args) -> int:
     instance.activationRequested.connect(lambda: bring_forward(window))
     TerminationSignals(window).received.connect(window.close)  # as if the user closed it
     window.show()
-    bridge.ask_devices()  # the first engine process starts now, after the window: it is kept for the first load
+    # The first engine process (asked about GPUs, then kept for the first load) starts once the
+    # window is on screen: on two cores, a Python and llama.cpp starting beside the first paint slowed it.
+    after_first_paint(window, bridge.ask_devices)
     window.check_database()
     log.info("window shown %.2f s after launch", time.time() - _process_start())
     probe = os.environ.get("HEARTH_STARTUP_PROBE")
@@ -141,6 +144,25 @@ def run_gui(args) -> int:
     window.session.store.close()  # the one in use: a damaged one may have been replaced
     instance.release()
     return code
+
+
+class _FirstPaint(QObject):
+    """Calls `action` once, just after `window` is first painted."""
+
+    def __init__(self, window: QWidget, action: Callable[[], None]):
+        super().__init__(window)
+        self._window, self._action = window, action
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self._window.removeEventFilter(self)
+            QTimer.singleShot(0, self._action)
+        return False
+
+
+def after_first_paint(window: QWidget, action: Callable[[], None]) -> None:
+    _FirstPaint(window, action)
 
 
 def open_store(path: Path) -> ConversationStore | None:
