@@ -52,8 +52,8 @@ class EngineStatus(QObject):
         self.reload_button.clicked.connect(self._reload)
         row = QHBoxLayout(self.widget)
         row.setContentsMargins(6, 0, 6, 0)
+        row.addWidget(self.reload_button)  # first: a long cause is cut at the window's edge, never the button
         row.addWidget(self.label)
-        row.addWidget(self.reload_button)
         status_bar.addWidget(self.widget)
         self.widget.hide()
         models.engineCrashed.connect(self._crashed)
@@ -67,7 +67,7 @@ class EngineStatus(QObject):
         if reloading and loading is not None:
             text = f"{cause}. Loading {self._model_name(loading.record_name)} again…"
         else:
-            text = f"{cause}. It stopped again, so Hearth did not load the model again: Reload to try."
+            text = f"The model was not loaded again: it stopped twice. {cause}."
         self.label.setText(text)
         self.label.setToolTip(text)
         self.reload_button.setVisible(not reloading)
