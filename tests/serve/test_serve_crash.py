@@ -110,3 +110,18 @@ def test_an_engine_that_dies_again_at_once_is_retried_after_a_pause_that_stderr_
                         r"loading it again in 1 s\.", said[2]), said
     with openai_client(served, timeout=60) as client:
         assert client.completions.create(model=served.model_id, prompt="1, 2,", max_tokens=4).choices[0].text
+
+
+def test_an_engine_killed_while_it_loads_again_is_tried_again_and_the_server_answers(served):
+    """Mid-load: the engine started after a crash is killed before it has loaded; the server says
+    so, tries again after a pause, and answers."""
+    reloads = served.stderr.count("hearth: The model is loaded again.")
+    first = engine_of(served)
+    os.kill(first, signal.SIGKILL)
+    second = engine_of(served, not_this=first)  # started at once: still loading
+    os.kill(second, signal.SIGABRT)
+    loaded_again(served, reloads + 1)
+    assert re.search(r"hearth: Loading the model again failed: Loading \S+ failed: llama\.cpp crashed \(SIGABRT\)[^\n]*"
+                     r"\. Trying again in 1 s\.", served.stderr), served.stderr
+    with openai_client(served, timeout=60) as client:
+        assert client.completions.create(model=served.model_id, prompt="1, 2,", max_tokens=4).choices[0].text

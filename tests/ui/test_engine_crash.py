@@ -105,27 +105,30 @@ def test_a_message_sent_while_the_model_comes_back_waits_for_it(crash_window, qt
     assert finished.args[0].status is ReplyStatus.COMPLETE and finished.args[0].text
 
 
-def test_killed_while_reading_a_long_prompt_the_reply_is_interrupted_empty(crash_window, qtbot):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGABRT], ids=["SIGKILL", "SIGABRT"])
+def test_killed_while_reading_a_long_prompt_the_reply_is_interrupted_empty(crash_window, qtbot, sig):
     window = crash_window
-    window.session.promptProgress.connect(lambda done, total: window.children() and window.kill_engine())
+    window.session.promptProgress.connect(lambda done, total: window.children() and window.kill_engine(sig))
     with qtbot.waitSignal(window.models.modelLoaded, timeout=60_000):
         reply = window.send_and_wait("Summarise this. " + "The tide came in over the rocks. " * 180)
     assert reply.stats.stop_reason is StopReason.INTERRUPTED and reply.text == ""
+    assert reply.stats.error.startswith(SAID[sig])
     window.session.promptProgress.disconnect()
     assert window.send_and_wait("Short one.").status is ReplyStatus.COMPLETE
 
 
-def test_killed_while_loading_the_load_fails_and_the_next_load_works(tmp_path, qtbot, gemma_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGABRT], ids=["SIGKILL", "SIGABRT"])
+def test_killed_while_loading_the_load_fails_and_the_next_load_works(tmp_path, qtbot, gemma_path, sig):
     others = set(our_engine_children())
     model_stack = ModelStack.start(tmp_path, model_settings={gemma_path.name: ModelSettings(n_ctx=2048)})
     stack = WindowStack.open(qtbot, model_stack, tmp_path)
     try:
         models = model_stack.models
-        models.loadProgress.connect(lambda share: share > 0.1 and [os.kill(pid, signal.SIGKILL)
+        models.loadProgress.connect(lambda share: share > 0.1 and [os.kill(pid, sig)
                                                                     for pid in set(our_engine_children()) - others])
         with qtbot.waitSignal(models.loadFailed, timeout=60_000) as failed:
             models.load(gemma_path)
-        assert failed.args[0].startswith(f"Loading {gemma_path.name} failed: llama.cpp was killed (SIGKILL")
+        assert failed.args[0].startswith(f"Loading {gemma_path.name} failed: {SAID[sig]}")
         assert models.current is None and stack.window.isVisible()
         models.loadProgress.disconnect()
         model_stack.load(qtbot, gemma_path, 60_000)
