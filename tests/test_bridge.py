@@ -233,3 +233,35 @@ def test_a_server_that_refuses_the_extensions_is_described_again_after_the_reply
         bridge.generate(ask("Again"), PARAMS)
     qtbot.wait(50)
     assert len(described) == 1
+
+
+def _gpu_answers(kind: str, asked: list[bool]):
+    """What llama.cpp says of the GPUs, scripted: no GPU is lent to this project (the child's real
+    answer on this machine is tested in tests/engine/test_process_backend.py). The worker is real."""
+    from app.engine.types import DeviceReport, OffloadSupport
+
+    def devices(keep: bool) -> DeviceReport:
+        asked.append(keep)
+        if kind == "cpu":
+            return DeviceReport(OffloadSupport("CPU", False))
+        return DeviceReport(OffloadSupport("CUDA", True), 8 * 2**30, (5 + len(asked)) * 2**30)
+
+    return devices
+
+
+def test_an_unload_asks_again_what_the_gpus_have_free_of_a_child_that_does_not_stay(script, gemma_path, qapp):
+    """So the next memory plan counts the memory the model gave back; and on a machine without
+    GPUs nothing is asked (a child would only cost a start)."""
+    from app.common.newest import NewestWins
+    from app.owners.engine_worker import EngineWorker
+
+    for kind, expected_asks in (("gpu", [True, False]), ("cpu", [True])):
+        asked: list[bool] = []
+        worker = EngineWorker(script.open, _gpu_answers(kind, asked))
+        reports = []
+        worker.devicesKnown.connect(reports.append)
+        worker.ask_devices()  # as the window does once shown: a child kept for the first load
+        worker.load(LocalModel(gemma_path), LoadOptions(), NewestWins().begin())
+        worker.unload()
+        assert asked == expected_asks, kind
+        assert [report.gpu_free for report in reports] == ([6 * 2**30, 7 * 2**30] if kind == "gpu" else [None])

@@ -219,6 +219,7 @@ class EngineBridge(QObject):
         self.stop()
         self.cancel_load()
         self.refuse_served(SHUTTING_DOWN)
+        self._worker.closing = True  # read by the engine thread: no GPU question is asked on the way out
         self._requestUnload.emit()
         self._thread.quit()
         if self._thread.wait(timeout_ms):

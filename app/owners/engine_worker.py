@@ -87,11 +87,14 @@ class EngineWorker(QObject):
     devicesKnown = Signal(object)
     _gone = Signal(object, str)  # (the backend, why): from the backend's own thread, handled on this one
 
-    def __init__(self, opener: BackendOpener, devices: Callable[[], DeviceReport] | None = None):
-        """`devices`: asks what GPUs llama.cpp sees (the opener's children); None: never asked."""
+    def __init__(self, opener: BackendOpener, devices: Callable[[bool], DeviceReport] | None = None):
+        """`devices(keep)`: asks what GPUs llama.cpp sees (the opener's children, one kept for
+        the next load if `keep`); None: never asked."""
         super().__init__()
         self._open = opener
         self._devices = devices
+        self._gpus = False  # the last report saw GPUs: their free memory is worth asking again
+        self.closing = False  # set by the bridge's shutdown: nothing more is asked
         self._gone.connect(self._on_gone)
         self._backend: Backend | None = None
         self._override: str | None = None  # the GUI's template override for the loaded model
@@ -136,7 +139,14 @@ class EngineWorker(QObject):
         if backend is not None and self._report_devices(backend.devices):
             return
         if self._devices is not None:
-            self._report_devices(self._devices)
+            self._report_devices(lambda: self._devices(True))
+
+    def _free_memory_changed(self) -> None:
+        """A model closed or died: where there are GPUs, their free memory is asked again (of a
+        child that exits once it has said), so the next plan counts what came back. A CPU build
+        has nothing to ask, and a child would only cost a start."""
+        if self._gpus and self._devices is not None and not self.closing:
+            self._report_devices(lambda: self._devices(False))
 
     def _report_devices(self, ask: Callable[[], DeviceReport | None]) -> bool:
         """Say what `ask` answers; whether it could say (a server's model cannot)."""
@@ -146,6 +156,7 @@ class EngineWorker(QObject):
             log.warning("could not ask about the GPUs: %s", exc)
             return False
         if report is not None:
+            self._gpus = report.offload.gpu
             self.devicesKnown.emit(report)
         return report is not None
 
@@ -158,6 +169,7 @@ class EngineWorker(QObject):
         self._backend = None
         self._override, self._raw = None, False
         self.crashed.emit(why)
+        self._free_memory_changed()
 
     @Slot(object, object, object, object, object)
     def generate(self, messages: list[dict], params: SamplingParams, ticket: Ticket,
@@ -297,8 +309,11 @@ class EngineWorker(QObject):
     @Slot()
     def unload(self) -> None:
         """Close the model: llama.cpp frees its weights, context and file mapping."""
-        if self._backend is not None:
+        closed = self._backend is not None
+        if closed:
             self._backend.close()
             self._backend = None
         self._override, self._raw = None, False
         self.unloaded.emit()
+        if closed:
+            self._free_memory_changed()

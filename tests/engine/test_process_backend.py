@@ -245,3 +245,24 @@ def test_the_child_says_what_gpus_llama_cpp_sees_before_any_model():
         assert (theirs.offload, theirs.gpu_total) == (ours.offload, ours.gpu_total)  # free memory moves
     finally:
         backend.close()
+
+
+def test_the_windows_opener_keeps_the_child_it_asked_only_when_told_to(gemma_path):
+    """Asked at start, the child stays for the first load (which then finds Python and llama.cpp
+    started); asked after an unload, it exits once it has said, so the memory comes back."""
+    from app.engine.process.opening import ChildOpener
+    from app.engine.types import LocalModel
+
+    others = set(our_engine_children())
+    opener = ChildOpener()
+    try:
+        opener.devices(keep=False)
+        assert set(our_engine_children()) <= others
+        opener.devices()
+        [kept] = set(our_engine_children()) - others
+        backend = opener(LocalModel(gemma_path), LoadOptions(n_ctx=512))
+        assert backend.pid == kept  # the first load is that child's
+        backend.close()
+    finally:
+        opener.close()
+    assert set(our_engine_children()) <= others

@@ -40,8 +40,9 @@ class ChildOpener:
         self._spare: ProcessBackend | None = None
         self._environment: dict[str, str] = {}
 
-    def devices(self) -> DeviceReport:
-        """What llama.cpp sees of this machine's GPUs, asked of a child kept for the next load."""
+    def devices(self, keep: bool = True) -> DeviceReport:
+        """What llama.cpp sees of this machine's GPUs, asked of a child kept for the next load
+        (`keep`), or of one that exits once it has said (after an unload, whose memory must return)."""
         try:
             if self._spare is None or not self._spare.alive:
                 self._spare = ProcessBackend.start(self._environment)
@@ -52,6 +53,9 @@ class ChildOpener:
             log.error("asking llama.cpp about the GPUs ended its process (%s): models will run on the CPU", exc)
             return DeviceReport(OffloadSupport("CPU", False, f"asking the GPU ended llama.cpp ({exc}), so models "
                                                              "run on the CPU"))
+        finally:
+            if not keep:
+                self._discard_spare()
 
     def __call__(self, source: ModelSource, options: LoadOptions, progress: LoadProgress | None = None,
                  cancel: threading.Event | None = None) -> Backend:
