@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +46,18 @@ def engine_alone(engine, params) -> float:
     return decode_rate(times)
 
 
-def through_gui(window, params) -> tuple[float, float]:
-    """The reply's tokens/s through the GUI, and the GUI thread's CPU milliseconds per chunk."""
+@dataclass(frozen=True)
+class GuiReply:
+    """One reply as the window shows it."""
+
+    first_text_ms: float  # from Send to the first text in the view
+    tokens_per_s: float  # after the first text, where the text reaches the view
+    gui_ms_per_chunk: float  # the GUI thread's CPU per chunk that reached the view
+    stats: object  # the reply's ReplyStats, as the engine counted it
+
+
+def through_gui(window, params) -> GuiReply:
+    """A reply asked in `window` as a user sends one, measured where its text reaches the view."""
     from PySide6.QtCore import QEventLoop
 
     window.session.new_conversation()
@@ -58,7 +69,7 @@ def through_gui(window, params) -> tuple[float, float]:
 
     window.session.replyChunk.connect(on_chunk)
     window.session.replyFinished.connect(finished.quit)
-    cpu_start = time.thread_time()
+    cpu_start, sent = time.thread_time(), time.perf_counter()
     window.send(PROMPT)
     finished.exec()
     window.chat.flush_now()
@@ -66,9 +77,12 @@ def through_gui(window, params) -> tuple[float, float]:
     cpu = time.thread_time() - cpu_start
     window.session.replyChunk.disconnect(on_chunk)
     window.session.replyFinished.disconnect(finished.quit)
+    stats = window.session.messages()[-1].stats
+    if stats.completion_tokens is None:
+        raise SystemExit(f"the reply failed: {stats.error}")
     # Chunks are coalesced, so count tokens, not chunks: the first chunk holds one token.
-    count = window.session.messages()[-1].stats.completion_tokens
-    return (count - 1) / (times[-1] - times[0]), cpu * 1e3 / (len(times) - 1)
+    return GuiReply((times[0] - sent) * 1e3, (stats.completion_tokens - 1) / (times[-1] - times[0]),
+                    cpu * 1e3 / (len(times) - 1), stats)
 
 
 def startup_figures(runs: int) -> tuple[list[float], list[float]]:
@@ -128,9 +142,9 @@ def main() -> None:
     through_gui(window, params)  # warm both paths once
     engine_alone(engine, params)
     for _ in range(args.runs):
-        rate, per_chunk_ms = through_gui(window, params)
-        gui.append(rate)
-        gui_cpu.append(per_chunk_ms)
+        measured = through_gui(window, params)
+        gui.append(measured.tokens_per_s)
+        gui_cpu.append(measured.gui_ms_per_chunk)
         alone.append(engine_alone(engine, params))
     engine.close()
     window.close()

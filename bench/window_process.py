@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +38,7 @@ os.environ["HEARTH_HOME"] = tempfile.mkdtemp(prefix="hearth-bench-")
 
 from engine_vs_raw import PROMPT_TEXT as PROMPT  # noqa: E402  (the same reply as the engine figures)
 from engine_vs_raw import banned_tokens  # noqa: E402
+from gui_path import through_gui  # noqa: E402
 
 
 def open_window(home: Path, in_process: bool, name: str, model: Path | None = None):
@@ -75,32 +75,11 @@ def open_window(home: Path, in_process: bool, name: str, model: Path | None = No
     return window, bridge, store
 
 
-ENGINE_TTFT_MS: dict[int, list[float]] = {}  # the engine's own time to first token, by window
-
-
-def reply(window, params) -> tuple[float, float]:
-    """(ms from Send to the first text in the view, tokens a second after it)."""
-    from PySide6.QtCore import QEventLoop
-
-    window.session.new_conversation()
-    window.models.update_settings(window.models.settings.with_changes(sampling=params))
-    times, finished = [], QEventLoop()
-    on_chunk = lambda _text: times.append(time.perf_counter())  # noqa: E731 - after the view's own slot
-    window.session.replyChunk.connect(on_chunk)
-    window.session.replyFinished.connect(finished.quit)
-    sent = time.perf_counter()
-    window.send(PROMPT)
-    finished.exec()
-    window.chat.flush_now()
-    times.append(time.perf_counter())
-    window.session.replyChunk.disconnect(on_chunk)
-    window.session.replyFinished.disconnect(finished.quit)
-    stats = window.session.messages()[-1].stats
-    if stats.completion_tokens is None:
-        raise SystemExit(f"the reply failed: {stats.error}")
-    count = stats.completion_tokens
-    ENGINE_TTFT_MS.setdefault(id(window), []).append(stats.ttft_s * 1e3)
-    return (times[0] - sent) * 1e3, (count - 1) / (times[-1] - times[0])
+def reply(window, params) -> tuple[float, float, float]:
+    """(ms from Send to the first text in the view, tokens a second after it, the engine's own ms
+    to its first token)."""
+    measured = through_gui(window, params)
+    return measured.first_text_ms, measured.tokens_per_s, measured.stats.ttft_s * 1e3
 
 
 def longest_stall(window, params) -> tuple[float, float]:
@@ -158,26 +137,26 @@ def memory_of(way: str, tokens: int) -> None:
     print(total / 2**20)
 
 
-def alternate(home: Path, model: Path | None, runs: int, measure) -> tuple[dict, dict, dict]:
-    """Both ways' windows over `model`, `measure(window)` (two figures) taken in turn, each way
-    warmed once first: the figures by way, and the engine's own first-token times by way."""
+def alternate(home: Path, model: Path | None, runs: int, measure) -> list[dict[str, list[float]]]:
+    """Both ways' windows over `model`, `measure(window)` (a tuple of figures) taken in turn, each
+    way warmed once first: for each figure, its samples by way."""
     tag = model.stem if model is not None else "default"
     ways = {"in_process": open_window(home, True, f"{tag}-in-process", model),
             "child": open_window(home, False, f"{tag}-child", model)}
-    firsts, seconds = {way: [] for way in ways}, {way: [] for way in ways}
+    figures: list[dict[str, list[float]]] = []
     for window, _bridge, _store in ways.values():
         measure(window)
     for _ in range(runs):
         for way, (window, _bridge, _store) in ways.items():
-            first, second = measure(window)
-            firsts[way].append(first)
-            seconds[way].append(second)
-    engine_first_ms = {way: ENGINE_TTFT_MS.get(id(window), [])[1:] for way, (window, _b, _s) in ways.items()}
+            for index, figure in enumerate(measure(window)):
+                if index == len(figures):
+                    figures.append({name: [] for name in ways})
+                figures[index][way].append(figure)
     for window, bridge, store in ways.values():
         window.close()
         bridge.shutdown()
         store.close()
-    return firsts, seconds, engine_first_ms
+    return figures
 
 
 def main() -> None:
@@ -205,7 +184,7 @@ def main() -> None:
 
     tiny = ensure_tiny_models()["tinyllama"][0]
     fast = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=3000, logit_bias=banned_tokens(tiny))
-    stalls, fast_rates, _ = alternate(home, tiny, args.runs, lambda window: longest_stall(window, fast))
+    stalls, fast_rates = alternate(home, tiny, args.runs, lambda window: longest_stall(window, fast))
 
     memory = {"in_process": [], "child": []}
     for _ in range(args.runs):

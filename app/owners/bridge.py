@@ -127,8 +127,9 @@ class EngineBridge(QObject):
         self._served: list[ServedJob] = []  # submitted and not yet ended, in the order they came
 
     def ask_devices(self) -> None:
-        """Ask what GPUs llama.cpp sees (devicesKnown answers), in a child started for it and
-        kept for the first load: call it once the window shows."""
+        """Ask what GPUs llama.cpp sees (devicesKnown answers): of the loaded model's process, or
+        of a child started for it and kept for the first load. The application asks once its
+        window is first painted."""
         self._requestDevices.emit()
 
     # --- commands ------------------------------------------------------------------------------

@@ -193,8 +193,13 @@ class ModelSession(QObject):
             if planned is not None and planned.fit is Fit.DOES_NOT_FIT:
                 self.loadNeedsConfirmation.emit(source, planned)
                 return
+        self._crashes = 0  # a load asked for starts afresh
+        self._start_load(source, settings)
+
+    def _start_load(self, source: ModelSource, settings: ModelSettings, reloading: bool = False) -> None:
+        """Ask the engine for `source`; `reloading`: it brings back a model whose process died."""
         self._loading = (source, settings)
-        self._crashed_source, self._reloading, self._crashes = None, False, 0  # a load asked for starts afresh
+        self._crashed_source, self._reloading = None, reloading
         options = LoadOptions() if isinstance(source, RemoteModel) else settings.load_options()
         self._bridge.load(source, options)
         self.loadStarted.emit(source)
@@ -303,10 +308,8 @@ class ModelSession(QObject):
         if self._crashes >= MAX_CRASHES:
             self._give_up(current.source, why)
             return
-        crashes = self._crashes
-        self.load(current.source, anyway=True)
-        self._crashes, self._reloading = crashes, True  # load() starts a load the user asked for afresh
-        self.engineCrashed.emit(why, True)  # after load(): `loading` says what comes back
+        self._start_load(current.source, self._settings_for(current.source), reloading=True)  # fits: it did
+        self.engineCrashed.emit(why, True)  # after the load began: `loading` says what comes back
 
     def _give_up(self, source: ModelSource, why: str) -> None:
         """No model now; reload() loads `source` when the user asks."""

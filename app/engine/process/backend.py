@@ -189,9 +189,6 @@ class ProcessBackend(Backend):
 
     # -- the child, for its owner and tests ----------------------------------------------------------
 
-    def kill(self) -> None:
-        self._child.kill()
-
     @property
     def crashed(self) -> str | None:
         return self._child.crashed

@@ -29,7 +29,6 @@ from .engine_process import NO_GPU_ENVIRONMENT, EngineCrashed
 log = logging.getLogger(__name__)
 
 
-
 class ChildOpener:
     """A BackendOpener whose local models each run in a ProcessBackend. Called on the engine
     thread only (the bridge's worker), one call at a time."""

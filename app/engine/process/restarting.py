@@ -47,9 +47,8 @@ class RestartingBackend(Backend):
         crashes and restarts are told (hearth serve: its stderr)."""
         self._path, self._options, self._say = path, options, say
         self._ready = threading.Condition()
-        self._closing = threading.Event()  # set by close(): a reload under way is cancelled
+        self._closing = threading.Event()  # set by close(): a reload under way is cancelled, none begins
         self._template: str | None = options.template_override
-        self._closed = False
         self._why: str | None = None  # why there is no child now
         self._next_delay = 0.0
         self._answered = False  # the child now has answered a request
@@ -94,7 +93,6 @@ class RestartingBackend(Backend):
     def close(self) -> None:
         self._closing.set()
         with self._ready:
-            self._closed = True
             child, self._child = self._child, None
             self._ready.notify_all()
         if child is not None:
@@ -108,19 +106,27 @@ class RestartingBackend(Backend):
 
     # -- inside ------------------------------------------------------------------------------------
 
-    def _adopt(self, child: ProcessBackend) -> None:
+    def _adopt(self, child: ProcessBackend) -> bool:
+        """Make `child` the one requests go to; False (and it is closed) once close() has begun,
+        so that a restart finishing then leaves nothing running."""
         started = time.monotonic()
         with self._ready:
-            self._child, self._why, self._answered = child, None, False
-            self._ready.notify_all()
+            closing = self._closing.is_set()
+            if not closing:
+                self._child, self._why, self._answered = child, None, False
+                self._ready.notify_all()
+        if closing:
+            child.close()
+            return False
         child.when_gone(lambda why: self._gone(child, why, time.monotonic() - started))
+        return True
 
     def _on_child(self, call: Callable[[ProcessBackend], T]) -> T:
         """`call` on the child, once there is one (waiting for a restart under way); raises
         BackendUnavailable (a 503 for the client) if it does not come back in time, or dies
         during the call."""
         with self._ready:
-            self._ready.wait_for(lambda: self._child is not None or self._closed, READY_WAIT_S)
+            self._ready.wait_for(lambda: self._child is not None or self._closing.is_set(), READY_WAIT_S)
             child, why = self._child, self._why or "the model is not loaded"
         if child is None:
             raise BackendUnavailable.stopped(why)
@@ -131,23 +137,20 @@ class RestartingBackend(Backend):
 
     def _gone(self, child: ProcessBackend, why: str, lived_s: float) -> None:
         with self._ready:
-            if child is not self._child or self._closed:
+            if child is not self._child or self._closing.is_set():
                 return
             self._child, self._why = None, why
         child.close()
         at_once = lived_s < QUICK_DEATH_S and not self._answered
-        self._next_delay = min(max(self._next_delay * 2, BACKOFF_FIRST_S), BACKOFF_MAX_S) if at_once else 0.0
-        if at_once and self._next_delay:
+        self._next_delay = _longer(self._next_delay) if at_once else 0.0
+        if at_once:
             self._say(f"{why}. It stopped {lived_s:.0f} s after loading; loading it again in {self._next_delay:.0f} s.")
         else:
             self._say(f"{why}. Loading the model again.")
         threading.Thread(target=self._restart, args=(self._next_delay,), daemon=True, name="engine-restart").start()
 
     def _restart(self, delay: float) -> None:
-        while True:
-            with self._ready:
-                if self._ready.wait_for(lambda: self._closed, delay):
-                    return
+        while not self._closing.wait(delay):
             try:
                 child = ProcessBackend.open(self._path, self._options, cancel=self._closing)
                 if self._template != self._options.template_override:
@@ -155,16 +158,16 @@ class RestartingBackend(Backend):
             except LoadCancelled:  # the server is stopping
                 return
             except Exception as exc:  # the file went away, or it crashed loading: tried again, later
-                delay = min(max(delay * 2, BACKOFF_FIRST_S), BACKOFF_MAX_S)
+                delay = _longer(delay)
                 with self._ready:
                     self._why = str(exc)
                 self._say(f"Loading the model again failed: {str(exc).rstrip('.')}. Trying again in {delay:.0f} s.")
                 continue
-            with self._ready:
-                closed = self._closed
-            if closed:
-                child.close()
-                return
-            self._adopt(child)
-            self._say("The model is loaded again.")
+            if self._adopt(child):
+                self._say("The model is loaded again.")
             return
+
+
+def _longer(delay: float) -> float:
+    """The pause before the next try: twice the last, from BACKOFF_FIRST_S up to BACKOFF_MAX_S."""
+    return min(max(delay * 2, BACKOFF_FIRST_S), BACKOFF_MAX_S)
