@@ -12,11 +12,15 @@ import signal
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 from support.chat_helpers import plain_text
 from support.engine_children import our_engine_children
+from support.focus_round import go_round
 from support.window_stack import ModelStack, WindowStack
 
 from app.engine.types import ModelSettings, ReplyStatus, StopReason
+from app.owners.settings import Appearance
+from app.ui.window import appearance
 
 LONG = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=400, seed=1)
 SHORT = dict(temperature=0.0, repeat_penalty=1.0, max_tokens=8, seed=1)
@@ -66,6 +70,7 @@ def crash_window(tmp_path, qtbot, gemma_path):
     window = CrashWindow(tmp_path, qtbot, gemma_path)
     yield window
     window.close()
+    appearance.apply(QApplication.instance(), Appearance.SYSTEM)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGABRT], ids=["SIGKILL", "SIGABRT"])
@@ -167,7 +172,11 @@ def test_a_file_that_makes_llama_cpp_crash_at_its_first_reply_is_given_up_on_and
         window.close()
 
 
-def test_two_crashes_in_a_row_stop_the_retries_and_reload_brings_the_model_back(crash_window, qtbot):
+@pytest.mark.parametrize("choice", [Appearance.LIGHT, Appearance.DARK])
+def test_two_crashes_in_a_row_stop_the_retries_and_reload_brings_the_model_back(crash_window, qtbot, tmp_path,
+                                                                                  choice):
+    """Reached and pressed from the keyboard, in light and in dark (a screenshot of each)."""
+    appearance.apply(QApplication.instance(), choice)
     window = crash_window
     with qtbot.waitSignal(window.models.modelLoaded, timeout=60_000):
         window.kill_engine()
@@ -176,6 +185,13 @@ def test_two_crashes_in_a_row_stop_the_retries_and_reload_brings_the_model_back(
     assert crashed.args[1] is False and window.models.current is None and window.models.loading is None
     status = window.window.model_display.engine_status
     assert status.reload_button.isVisible() and status.label.text().startswith("The model was not loaded again")
+    # From the keyboard: Tab from the message box reaches Reload, and Space presses it.
+    assert status.reload_button in go_round(window.window, Qt.Key.Key_Tab)
+    status.reload_button.setFocus()
+    shot = window.window.grab()
+    shot.save(str(tmp_path / f"engine-stopped-{choice.value}.png"))
+    background = shot.toImage().pixelColor(shot.width() // 2, shot.height() // 2)
+    assert (background.lightness() > 128) == (choice is Appearance.LIGHT)
     with qtbot.waitSignal(window.models.modelLoaded, timeout=60_000):
-        status.reload_button.click()
+        QTest.keyClick(status.reload_button, Qt.Key.Key_Space)
     assert window.send_and_wait("Back?").status is ReplyStatus.COMPLETE

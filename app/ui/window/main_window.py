@@ -167,9 +167,9 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore_state()
         self.refresh_conversations()
-        # Tab goes round these, in this order (focus_order.py)
+        # Tab goes round these, in this order (focus_order.py); the status bar's buttons last
         self.focus_regions = [self.composer, self.store_banner, self.chat_header, self.chat, self.side_panel,
-                              self.left_panel]
+                              self.left_panel, self.statusBar()]
 
     # --- construction ------------------------------------------------------------------------
 
