@@ -8,7 +8,7 @@
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_VERSION:-0.3.36}"
-PORTABLE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF"
+PORTABLE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=ON"
 FLAGS="${HEARTH_CMAKE_ARGS:-$PORTABLE}"
 # scripts/llama-wheel-cuda.sh builds on the same portable CPU flags.
 if [ "${1:-}" = "--portable-flags" ]; then echo "$PORTABLE"; exit 0; fi

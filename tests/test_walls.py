@@ -3,6 +3,7 @@ app/: every import statement counts, those deferred into a function included, si
 import still runs.
 
     common       Qt-free helpers every room may use
+    images       images attached to messages: checked on the way in, read back as pixels
     engine       runs models; engine/llama/ is the only package that imports llama_cpp
     store        conversations in SQLite            library   where models come from
     tool_servers MCP servers, supervised on a thread of their own (beside store and library)
@@ -29,6 +30,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 # Rooms, lowest first; rooms of one rank may not import each other.
 RANKS: list[tuple[str, ...]] = [
     ("common",),
+    ("images",),
     ("engine",),
     ("store", "library", "tool_servers", "documents"),
     ("conversation",),
@@ -47,7 +49,7 @@ UI_RANKS: list[tuple[str, ...]] = [
     ("window",),
     ("app",),
 ]
-QT_FREE = {"common", "engine", "store", "library", "tool_servers", "documents", "conversation", "serve"}
+QT_FREE = {"common", "images", "engine", "store", "library", "tool_servers", "documents", "conversation", "serve"}
 QT_PACKAGES = ("PySide6", "shiboken6")
 LLAMA_ONLY_IN = "app.engine.llama"
 

@@ -101,6 +101,9 @@ class LoadOptions:
     kv_type_v: KvCacheType = KvCacheType.F16
     use_mmap: bool = True  # map the file rather than read it into memory
     use_mlock: bool = False  # lock the weights in RAM (the OS may refuse: a per-user limit)
+    # The projector (an mmproj GGUF) that lets the model read images; None: the one found beside
+    # the model file (library/projectors.py), if any.
+    mmproj: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,8 @@ LOAD_OPTIONS: tuple[LoadOption, ...] = (
                "map the model file (the default) or, with --no-mmap, read it into memory"),
     LoadOption("use_mlock", "use_mlock", bool, "--mlock",
                "lock the weights in RAM so the system cannot page them out (default: off)"),
+    LoadOption("mmproj", "mmproj", str, "--mmproj",
+               "the projector (mmproj GGUF) that lets the model read images (default: one beside the model file)"),
     LoadOption("template_override", "template_override", str, reloads=False),
 )
 LOAD_OPTION = {option.name: option for option in LOAD_OPTIONS}
@@ -184,6 +189,7 @@ class ModelSettings:
     kv_type_v: KvCacheType = LoadOptions.kv_type_v
     use_mmap: bool = LoadOptions.use_mmap
     use_mlock: bool = LoadOptions.use_mlock
+    mmproj: str | None = LoadOptions.mmproj
 
     def load_options(self) -> LoadOptions:
         return LoadOptions(**{option.name: getattr(self, option.setting) for option in LOAD_OPTIONS})

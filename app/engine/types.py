@@ -229,6 +229,14 @@ class ModelDescription:
     # What the load could not do as the options asked, for the user (the status bar): the OS
     # refused to lock the weights in RAM (mlock), say. The model loaded all the same.
     load_notes: tuple[str, ...] = ()
+    # The projector (mmproj GGUF) loaded with a local model, which lets it read images; None: it reads none.
+    projector: Path | None = None
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether images may be sent to this model: a local model with a projector, or a remote
+        one (whether its server reads them is the server's to say, and its refusal is shown)."""
+        return self.projector is not None or self.is_remote
 
     @property
     def is_remote(self) -> bool:
