@@ -7,6 +7,7 @@
     --kv-type f16|q8_0|q4_0    both caches; --kv-type-k / --kv-type-v set one (and win over it)
     --mmap / --no-mmap         map the file (the default) or read it into memory
     --mlock / --no-mlock       lock the weights in RAM (the OS may refuse: then a note on stderr)
+    --mmproj FILE              the projector that lets the model read images (default: one beside it)
 
 A flag not given leaves the option as it was: Hearth's default, or with `chat --conversation`
 the window's setting for the model (options.resolve merges them). A quantized V cache with
@@ -48,6 +49,8 @@ def add_load_arguments(parser: argparse.ArgumentParser, leave_out: tuple[str, ..
             parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, help=option.help)
         elif option.kind is int:
             parser.add_argument(option.flag, type=int, help=option.help)
+        elif option.kind is str:
+            parser.add_argument(option.flag, metavar="FILE", help=option.help)
         else:
             parser.add_argument(option.flag, choices=[word.value for word in option.kind], help=option.help)
 
@@ -71,7 +74,7 @@ def load_changes(args) -> dict[str, object]:
         if value is None and option.name in BOTH_CACHES_SET:
             value = args.kv_type
         if value is not None:
-            changes[option.name] = value if option.kind in (int, bool) else option.kind(value)
+            changes[option.name] = value if option.kind in (int, bool, str) else option.kind(value)
     return changes
 
 
