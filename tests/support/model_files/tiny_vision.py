@@ -24,7 +24,7 @@ embedding length. The projector file is about 40 KB.
 
 The language model is the tinyllama family of tiny_models.py, written by its own writer
 (llama architecture, Llama 2 SentencePiece vocab, TinyLlama's chat template, 64-wide, 2
-layers, about 4 MB): a real chat model whose embedding length equals the projector's output.
+layers, about 5 MB): a real chat model whose embedding length equals the projector's output.
 libmtmd wraps a gemma3 image in the text `<start_of_image>` ... `<end_of_image>`; with this
 vocab those are ordinary text tokens, which is how llama.cpp treats them with any vocab that
 lacks them.
