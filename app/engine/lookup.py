@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import takewhile
 
 MIN_NGRAM = 2  # one token recurs everywhere; two in a row are already a fair sign of a copy
 MAX_NGRAM = 4
@@ -81,7 +82,9 @@ class PromptLookup:
                 if match > best_match:
                     best_start, best_match = start, match
             # The copy may run into the context's own end (a repeating stretch): it still reads on.
-            return Draft(tokens[best_start:min(best_start + limit, end)], best_match)
+            # It stops before an image's positions (negative ids, engine/llama/vision.py): not tokens.
+            copy = tokens[best_start:min(best_start + limit, end)]
+            return Draft(list(takewhile(lambda token: token >= 0, copy)), best_match)
         return Draft([], 0)
 
 

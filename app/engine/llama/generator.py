@@ -15,6 +15,9 @@ as a guess in the same decode as the token before them (engine/lookup.py guesses
 draft_verifier.py checks), and each kept only where the sampler picks it, so a reply that
 copies its input comes several tokens per decode, and one that does not costs what it did.
 
+Images (#30) are part of the prompt's token list (vision.py says how), evaluated by libmtmd
+at their place, so everything above holds for an image conversation too.
+
 Its other jobs live apart: prefix reuse (engine/kv/prefix_reuse.py: the next prompt reuses
 the tokens of the last one and its reply where the text still matches) and the saved KV state
 per conversation (state_keeper.py).
@@ -35,10 +38,12 @@ from pathlib import Path
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
+from ...images.image import Image, ImageError
 from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
 from ..context import ContextFullError, Fitted, fit_conversation
 from ..gguf.modelfile import ModelFileError, ModelInfo
 from ..gguf.reading import inspect_model
+from ..image_prompt import pieces, with_placeholders
 from ..kv.cache import StateCache
 from ..kv.prefix_reuse import PrefixReuse, common_prefix
 from ..kv.segments import Segment
@@ -59,6 +64,7 @@ from .logprob_reader import NO_LOGPROBS, LogprobReader
 from .reply_sampler import ReplySampler
 from .state_keeper import StateKeeper
 from .tool_reply import ToolReply
+from .vision import Vision, evaluation_runs, is_image_position
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,15 @@ class Engine(Backend):
         self.template: ChatTemplate = template_for(self.info, options.template_override)
         llama_log.install()
         self._llm = self._load(progress, cancel)
+        self._vision: Vision | None = None
+        self._images: dict[str, Image] = {}  # the images of the prompt being made, by digest
+        if options.mmproj:
+            try:
+                self._vision = Vision(self._llm, Path(options.mmproj), self.device.gpu_layers > 0,
+                                      self.device.cpu_threads)
+            except BaseException:
+                self._llm.close()
+                raise
         self._vocab = self._llm._model.vocab
         self._n_vocab = llama_c.llama_vocab_n_tokens(self._vocab)
         self.n_ctx = self._llm.n_ctx()
@@ -94,7 +109,7 @@ class Engine(Backend):
         self._piece_buffer = ctypes.create_string_buffer(64)
         self.last_draft_stats: DraftStats | None = None  # the last reply's drafting (None: it did not draft)
         self._keeper = StateKeeper(self._llm, states, self._prefix, self.info.path, self.device.gpu_layers,
-                                   self._evaluate_prompt)
+                                   self._evaluate_prompt, Path(options.mmproj) if options.mmproj else None)
 
     # --- loading -----------------------------------------------------------------------------
 
@@ -167,10 +182,13 @@ class Engine(Backend):
 
     def describe(self) -> ModelDescription:
         return ModelDescription(LocalModel(self.info.path), self.info, self.device, self.n_ctx, self.template.name,
-                                load_notes=self.load_notes)
+                                load_notes=self.load_notes,
+                                projector=self._vision.path if self._vision is not None else None)
 
     def close(self) -> None:
         self.keep_state()
+        if self._vision is not None:
+            self._vision.close()
         self._llm.close()
 
     def set_template_override(self, source: str | None) -> str:
@@ -188,6 +206,21 @@ class Engine(Backend):
         return self.template.render(messages, add_generation_prompt=False)
 
     def tokenize(self, text: str, at_start: bool = True, after_text: bool = False) -> list[int]:
+        """Tokenize prompt text as `_tokenize_text` does, each placeholder of an image of the
+        prompt being made (image_prompt.py) becoming the image's entries (vision.py)."""
+        if not self._images:
+            return self._tokenize_text(text, at_start, after_text)
+        tokens: list[int] = []
+        for piece in pieces(text, self._images):
+            if isinstance(piece, Image):
+                tokens += self._vision.entries(piece)
+            else:
+                follows_text = after_text if not tokens else not (is_image_position(tokens[-1])
+                                                                  or self._is_special(tokens[-1]))
+                tokens += self._tokenize_text(piece, at_start and not tokens, follows_text)
+        return tokens
+
+    def _tokenize_text(self, text: str, at_start: bool = True, after_text: bool = False) -> list[int]:
         """Tokenize prompt text, parsing special-token text, with exactly one leading BOS.
 
         `after_text`: the text continues a prompt whose last token is ordinary text. llama.cpp's
@@ -273,6 +306,7 @@ class Engine(Backend):
         logits row it was sampled from (logprob_reader.py); None reads nothing.
         """
         self._keeper.switch_to(conversation_id)
+        messages = self._with_images(messages)
         cancel = cancel or threading.Event()
         with_tools = None if tools.is_plain else ToolReply(self.template, tools, self.info.special_tokens)
         max_tokens = min(params.max_tokens, self.n_ctx - 1)
@@ -298,6 +332,18 @@ class Engine(Backend):
                                             sampler, shown_tokens, reader),
             with_tools.finished if with_tools else self._render_finished)
         return with_tools.parsed(events) if with_tools else events
+
+    def _with_images(self, messages: list[dict]) -> list[dict]:
+        """The messages with their images as placeholders, the images kept for the tokenizer;
+        ImageError where the model has no projector to read them with."""
+        rendered, images = with_placeholders(messages)
+        if images and self._vision is None:
+            raise ImageError(f"{self.info.name} cannot read images: no projector (mmproj) was loaded with it. "
+                             "Load a vision model with its projector, or send the message without images.")
+        if self._vision is not None:
+            self._vision.begin()
+        self._images = images
+        return rendered
 
     # --- saved KV state (state_keeper.py) ------------------------------------------------------
 
@@ -396,6 +442,8 @@ class Engine(Backend):
         llm = self._llm
         common = self._keeper.restored(prompt, common_prefix(llm.input_ids[: llm.n_tokens], prompt))
         common = min(common, len(prompt) - 1)  # re-decode at least one token for fresh logits
+        while 0 < common < len(prompt) and is_image_position(prompt[common]) and prompt[common - 1] == prompt[common]:
+            common -= 1  # an image is evaluated whole
         # A restored sliding-window cache holds only the window: it can be cut back one token.
         if common <= 0 or not kv_seq.can_reuse(llm, common) or not llm._ctx.kv_cache_seq_rm(-1, common, -1):
             llm.reset()
@@ -403,12 +451,16 @@ class Engine(Backend):
         llm.n_tokens = common
         if len(prompt) - common <= llm.n_batch:
             progress = None  # one batch goes by too fast to show
-        for start in range(common, len(prompt), llm.n_batch):
+        for start, end in evaluation_runs(prompt, common, llm.n_batch):
             if cancel.is_set():
                 break
-            llm.eval(prompt[start:start + llm.n_batch])
+            if is_image_position(prompt[start]):
+                llm.n_tokens = self._vision.evaluate(prompt[start], start)
+                llm.input_ids[start:end] = prompt[start:end]
+            else:
+                llm.eval(prompt[start:end])
             if progress is not None:
-                progress(min(start + llm.n_batch, len(prompt)) - common, len(prompt) - common)
+                progress(end - common, len(prompt) - common)
         return len(prompt) - common
 
     def _drafts(self, params: SamplingParams) -> bool:
@@ -434,3 +486,4 @@ class Engine(Backend):
     def cached_tokens(self) -> list[int]:
         """The token sequence of the last prompt and reply (what the next prompt should extend)."""
         return self._prefix.tokens
+

@@ -54,6 +54,16 @@ def install() -> None:
     llama_cpp.llama_log_set(_on_llama_log, ctypes.c_void_p(0))
 
 
+def install_multimodal() -> None:
+    """The same for libmtmd (a projector's log: its own, and its helpers'), which prints to
+    stderr until told otherwise. Called once libmtmd is loaded: a model without a projector never
+    loads it."""
+    from llama_cpp import mtmd_cpp
+
+    mtmd_cpp.mtmd_log_set(_on_llama_log, ctypes.c_void_p(0))
+    mtmd_cpp.mtmd_helper_log_set(_on_llama_log, ctypes.c_void_p(0))
+
+
 class LogWriter(io.TextIOBase):
     """A file-like object that sends llama-cpp-python's print() output to a logger."""
 

@@ -37,12 +37,14 @@ class StateKeeper:
 
     `render_finished(messages)`: the messages rendered by the engine's current template as a
     finished conversation (no generation prompt). `evaluate(tokens, cancel)`: the engine's
-    prompt evaluation, which brings the KV cache to `tokens`.
+    prompt evaluation, which brings the KV cache to `tokens`. `projector`: the model's image
+    projector, part of the key, since the images in a state were evaluated through it.
     """
 
     def __init__(self, llm: Llama, states: StateCache | None, prefix: PrefixReuse, model_path: Path, gpu_layers: int,
-                 evaluate: Callable[[list[int], threading.Event], int]):
+                 evaluate: Callable[[list[int], threading.Event], int], projector: Path | None = None):
         self._llm = llm
+        self._projector = projector
         self._states = states
         self._prefix = prefix
         self._model_path = model_path
@@ -163,10 +165,14 @@ class StateKeeper:
         if self._state_key is None:
             try:
                 fingerprint = model_fingerprint(self._model_path)
+                layout = kv_seq.cache_layout(self._llm)
+                if self._projector is not None:
+                    projector = model_fingerprint(self._projector)
+                    layout += f" mmproj={projector.size}:{projector.digest}"
             except NoFingerprint as exc:
                 log.warning("saved KV state is off for this model: %s", exc)
                 self._states = None
                 return None
             self._state_key = StateKey(fingerprint.size, fingerprint.digest, self._llm.n_ctx(),
-                                       kv_seq.cache_layout(self._llm), self._gpu_layers, kv_seq.build_identity())
+                                       layout, self._gpu_layers, kv_seq.build_identity())
         return self._state_key

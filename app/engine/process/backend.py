@@ -16,7 +16,6 @@ too), and every later call raises EngineCrashed: the caller loads the model agai
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,8 +99,8 @@ class ProcessBackend(Backend):
     def stream(self, messages: list[dict], params: SamplingParams, cancel: threading.Event,
                prompt_progress: PromptProgress | None = None, conversation_id: int | None = None,
                tools: ToolUse = PLAIN, logprobs: int | None = None) -> Iterator[ReplyEvent]:
-        self._child.send("stream", StreamRequest(json.dumps(messages, ensure_ascii=False), params, conversation_id,
-                                                 tools, logprobs))
+        self._child.send("stream", StreamRequest.of(messages, params, conversation_id=conversation_id, tools=tools,
+                                                    logprobs=logprobs))
         try:
             kind, body = self._child.answer()  # a reply that cannot start raises here, before its first piece
         except EngineCrashed as exc:  # the request reached the child, which died reading the prompt

@@ -12,7 +12,6 @@ which the parent keeps the tail of, for the message that says why it died.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import socket
@@ -150,7 +149,7 @@ class _Child:
 
     def _stream(self, request: StreamRequest) -> None:
         self.cancel.clear()
-        stream = self._loaded().stream(json.loads(request.messages_json), request.params, self.cancel,
+        stream = self._loaded().stream(request.messages(), request.params, self.cancel,
                                        prompt_progress=lambda done, total: self.send("prompt", (done, total)),
                                        conversation_id=request.conversation_id, tools=request.tools,
                                        logprobs=request.logprobs)

@@ -28,6 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ...images.image import Image
 from ..gguf.modelfile import ModelInfo, Token
 from ..kv.cache import SavedStates
 from ..logprobs import Alternative, TokenLogprob
@@ -48,7 +49,7 @@ from .protocol import EmbedderInfo, Failure, LoadRequest, StatesChange, StreamRe
 
 # Every class a frame may hold, by name: nothing else is ever built from one.
 CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
-    Alternative, DeviceInfo, DeviceReport, EmbedderInfo, Failure, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
+    Alternative, DeviceInfo, DeviceReport, EmbedderInfo, Failure, Image, LoadOptions, LoadRequest, LocalModel, ModelDefaults, ModelDescription, ModelInfo,
     OffloadSupport, RemoteModel, ReplyStats, ResponseFormat, SamplingParams, SavedStates, ServerConfig, StatesChange, StreamRequest, Token,
     TokenLogprob, Tool, ToolCall, ToolCallDelta, ToolChoice, ToolUse, Vectors,
 )}

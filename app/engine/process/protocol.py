@@ -28,10 +28,12 @@ the server treat a child's refusals exactly as they treat the in-process engine'
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...images.image import Image, ImageError
 from ..backend import LoadCancelled
 from ..context import ContextFullError
 from ..gguf.modelfile import ModelFileError
@@ -64,6 +66,32 @@ class StreamRequest:
     conversation_id: int | None = None
     tools: ToolUse = ToolUse()
     logprobs: int | None = None
+    images: tuple[Image, ...] = ()  # each image once; a message's "images" name them by digest
+
+    @classmethod
+    def of(cls, messages: list[dict], params: SamplingParams, **rest) -> StreamRequest:
+        """The request for these messages: their images travel beside the JSON, once each."""
+        images: dict[str, Image] = {}
+        named = []
+        for message in messages:
+            attached = message.get("images")
+            if attached:
+                images.update((image.digest, image) for image in attached)
+                message = {**message, "images": [image.digest for image in attached]}
+            named.append(message)
+        return cls(json.dumps(named, ensure_ascii=False), params, images=tuple(images.values()), **rest)
+
+    def messages(self) -> list[dict]:
+        """The messages as the parent had them (ImageError for an image named but not sent)."""
+        images = {image.digest: image for image in self.images}
+        messages = json.loads(self.messages_json)
+        for message in messages:
+            if isinstance(message, dict) and message.get("images"):
+                try:
+                    message["images"] = tuple(images[digest] for digest in message["images"])
+                except (KeyError, TypeError):
+                    raise ImageError("A message names an image the request does not carry.") from None
+        return messages
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,8 @@ class EngineFailure(Exception):
 
 # The exceptions callers tell apart, raised again in the parent by name.
 RAISED: dict[str, type[Exception]] = {cls.__name__: cls for cls in (
-    ContextFullError, LoadCancelled, LogprobsUnavailable, ModelFileError, SamplingError, TemplateError, ToolsError,
+    ContextFullError, ImageError, LoadCancelled, LogprobsUnavailable, ModelFileError, SamplingError, TemplateError,
+    ToolsError,
 )}
 
 ReplyEventType = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats
