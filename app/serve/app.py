@@ -7,8 +7,9 @@
     POST /v1/responses           a Response (OpenAI's Responses API), kept to be continued by id
 
 Each request is checked in the order a client can fix it: the key (401), the body's size
-(413), its JSON and fields (400), the model's name (404), room in the queue (429); a
-Response's previous_response_id is looked up before the queue (404). Then the
+(413), its JSON and fields (400), the model's name (404), its images (400: the model reads
+none, an address the server may not fetch, an image that cannot be used; image_reading.py),
+room in the queue (429); a Response's previous_response_id is looked up before the queue (404). Then the
 handler waits for the reply's first event: a job the engine refuses (its template fails, it
 does not fit the context) is still answered with a status, and only a reply that has begun
 is streamed. Every error, the routing's 404 and 405 included, has OpenAI's shape.
@@ -20,6 +21,7 @@ import contextlib
 import hmac
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -33,6 +35,7 @@ from .cors import cors_middleware
 from .embeddings import Embeddings
 from .embeddings import answer as answer_embeddings
 from .errors import ApiError
+from .image_reading import read_images
 from .kept_responses import KeptResponses
 from .replies import ClientGone, Reply, check_begun
 from .requests import MAX_BODY_BYTES, ChatRequest, CompletionRequest, parse_chat, parse_completion
@@ -47,12 +50,14 @@ DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # an oversized body is read this far so the cl
 
 def create_app(completions: Completions, api_key: str | None = None, on_startup=None,
                cors_origins: Sequence[str] = (), kept: KeptResponses | None = None,
-               embeddings: Embeddings | None = None) -> Starlette:
+               embeddings: Embeddings | None = None, allow_image_urls: bool = False) -> Starlette:
     """The server's app. `api_key`: required of every request when given. `on_startup`: called
     once the app serves. `cors_origins`: the web pages' origins a browser lets call it (serve/cors.py;
     none: no page of any site). `kept`: where responses are kept (serve/kept_responses.py; none:
     nowhere, and previous_response_id finds nothing). `embeddings`: the embedding model
-    /v1/embeddings serves (serve/embeddings.py; none: the route is not there). A request's missing sampling fields take
+    /v1/embeddings serves (serve/embeddings.py; none: the route is not there). `allow_image_urls`:
+    fetch the http(s) image addresses requests name (--allow-image-urls; otherwise only data:
+    URLs are read). A request's missing sampling fields take
     the served model's (ServedModel.sampling), asked per request: the window's model can change
     while it serves."""
 
@@ -93,20 +98,22 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
 
     async def checked_body(request: Request, parse):
         """The request's body read by `parse`, after the key and before the queue (the
-        module docstring's order), its model checked against the one served."""
+        module docstring's order), its model checked against the one served, which comes back
+        with it."""
         authorize(request)
         served = completions.model()  # once: the window's model may change while this runs
         parsed = parse(await read_body(request), served.sampling)
         check_model(parsed.model, served)
-        return parsed
+        return parsed, served
 
     async def chat(request: Request) -> Response:
-        parsed = await checked_body(request, parse_chat)
-        job = Job(parsed.params, messages=parsed.messages, tools=parsed.tools, n=parsed.n, logprobs=parsed.logprobs)
+        parsed, served = await checked_body(request, parse_chat)
+        messages = await read_images(parsed.messages, served, allow_image_urls)
+        job = Job(parsed.params, messages=messages, tools=parsed.tools, n=parsed.n, logprobs=parsed.logprobs)
         return await answer(request, parsed, job, ChatShape)
 
     async def complete(request: Request) -> Response:
-        parsed = await checked_body(request, parse_completion)
+        parsed, _served = await checked_body(request, parse_completion)
         job = Job(parsed.params, prompt=parsed.prompt, n=parsed.n, logprobs=parsed.logprobs)
         return await answer(request, parsed, job, CompletionShape)
 
@@ -115,7 +122,9 @@ def create_app(completions: Completions, api_key: str | None = None, on_startup=
         return JSONResponse(await answer_embeddings(await read_body(request), embeddings))
 
     async def respond(request: Request) -> Response:
-        return await answer_response(request, await checked_body(request, parse_responses), completions, responses)
+        parsed, served = await checked_body(request, parse_responses)
+        parsed = replace(parsed, input=await read_images(parsed.input, served, allow_image_urls))
+        return await answer_response(request, parsed, completions, responses)
 
     async def answer(request: Request, parsed: ChatRequest | CompletionRequest, job: Job, shape_type) -> Response:
         try:

@@ -84,6 +84,7 @@ class Refusal(Enum):
     UNAVAILABLE = "unavailable"  # the server is shutting down, or its model's process restarting: 503
     FAILED = "failed"  # the model failed before its first token: 500
     UNSUPPORTED = "unsupported"  # the backend cannot do what was asked (logprobs of a remote model): 400
+    IMAGE = "image"  # an image the model cannot read (it has no projector, or its projector refused it): 400
 
 
 @dataclass(frozen=True)
@@ -117,15 +118,19 @@ class Collected:
 class ServedModel:
     """What GET /v1/models says about the model (its id, what requests must name, and context),
     and the sampling a request's missing fields take: the model author's defaults
-    (general.sampling.*) over Hearth's, what `hearth chat` and the window start from."""
+    (general.sampling.*) over Hearth's, what `hearth chat` and the window start from.
+    `reads_images`: whether a request may send it images (a projector was loaded with it, or
+    it is a server's model); `name`: the name it gives itself, for a refusal to say."""
 
     model_id: str
     context_length: int | None
     sampling: SamplingParams = SamplingParams()
+    reads_images: bool = False
+    name: str = ""
 
     @classmethod
     def of(cls, loaded: ModelDescription) -> "ServedModel":
-        return cls(loaded.record_name, loaded.n_ctx, loaded.starting_sampling)
+        return cls(loaded.record_name, loaded.n_ctx, loaded.starting_sampling, loaded.reads_images, loaded.name)
 
 
 class QueueFull(Exception):

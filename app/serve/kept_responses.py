@@ -171,12 +171,13 @@ class KeptResponses:
 
 
 def _add(store: ConversationStore, conversation_id: int, message: dict) -> None:
-    """One input message, stored as the window stores its own: a user's; an assistant's, with
-    the tool calls it made (a reply's calls come with finish_message); a tool's result.
-    System messages are not kept (see responses.py)."""
+    """One input message, stored as the window stores its own: a user's, with its images (so a
+    response continued later is read with them); an assistant's, with the tool calls it made (a
+    reply's calls come with finish_message); a tool's result. System messages are not kept (see
+    responses.py)."""
     role, content = message["role"], message["content"]
     if role == "user":
-        store.add_message(conversation_id, "user", content)
+        store.add_message(conversation_id, "user", content, images=message.get("images", ()))
     elif role == "tool":
         store.add_tool_result(conversation_id, ToolResult(message["tool_call_id"], message["name"], content))
     elif role == "assistant":

@@ -109,6 +109,8 @@ def refusal_error(refused: Refused, param: str) -> ApiError:
         return errors.bad_request(refused.message, param=refused.param or param, code="invalid_prompt")
     if refused.reason is Refusal.CONTEXT:
         return errors.bad_request(refused.message, param=param, code="context_length_exceeded")
+    if refused.reason is Refusal.IMAGE:
+        return errors.bad_request(refused.message, param=param, code="invalid_image")
     if refused.reason is Refusal.UNSUPPORTED:
         return errors.bad_request(refused.message, param=refused.param or param, code="unsupported_parameter")
     if refused.reason is Refusal.UNAVAILABLE:

@@ -9,8 +9,11 @@ A field the request leaves out (or sends as null) takes the served model's defau
 engine/tools/wire.py, which `hearth chat` shares; tool-use history (assistant calls and tool
 results) is read here into the dicts the chat templates take.
 
+Images come as OpenAI's `image_url` content parts of a user's message (image_parts.py reads
+them; image_reading.py decodes or fetches them once the model is known to read images).
+
 What the engine cannot do is refused rather than ignored, so a client is never told it got
-something it did not: audio, images, predicted outputs, best_of. Fields that change nothing about the
+something it did not: audio, files, predicted outputs, best_of. Fields that change nothing about the
 reply (`user`, `metadata`, `store`, ...) are ignored, as llama.cpp's server ignores what it
 does not know.
 """
@@ -26,6 +29,7 @@ from ..engine.tools.types import PLAIN, ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
 from .completions import MAX_CHOICES
 from .errors import bad_request
+from .image_parts import ImageSource, chat_image, check_count, only_users_show_images
 
 MAX_BODY_BYTES = 16 * 2**20  # a 4-million-character message (the longest any prompt may be) as UTF-8
 MAX_STOP_STRINGS = 16
@@ -270,9 +274,11 @@ def _message(index: int, message, calls: dict[str, str]) -> dict:
         if role != "assistant":
             raise bad_request(f"{param}.tool_calls: only an assistant message makes calls.", param=f"{param}.tool_calls")
         content = message.get("content")
-        text = "" if content is None else _content(content, f"{param}.content")
+        text = "" if content is None else _content(content, f"{param}.content", role)
         return {"role": "assistant", "content": text, "tool_calls": _calls(f"{param}.tool_calls", tool_calls, calls)}
-    return {"role": ROLES[role], "content": _content(message.get("content"), f"{param}.content")}
+    if role == "user":
+        return _user_message(message.get("content"), f"{param}.content")
+    return {"role": ROLES[role], "content": _content(message.get("content"), f"{param}.content", role)}
 
 
 def _calls(param: str, value, calls: dict[str, str]) -> list[dict]:
@@ -319,23 +325,43 @@ def _tool_result(param: str, message: dict, calls: dict[str, str]) -> dict:
     if call_id not in calls:
         raise bad_request(f"{param}.tool_call_id: no call with the id {call_id[:80]!r} was made earlier in "
                           "the conversation.", param=f"{param}.tool_call_id")
-    content = _content(message.get("content"), f"{param}.content")
+    content = _content(message.get("content"), f"{param}.content", "tool")
     return {"role": "tool", "tool_call_id": call_id, "name": calls[call_id], "content": content}
 
 
-def _content(content, param: str) -> str:
-    """Text, or a list of text parts (joined with newlines, as vLLM does); anything else refused."""
+def _user_message(content, param: str) -> dict:
+    """A user's message: its text, and its images' sources under "images" where it has any."""
+    text, images = _parts(content, param, "user")
+    return {"role": "user", "content": text, **({"images": images} if images else {})}
+
+
+def _content(content, param: str, role: str) -> str:
+    """The text of a message that is not a user's (such a message carries no images)."""
+    return _parts(content, param, role)[0]
+
+
+def _parts(content, param: str, role: str) -> tuple[str, tuple[ImageSource, ...]]:
+    """Text, or a list of text parts (joined with newlines, as vLLM does) and image parts
+    (a user's only); anything else refused."""
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise bad_request(f"{param}: this server reads text parts only ({{'type': 'text', 'text': ...}}).",
-                                  param=param, code="unsupported_parameter")
+        return content, ()
+    if not isinstance(content, list):
+        raise bad_request(f"{param} must be a string or a list of content parts.", param=param)
+    texts: list[str] = []
+    images: list[ImageSource] = []
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "image_url":
+            only_users_show_images(role, f"{param}[{index}]")
+            images.append(chat_image(part, f"{param}[{index}]"))
+        elif kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
-        return "\n".join(texts)
-    raise bad_request(f"{param} must be a string or a list of text parts.", param=param)
+        else:
+            raise bad_request(f"{param}[{index}]: this server reads text parts ({{'type': 'text', 'text': ...}}) "
+                              "and a user's image_url parts only.", param=f"{param}[{index}]",
+                              code="unsupported_parameter")
+    check_count(images, param)
+    return "\n".join(texts), tuple(images)
 
 
 def _prompt(value) -> str:

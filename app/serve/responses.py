@@ -9,13 +9,16 @@ as the chat templates take them, tools as OpenAI's chat `tools`), so the model g
 what a chat request saying the same would give it, and the tools, tool choice and format
 are checked by engine/tools/wire.py, as for a chat.
 
+A user message's `input_image` parts are its images (image_parts.py reads them, as a chat's
+image_url parts).
+
 `instructions` hold for the request that sends them, as OpenAI's do: a response continued
 with `previous_response_id` is not given the instructions of the one before. System and
 developer messages in `input` are read the same way (they are not kept with the stored
 conversation, whose messages are the user's, the model's and the tools').
 
 What the server cannot do is refused rather than ignored: hosted tools (web search, file
-search, computer use, MCP, ...), images, files and audio in the input, references to items
+search, computer use, MCP, ...), files and audio in the input, references to items
 by id, OpenAI's stored conversations and prompt templates, background responses and
 log-probabilities. Fields that change nothing here (`metadata`, `user`, `reasoning`,
 `truncation`, `prompt_cache_key`, `service_tier`, ...) are accepted and ignored.
@@ -30,6 +33,7 @@ from ..engine.sampling import SamplingError, SamplingParams
 from ..engine.tools.types import ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
 from .errors import bad_request
+from .image_parts import ImageSource, check_count, only_users_show_images, responses_image
 from .requests import ROLES, SAMPLING_FIELDS, chat_call, check_call_id, checked, json_object, optional
 
 MAX_INPUT_ITEMS = 100_000  # a long agent run's whole history, sent again each turn
@@ -254,25 +258,38 @@ def _message(param: str, item: dict) -> dict:
     role = item.get("role")
     if role not in ROLES:
         raise bad_request(f"{param}.role must be one of user, assistant, system or developer.", param=f"{param}.role")
-    return {"role": ROLES[role], "content": _text(item.get("content"), f"{param}.content")}
+    text, images = _parts(item.get("content"), f"{param}.content", role)
+    return {"role": ROLES[role], "content": text, **({"images": images} if images else {})}
 
 
 def _text(content, param: str) -> str:
+    """A function_call_output's text (which carries no images)."""
+    return _parts(content, param, "tool")[0]
+
+
+def _parts(content, param: str, role: str) -> tuple[str, tuple[ImageSource, ...]]:
     """A string, or a list of text parts (input_text, output_text; a refusal's text), joined
-    with newlines as a chat's text parts are."""
+    with newlines as a chat's text parts are, and a user's input_image parts."""
     if isinstance(content, str):
-        return content
+        return content, ()
     if not isinstance(content, list):
         raise bad_request(f"{param} must be a string or a list of content parts.", param=param)
-    texts = []
+    texts: list[str] = []
+    images: list[ImageSource] = []
     for index, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_image":
+            only_users_show_images(role, f"{param}[{index}]")
+            images.append(responses_image(part, f"{param}[{index}]"))
+            continue
         text = part.get("refusal" if kind == "refusal" else "text") if isinstance(part, dict) else None
         if (kind not in TEXT_PARTS and kind != "refusal") or not isinstance(text, str):
-            raise bad_request(f"{param}[{index}]: this server reads text parts only (input_text, output_text), "
-                              f"not {str(kind)[:40]!r}.", param=f"{param}[{index}]", code="unsupported_parameter")
+            raise bad_request(f"{param}[{index}]: this server reads text parts (input_text, output_text) and a "
+                              f"user's input_image parts only, not {str(kind)[:40]!r}.", param=f"{param}[{index}]",
+                              code="unsupported_parameter")
         texts.append(text)
-    return "\n".join(texts)
+    check_count(images, param)
+    return "\n".join(texts), tuple(images)
 
 
 def _call(param: str, item: dict) -> dict:

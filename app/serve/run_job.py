@@ -23,6 +23,7 @@ from ..engine.sampling import SamplingParams
 from ..engine.templates.chat_template import TemplateError
 from ..engine.tools.types import ToolsError
 from ..engine.types import ReplyStats, StopReason
+from ..images.image import ImageError
 from .completions import ChoiceEnd, Deliver, Job, Refusal, Refused
 from .shapes import finish_reason
 
@@ -78,6 +79,8 @@ def _refusal(exc: Exception) -> Refused:
     """Why a job could not start (raised at the stream call or at its first event), for its client."""
     if isinstance(exc, TemplateError):
         return Refused(Refusal.BAD_REQUEST, str(exc))
+    if isinstance(exc, ImageError):
+        return Refused(Refusal.IMAGE, str(exc))
     if isinstance(exc, ToolsError):
         return Refused(Refusal.BAD_REQUEST, str(exc), exc.param)
     if isinstance(exc, ContextFullError):
