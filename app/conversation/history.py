@@ -40,18 +40,23 @@ def history(store: ConversationStore, conversation_id: int | None, system_prompt
     of the one there). Replies that failed before saying anything are left out. A question
     asked of the user's documents reads with its sources before it (sources.py). Tool calls and
     results are in OpenAI's form, which templates and servers read: a reply's "tool_calls"
-    (arguments as JSON text), and a "tool" message for each result."""
+    (arguments as JSON text), and a "tool" message for each result. A question sent with images
+    has them ("images": their bytes, read and checked here). An image whose file is gone or
+    damaged is MissingImage (an ImageError and a StoreError) naming it, raised rather than left
+    out: a reply to a prompt other than the one the user sees would answer a question never asked."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
     if conversation_id is None:
         return messages
     page = store.recent_messages(conversation_id, HISTORY_MESSAGES, before)
-    return messages + [_as_read(message) for message in page.messages if _read_by_model(message)]
+    return messages + [_as_read(store, message) for message in page.messages if _read_by_model(message)]
 
 
-def _as_read(message: StoredMessage) -> dict:
+def _as_read(store: ConversationStore, message: StoredMessage) -> dict:
     if message.tool_result is not None:
         return message.tool_result.to_openai()
     read = {"role": message.role, "content": with_sources(message.content, message.sources)}
+    if message.images:
+        read["images"] = tuple(store.image(ref) for ref in message.images)
     if message.tool_calls:
         read["tool_calls"] = [call.to_openai() for call in message.tool_calls]
     return read

@@ -3,7 +3,7 @@
 Pure Python and sqlite3, no Qt, so it can be tested and used without a GUI.
 """
 
-from app.store.conversations import ConversationStore, MessagePage, auto_title
+from app.store.conversations import ConversationStore, auto_title
 from app.store.importing import import_file
 from app.store.records import (
     ROLES,
@@ -11,6 +11,8 @@ from app.store.records import (
     Conversation,
     DatabaseDamaged,
     DeletedVersion,
+    MessagePage,
+    MissingImage,
     Source,
     StoredMessage,
     StoreError,
@@ -19,6 +21,6 @@ from app.store.records import (
 )
 
 __all__ = [
-    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "Source", "StoreError",
+    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "MissingImage", "Source", "StoreError",
     "StoredMessage", "ToolResult", "auto_title", "import_file", "shorten",
 ]

@@ -5,6 +5,10 @@ update_partial() every half second or so), and every call commits before it retu
 is killed mid-reply, the next start finds the reply as far as it got and marks it 'cancelled'
 with the stop reason "interrupted".
 
+A user message may hold images: their bytes are files beside the database, named by digest
+(image_files.py, image_links.py), written before the row that names them is committed and
+unlinked after the last row naming them is erased (purge_deleted); the message keeps references.
+
 Statistics and statuses come in and go out typed (`ReplyStats`, `ReplyStatus`); this package
 is the only place they are turned into JSON and back.
 
@@ -20,20 +24,22 @@ import json
 import os
 import re
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
 from app.common.sqlite_files import reporting_errors, transaction
 from app.common.text import shorten
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus
-from app.store import exchange, markdown, search, streaming
+from app.images.image import Image, ImageRef
+from app.store import exchange, image_links, markdown, search, streaming
+from app.store.image_files import ImageFiles, images_folder
 from app.store.importing import insert_import
 from app.store.records import (
     ROLES,
     STATUSES,
     Conversation,
     DeletedVersion,
+    MessagePage,
     Source,
     StoredMessage,
     StoreError,
@@ -50,7 +56,9 @@ from app.store.tree import (
     SUBTREE,
     answered_reply,
     branch_messages,
+    copy_branch,
     last_seen_leaf,
+    live_tree,
     set_leaf,
     shown_leaf,
 )
@@ -76,15 +84,6 @@ def branch_title(title: str) -> str:
     return f"{title or 'Untitled conversation'} (branch)"
 
 
-@dataclass(frozen=True)
-class MessagePage:
-    """The newest messages of the branch shown (or those before a position), oldest first, and
-    how many older ones there are on it: a conversation may hold a hundred thousand."""
-
-    messages: list[StoredMessage]
-    earlier: int
-
-
 @reporting_errors(database_error)
 class ConversationStore:
     """All reads and writes of conversations; one per database file, closed with close().
@@ -98,14 +97,18 @@ class ConversationStore:
 
         full_text_search=False searches with LIKE, as on an SQLite built without FTS5; the
         tests use it to cover that path. recover=False leaves 'streaming' replies as they are:
-        the command line reads beside a running Hearth, whose reply is not a crashed one.
+        the command line reads beside a running Hearth, whose reply is not a crashed one; and
+        image files no message names (a crash between writing one and committing its message)
+        are swept only with recover.
         """
         self.path = Path(path)
+        self._files = ImageFiles(images_folder(self.path))
         self._conn = connect(path)
         try:
             self.full_text_search = search.install(self._conn, full_text_search)
             if recover:
                 streaming.recover_interrupted(self._conn)
+                image_links.sweep(self._conn, self._files)
         except sqlite3.Error as exc:
             self._conn.close()
             raise database_error(path, exc) from exc
@@ -179,12 +182,15 @@ class ConversationStore:
     def purge_deleted(self) -> int:
         """Erase everything in the trash, messages and deleted versions included; returns how
         many conversations. What is erased is unlinked from its parent first: a deletion would
-        cascade down a branch one level at a time, past SQLite's limit of 1000 levels."""
+        cascade down a branch one level at a time, past SQLite's limit of 1000 levels. Then,
+        once that is committed, the image files no message names any more are deleted."""
         with transaction(self._conn):
             self._conn.execute("UPDATE messages SET parent_id = NULL WHERE deleted_at IS NOT NULL OR conversation_id IN"
                                " (SELECT id FROM conversations WHERE deleted_at IS NOT NULL)")
             self._conn.execute("DELETE FROM messages WHERE deleted_at IS NOT NULL")
-            return self._conn.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL").rowcount
+            purged = self._conn.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL").rowcount
+        image_links.sweep(self._conn, self._files)
+        return purged
 
     def search(self, text: str) -> list[Conversation]:
         """Conversations not in the trash whose title or one message contains every word of text,
@@ -259,8 +265,10 @@ class ConversationStore:
         model: str | None = None,
         params: dict | None = None,
         status: ReplyStatus = ReplyStatus.COMPLETE,
+        images: tuple[Image, ...] = (),
     ) -> int:
-        """Append a message to the branch shown, which it now ends; returns its id.
+        """Append a message to the branch shown, which it now ends; returns its id. A user
+        message may hold images (in order; their files are written before it is committed).
 
         A reply about to stream is added with status='streaming' (usually empty content), then
         fed with update_partial() and closed with finish_message(). A model given here becomes
@@ -269,11 +277,14 @@ class ConversationStore:
         """
         if role == "tool":
             raise StoreError("A tool result is added with the call it answers (add_tool_result).")
+        image_links.check_images(role, images)
         with transaction(self._conn):
             self.get_conversation(conversation_id)
             leaf = shown_leaf(self._conn, conversation_id)
             parent, position = (leaf[0], leaf[1] + 1) if leaf else (None, 0)
-            return self._insert(conversation_id, parent, position, role, content, model, params, status)
+            message_id = self._insert(conversation_id, parent, position, role, content, model, params, status)
+            image_links.store_images(self._conn, self._files, message_id, images)
+            return message_id
 
     def add_version(
         self,
@@ -282,16 +293,24 @@ class ConversationStore:
         model: str | None = None,
         params: dict | None = None,
         status: ReplyStatus = ReplyStatus.COMPLETE,
+        images: tuple[Image, ...] | None = None,
     ) -> int:
         """Add another version of a message (an edit of a user message, another reply), which
         now ends the branch shown; the message and all that follows it are kept. A version of a
-        tool result answers the same call; a reply's calls come with its finish_message()."""
+        tool result answers the same call; a reply's calls come with its finish_message(). An
+        edit keeps the message's images (images None) or holds those given instead."""
         with transaction(self._conn):
             original = self._live(message_id)
+            image_links.check_images(original.role, images or ())
             result = original.tool_result
-            return self._insert(original.conversation_id, original.parent_id, original.position, original.role,
-                                content, model, params, status,
-                                None if result is None else ToolResult(result.call_id, result.name, content, result.error))
+            version = self._insert(original.conversation_id, original.parent_id, original.position, original.role,
+                                   content, model, params, status,
+                                   None if result is None else ToolResult(result.call_id, result.name, content, result.error))
+            if images is None:
+                image_links.copy_links(self._conn, message_id, version)
+            else:
+                image_links.store_images(self._conn, self._files, version, images)
+            return version
 
     def add_tool_result(self, conversation_id: int, result: ToolResult) -> int:
         """Append a tool's result (role "tool", its content the result's) to the branch shown,
@@ -376,7 +395,7 @@ class ConversationStore:
 
     def branch_from(self, message_id: int) -> int:
         """A new conversation holding a copy of the branch up to this message (its versions and
-        what follows are not copied); returns its id. The original is not changed."""
+        what follows are not copied), images included; returns its id. The original is not changed."""
         with transaction(self._conn):
             message = self._live(message_id)
             if message.status is ReplyStatus.STREAMING:
@@ -389,22 +408,7 @@ class ConversationStore:
                 " FROM conversations WHERE id = ?",  # a branch asks with the same tools and documents
                 (branch_title(source.title), now, now, source.id),
             ).lastrowid
-            parent = None
-            for row in self._conn.execute(
-                f"{BRANCH} SELECT m.* FROM messages m JOIN branch USING (id) ORDER BY m.position",
-                {"leaf": message_id, "lowest": 0},
-            ).fetchall():
-                parent = self._conn.execute(
-                    "INSERT INTO messages (conversation_id, parent_id, position, role, content, model, params_json,"
-                    " stats_json, status, created_at, updated_at, viewed_at, tool_calls_json, tool_calls_text,"
-                    " tool_call_id, tool_name, tool_error, sources_json)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, parent, row["position"], row["role"], row["content"], row["model"],
-                     row["params_json"], row["stats_json"], row["status"], row["created_at"], row["updated_at"], now,
-                     row["tool_calls_json"], row["tool_calls_text"], row["tool_call_id"], row["tool_name"],
-                     row["tool_error"], row["sources_json"]),
-                ).lastrowid
-            set_leaf(self._conn, conversation_id, parent)
+            set_leaf(self._conn, conversation_id, copy_branch(self._conn, message_id, conversation_id))
         return conversation_id
 
     def update_partial(self, message_id: int, content: str) -> None:
@@ -420,6 +424,13 @@ class ConversationStore:
         (complete, cancelled or error) and the tool calls it ended with, if any."""
         streaming.finish(self._conn, message_id, content, stats, status, tool_calls)
 
+    def image(self, ref: ImageRef) -> Image:
+        """A stored image's bytes (a message's images are references: StoredMessage.images),
+        checked against its digest. A file that is gone or damaged is MissingImage (an
+        ImageError and a StoreError) naming the image and its conversation; the message and its
+        conversation still open, and the caller decides whether to go on without the image."""
+        return image_links.read(self._conn, self._files, ref)
+
     # Export and import
 
     def export_markdown(self, conversation_id: int) -> str:
@@ -431,26 +442,22 @@ class ConversationStore:
         return markdown.to_markdown(self.get_conversation(conversation_id), branch, live - len(branch))
 
     def export_json(self, conversation_id: int) -> dict:
-        """A {"format": "hearth.conversation", "version": 3, ...} dict with every version (not
-        deleted ones), tool calls and results included, ready for json.dump."""
+        """A {"format": "hearth.conversation", "version": 5, ...} dict with every version (not
+        deleted ones), tool calls and results and images (their bytes) included, ready for
+        json.dump. A missing or damaged image file is MissingImage: nothing is exported."""
         conversation = self.get_conversation(conversation_id)
-        # Window functions number the versions in one pass: MESSAGE counts siblings per row,
-        # which a file of a hundred thousand versions of one message would make quadratic.
-        tree = [StoredMessage.from_row(row) for row in self._conn.execute(
-            "SELECT m.*, ROW_NUMBER() OVER siblings AS version, COUNT(*) OVER (PARTITION BY parent_id) AS versions"
-            " FROM messages m WHERE conversation_id = ? AND deleted_at IS NULL"
-            " WINDOW siblings AS (PARTITION BY parent_id ORDER BY id) ORDER BY position, id",
-            (conversation_id,))]
+        tree = live_tree(self._conn, conversation_id)
         leaf = shown_leaf(self._conn, conversation_id)
-        return exchange.to_json(conversation, tree, leaf[0] if leaf else None)
+        refs = {ref.digest: ref for message in tree for ref in message.images}  # each image once, in order of use
+        return exchange.to_json(conversation, tree, leaf[0] if leaf else None, [self.image(ref) for ref in refs.values()])
 
     def import_json(self, data: dict | str | bytes) -> int:
         """Add an exported conversation (the dict, or the file's text) as a new one; returns its id.
 
-        Titles, messages, params, stats and timestamps are kept as they were. Bad input raises
-        StoreError and adds nothing.
+        Titles, messages, params, stats, timestamps and images are kept as they were. Bad input
+        raises StoreError and adds nothing (an image file it wrote is swept at the next start).
         """
-        return insert_import(self._conn, *exchange.parse(data))
+        return insert_import(self._conn, self._files, *exchange.parse(data))
 
     # Internals
 

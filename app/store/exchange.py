@@ -10,6 +10,8 @@ in order. Version 3 adds tools: a reply's "tool_calls" ([{"id", "name", "argumen
 Version 4 adds a question's sources, the passages of the user's documents its reply read: a user
 message's "sources" ([{"path", "page", "heading", "text", "tool"}]), numbered by their place;
 "tool": true where the model found it with its search_documents tool.
+Version 5 adds images: each image once, in a table at the top ("images"), and a user message's
+"images", the digests of its images in order (exported_images.py).
 Database ids and positions are left out: they mean nothing in another database.
 Everything is validated before anything is written, with messages that say where the file is
 wrong.
@@ -19,11 +21,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
 from app.engine.tools.types import ToolCall
 from app.engine.types import MAX_STORED_INT, ReplyStats
+from app.images.image import Image
+from app.store import exported_images
 from app.store.records import (
     ROLES,
     STATUSES,
@@ -43,13 +48,21 @@ from app.store.records import (
 )
 
 FORMAT = "hearth.conversation"
-VERSION = 4
+VERSION = 5
 TOOLS_VERSION = 3  # the first version with tool calls and results (role "tool")
 SOURCES_VERSION = 4  # the first version with a question's sources
+IMAGES_VERSION = 5  # the first version with images
 MAX_SOURCES = 1_000  # a question's sources: far above the 20 a reply is given
-# Far above any real conversation (32 MB is some eight million tokens of text), low enough that
-# reading, checking and storing one takes seconds and a few hundred MB at most.
-MAX_IMPORT_BYTES = 32 * 2**20
+# The text of an export, all but its images' data: far above any real conversation (32 MB is
+# some eight million tokens of text), low enough that reading, checking and storing one takes
+# seconds and a few hundred MB at most. JSON's small values cost some twenty times their bytes
+# once read; an image's data is one string, which costs its size.
+MAX_IMPORT_TEXT_BYTES = 32 * 2**20
+# A whole export file, images included: a conversation sent a few dozen photos.
+MAX_IMPORT_BYTES = 160 * 2**20
+# What counts as an image's data when the text is measured: a long run of base64 in quotes.
+_LONG_BASE64 = '"[A-Za-z0-9+/=]{4096,}"'
+_IMAGE_DATA = {str: re.compile(_LONG_BASE64), bytes: re.compile(_LONG_BASE64.encode())}
 MAX_IMPORT_MESSAGES = 100_000
 # A reply's calls, and the length of a call's id or a tool's name: far above what a model makes.
 MAX_TOOL_CALLS = 1_000
@@ -58,8 +71,10 @@ MAX_TOOL_NAME_CHARS = 1_000
 _REQUIRED = object()
 
 
-def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int | None) -> dict:
-    """The conversation with every version of its messages (tree: parents before children)."""
+def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int | None,
+            images: list[Image]) -> dict:
+    """The conversation with every version of its messages (tree: parents before children) and
+    the images they hold (each once)."""
     index = {message.id: number for number, message in enumerate(tree)}
     return {
         "format": FORMAT,
@@ -72,6 +87,7 @@ def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int 
             "updated_at": conversation.updated_at,
             "current": index.get(leaf_id),
         },
+        "images": exported_images.table(images),
         "messages": [
             {
                 "parent": index.get(m.parent_id),
@@ -85,6 +101,7 @@ def to_json(conversation: Conversation, tree: list[StoredMessage], leaf_id: int 
                 "updated_at": m.updated_at,
                 **_tool_fields(m),
                 **({"sources": [source.to_dict() for source in m.sources]} if m.sources else {}),
+                **({"images": [ref.digest for ref in m.images]} if m.images else {}),
             }
             for m in tree
         ],
@@ -117,8 +134,9 @@ def read_export(path: Path) -> bytes:
     return data
 
 
-def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
-    """Validate an export (parsed or as JSON text) into (conversation, messages) column values.
+def parse(data: dict | str | bytes) -> tuple[dict, list[dict], dict[str, Image]]:
+    """Validate an export (parsed or as JSON text) into (conversation, messages) column values
+    and the images the messages name (by digest; each message's "images" are digests).
 
     Timestamps are normalised to the database's UTC format (a file may say "...Z" or carry an
     offset). A message saved mid-stream comes in as 'cancelled': nothing will ever finish it.
@@ -141,6 +159,7 @@ def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
 
     source = _field(data, "conversation", dict, "the file")
     items = _field(data, "messages", list, "the file")
+    images = exported_images.read_table(data.get("images", [])) if version >= IMAGES_VERSION else {}
     if len(items) > MAX_IMPORT_MESSAGES:
         raise StoreError(
             f"The export holds {len(items):,} messages; Hearth imports conversations of up to "
@@ -161,7 +180,7 @@ def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
     answerable: list[tuple[ToolCall, ...]] = []
     for index, item in enumerate(items):
         where = f"messages[{index}]"
-        message, calls, result = _message(item, where, version)
+        message, calls, result = _message(item, where, version, images)
         # A version-1 file is one branch: each message follows the one before it.
         parent = message["parent"] = _index(item, "parent", where, index) if tree else (index - 1 if index else None)
         if result is not None:
@@ -171,7 +190,7 @@ def parse(data: dict | str | bytes) -> tuple[dict, list[dict]]:
                 raise StoreError(f"{where} is a tool result that cannot be imported: {problem}.")
         answerable.append(calls)
         messages.append(message)
-    return conversation, messages
+    return conversation, messages, images
 
 
 def _index(source: dict, name: str, where: str, below: int) -> int | None:
@@ -184,6 +203,12 @@ def _index(source: dict, name: str, where: str, below: int) -> int | None:
 
 
 def _decode(text: str | bytes) -> object:
+    """The JSON, refused before it is read when its text, all but its images' data, is longer
+    than MAX_IMPORT_TEXT_BYTES."""
+    data = sum(match.end() - match.start() for match in _IMAGE_DATA[bytes if isinstance(text, bytes) else str].finditer(text))
+    if len(text) - data > MAX_IMPORT_TEXT_BYTES:
+        raise StoreError(f"The export holds more than {MAX_IMPORT_TEXT_BYTES // 2**20} MB of text (its images aside), "
+                         "more than a conversation export holds; it was not imported.")
     try:
         return json.loads(text)
     except RecursionError:
@@ -192,8 +217,10 @@ def _decode(text: str | bytes) -> object:
         raise StoreError(f"This is not a conversation export: the JSON is malformed ({shorten(str(exc))}).") from None
 
 
-def _message(item: object, where: str, version: int) -> tuple[dict, tuple[ToolCall, ...], ToolResult | None]:
-    """The message's column values, the calls it makes and the result it holds."""
+def _message(item: object, where: str, version: int,
+             images: dict[str, Image]) -> tuple[dict, tuple[ToolCall, ...], ToolResult | None]:
+    """The message's column values (and the digests of its images), the calls it makes and the
+    result it holds."""
     if not isinstance(item, dict):
         raise StoreError(f"{where} must be an object.")
     role = _text(item, "role", where)
@@ -217,6 +244,7 @@ def _message(item: object, where: str, version: int) -> tuple[dict, tuple[ToolCa
         "tool_name": result.name if result else None,
         "tool_error": result.error if result else False,
         "sources_json": sources_to_json(_sources(item, where, role) if version >= SOURCES_VERSION else ()),
+        "images": exported_images.message_images(item, where, role, images) if version >= IMAGES_VERSION else (),
     }, calls, result
 
 

@@ -11,7 +11,9 @@ import sqlite3
 from pathlib import Path
 
 from app.common.sqlite_files import transaction
-from app.store import exchange
+from app.images.image import Image
+from app.store import exchange, image_links
+from app.store.image_files import ImageFiles, images_folder
 from app.store.records import utc_now
 from app.store.schema import connect, database_error
 from app.store.tree import last_seen_leaf
@@ -25,21 +27,26 @@ def import_file(database: str | os.PathLike, file: Path) -> int:
     lets the window keep reading meanwhile. All or nothing: every failure is a StoreError and
     adds nothing.
     """
-    conversation, messages = exchange.parse(exchange.read_export(Path(file)))
+    parsed = exchange.parse(exchange.read_export(Path(file)))
     conn = connect(database)
     try:
-        return insert_import(conn, conversation, messages)
+        return insert_import(conn, ImageFiles(images_folder(database)), *parsed)
     except sqlite3.DatabaseError as exc:
         raise database_error(database, exc) from exc
     finally:
         conn.close()
 
 
-def insert_import(conn: sqlite3.Connection, conversation: dict, messages: list[dict]) -> int:
+def insert_import(conn: sqlite3.Connection, files: ImageFiles, conversation: dict, messages: list[dict],
+                  images: dict[str, Image]) -> int:
     """One transaction: the conversation and all its messages (each under its "parent", an
-    index into messages), or nothing. The branch shown is the one through "current"."""
+    index into messages, each naming its images by digest), or nothing. The images' files are
+    written first, inside it: those its messages name. The branch shown is the one through
+    "current"."""
     now = utc_now()
     with transaction(conn):
+        named = {digest for message in messages for digest in message["images"]}
+        image_links.write_files(files, (image for digest, image in images.items() if digest in named))
         conversation_id = conn.execute(
             "INSERT INTO conversations (title, model, system_prompt, created_at, updated_at)"
             " VALUES (:title, :model, :system_prompt, :created_at, :updated_at)",
@@ -59,6 +66,7 @@ def insert_import(conn: sqlite3.Connection, conversation: dict, messages: list[d
                 {**message, "conversation_id": conversation_id, "position": positions[-1], "viewed_at": now,
                  "parent_id": None if parent is None else ids[parent]},
             ).lastrowid)
+            image_links.link(conn, ids[-1], [images[digest].ref for digest in message["images"]])
         current = conversation["current"]
         if current is not None:
             conn.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?",

@@ -1,7 +1,9 @@
 """Conversations as Markdown, to read or share: the branch shown, saying where other versions
 exist (the JSON export, exchange.py, keeps every version).
 
-Message text is Markdown already and goes in as it is. What a model or a tool wrote inside a
+Message text is Markdown already and goes in as it is. A message's images are named (each on
+a line of its own, before its text: "[Image: 640 × 480 PNG, sha256 1a2b3c4d]", its brackets
+escaped), not embedded: the JSON export keeps them. What a model or a tool wrote inside a
 call or a result is shown as written, but must not break the page's structure: arguments and
 results go in fenced blocks whose fence is longer than any run of backticks inside them, and
 names and ids in code spans on one line. Nothing is escaped into HTML: it is Markdown text.
@@ -13,6 +15,8 @@ import re
 
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStatus, StopReason
+from app.images.image import ImageRef
+from app.store.image_links import named
 from app.store.records import Conversation, Source, StoredMessage
 
 _BACKTICKS = re.compile(r"`+")
@@ -23,7 +27,8 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage], other
     """The branch shown: the title as the heading and each message under its role; metadata
     (a message's version among its siblings included) in small italics. A reply's tool calls
     follow its text; a tool's result is a message of its own, under the tool's name; a question's
-    sources (the documents its reply read) are listed under it."""
+    images are named before its text, and its sources (the documents its reply read) are listed
+    under it."""
     parts = [f"# {conversation.title or 'Untitled conversation'}", f"*{_details(conversation)}*"]
     if other_versions:
         parts.append(f"*This is the branch shown in Hearth; {other_versions} message{'s' if other_versions != 1 else ''}"
@@ -37,7 +42,8 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage], other
             parts.append(fenced(message.content))
         else:
             parts.append(f"## {message.role.capitalize()}")
-            if message.content or not message.tool_calls:
+            parts += [image_line(ref) for ref in message.images]
+            if message.content or not (message.tool_calls or message.images):
                 parts.append(message.content)
             for call in message.tool_calls:
                 parts += _call(call)
@@ -47,6 +53,12 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage], other
         if details:
             parts.append(f"*{details}*")
     return "\n\n".join(parts) + "\n"
+
+
+def image_line(ref: ImageRef) -> str:
+    """An image named on a line of its own. The brackets are escaped: "[…]" alone would be a
+    link wherever a message's text defines a reference of that name."""
+    return f"\\[Image: {named(ref)}\\]"
 
 
 def _sources(sources: tuple[Source, ...]) -> str:

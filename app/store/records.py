@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from app.common.text import shorten
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus
+from app.images.image import ImageError, ImageRef
 
 ROLES = ("system", "user", "assistant", "tool")
 STATUSES = tuple(status.value for status in ReplyStatus)
@@ -29,6 +30,12 @@ class DatabaseDamaged(StoreError):
 
     The rest may still be readable: the window offers to export what it can and to move the
     file aside, so it is told apart from the other errors."""
+
+
+class MissingImage(StoreError, ImageError):
+    """A stored image whose file is gone or no longer holds its bytes. Both kinds of error: the
+    store's callers show it as they show any StoreError, and whatever sends images refuses it
+    as it refuses any image that cannot be used. The conversation and the message still open."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +131,8 @@ class StoredMessage:
     params are the sampling parameters the reply was generated with, as stored; stats are what
     the engine measured (None where nothing was: user messages, older records).
     tool_calls are the calls an assistant reply ended with, in order; a message with role
-    "tool" has its tool_result (whose content is the message's content).
+    "tool" has its tool_result (whose content is the message's content). images are what a user
+    message was sent with, in order: references only, ConversationStore.image reads the bytes.
     """
 
     id: int
@@ -144,12 +152,13 @@ class StoredMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     sources: tuple[Source, ...] = ()  # a user message's: the passages its reply was given
+    images: tuple[ImageRef, ...] = ()  # a user message's, in order
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "StoredMessage":
         """The message in row; a row whose JSON or status makes no sense (a damaged page that
         still reads) is DatabaseDamaged, like a page SQLite itself cannot read."""
-        computed = ("params", "stats", "status", "tool_calls", "tool_result", "sources")
+        computed = ("params", "stats", "status", "tool_calls", "tool_result", "sources", "images")
         values = {name: row[name] for name in cls.__dataclass_fields__ if name not in computed}
         result = None
         if row["role"] == "tool":
@@ -161,9 +170,19 @@ class StoredMessage:
                 stats=ReplyStats.from_dict(stats) if stats else None,
                 tool_calls=calls_from_json(row["tool_calls_json"]), tool_result=result,
                 sources=sources_from_json(row["sources_json"]) if "sources_json" in row.keys() else (),
+                images=refs_from_column(row["images"]) if "images" in row.keys() else (),
             )
         except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
             raise DatabaseDamaged(f"Message {row['id']} in the conversation database cannot be read ({shorten(str(exc))}).") from exc
+
+
+@dataclass(frozen=True)
+class MessagePage:
+    """The newest messages of the branch shown (or those before a position), oldest first, and
+    how many older ones there are on it: a conversation may hold a hundred thousand."""
+
+    messages: list[StoredMessage]
+    earlier: int
 
 
 @dataclass(frozen=True)
@@ -178,6 +197,17 @@ class DeletedVersion:
     deleted_at: str
     leaf_id: int | None
     messages: int  # how many were hidden: the message and those below it
+
+
+def refs_from_column(text: str | None) -> tuple[ImageRef, ...]:
+    """A message's images as image_links.IMAGES_COLUMN reads them ("position digest type width
+    height" entries, comma-separated, in no set order), in order (raises ValueError when the
+    text is not that)."""
+    if not text:
+        return ()
+    entries = sorted((int(position), digest, media_type, int(width), int(height))
+                     for position, digest, media_type, width, height in (entry.split(" ") for entry in text.split(",")))
+    return tuple(ImageRef(digest, media_type, width, height) for _, digest, media_type, width, height in entries)
 
 
 def calls_to_json(calls: tuple[ToolCall, ...]) -> str:

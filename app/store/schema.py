@@ -154,6 +154,24 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE conversations ADD COLUMN collections_json TEXT;
     ALTER TABLE messages ADD COLUMN sources_json TEXT NOT NULL DEFAULT '[]';
     """,
+    # 5 -> 6: images. A user message's images, in order (position from 0): each by its digest
+    # (the SHA-256 of its bytes, which name its file beside the database: image_files.py), with
+    # what it is. A digest is checked here too, since it becomes a file name. The index by
+    # digest answers "does any message still use this file?" when files are swept.
+    # A later migration that rebuilds `messages` must copy these rows aside first: dropping that
+    # table deletes its rows, and the foreign key would take their images with them.
+    """
+    CREATE TABLE message_images (
+        message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL CHECK (position >= 0),
+        digest TEXT NOT NULL CHECK (length(digest) = 64 AND digest NOT GLOB '*[^0-9a-f]*'),
+        media_type TEXT NOT NULL CHECK (media_type IN ('image/png', 'image/jpeg', 'image/webp')),
+        width INTEGER NOT NULL CHECK (typeof(width) = 'integer' AND width > 0),
+        height INTEGER NOT NULL CHECK (typeof(height) = 'integer' AND height > 0),
+        PRIMARY KEY (message_id, position)
+    ) WITHOUT ROWID;
+    CREATE INDEX message_images_by_digest ON message_images (digest);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

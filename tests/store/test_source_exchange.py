@@ -11,6 +11,7 @@ from app.conversation.exchange import begin_reply
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats, StopReason
 from app.store import Source, StoreError
+from app.store.exchange import VERSION
 
 TS = "2024-01-01T00:00:00Z"
 SOURCES = (Source("/home/me/roses.pdf", "Prune in late winter.", 3, "Roses"), Source("/home/me/notes.md", "Water daily."))
@@ -27,7 +28,7 @@ def asked(store) -> int:
 
 def test_sources_go_out_and_come_back_with_the_question(store):
     exported = store.export_json(asked(store))
-    assert exported["version"] == 4 and exported["messages"][0]["sources"][0] == {
+    assert exported["version"] == VERSION and exported["messages"][0]["sources"][0] == {
         "path": "/home/me/roses.pdf", "page": 3, "heading": "Roses", "text": "Prune in late winter."}
     assert "sources" not in exported["messages"][1]
     question, reply = store.messages(store.import_json(exported))

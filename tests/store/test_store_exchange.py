@@ -38,7 +38,7 @@ def test_markdown_export_of_untitled_conversation(store):
 
 def test_json_export(store, chat):
     data = store.export_json(chat)
-    assert (data["format"], data["version"]) == ("hearth.conversation", 4)
+    assert (data["format"], data["version"]) == ("hearth.conversation", VERSION)
     assert data["conversation"]["title"] == "Tea"
     assert data["conversation"]["system_prompt"] == "Answer briefly."
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "assistant"]

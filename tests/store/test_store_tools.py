@@ -13,6 +13,7 @@ from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
 from app.store import ConversationStore, DatabaseDamaged, StoreError, ToolResult
+from app.store.exchange import VERSION
 
 CALLED = ReplyStats(prompt_tokens=40, completion_tokens=12, stop_reason=StopReason.TOOL_CALLS)
 ENDED = ReplyStats(prompt_tokens=80, completion_tokens=9, stop_reason=StopReason.END_OF_TURN)
@@ -206,7 +207,7 @@ def test_markdown_keeps_tool_text_from_breaking_the_page(store):
 def test_json_export_carries_calls_and_results_and_imports_back(store, exchange):
     cid, _ = exchange
     data = json.loads(json.dumps(store.export_json(cid)))
-    assert data["version"] == 4
+    assert data["version"] == VERSION
     user, reply, weather, clock, final = data["messages"]
     assert "tool_calls" not in user and "tool_call_id" not in final
     assert reply["tool_calls"] == [

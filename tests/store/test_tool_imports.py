@@ -11,7 +11,7 @@ import pytest
 
 from app.engine.tools.types import ToolCall
 from app.store import StoreError, ToolResult, import_file
-from app.store.exchange import MAX_TOOL_CALLS
+from app.store.exchange import MAX_TOOL_CALLS, VERSION
 
 TS = "2024-01-01T00:00:00Z"
 
@@ -65,8 +65,9 @@ def test_tool_fields_in_an_older_file_are_unknown_keys(store):
 
 
 def test_a_newer_version_is_refused_clearly(store):
-    with pytest.raises(StoreError, match="format version 5, from a newer Hearth; this one reads version 4"):
-        store.import_json(export(message("user", "Q"), version=5))
+    newer = VERSION + 1
+    with pytest.raises(StoreError, match=f"format version {newer}, from a newer Hearth; this one reads version {VERSION}"):
+        store.import_json(export(message("user", "Q"), version=newer))
 
 
 def _with(change) -> dict:
