@@ -30,7 +30,14 @@ def run_chat(args) -> int:
         return run_chat_in_conversation(args)
     from ..engine.opening import open_backend
     from ..engine.types import LocalModel, RemoteModel
-    from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
+    from .images import check_projector, read_images, with_images
+    from .load_options import (
+        chat_overrides,
+        check_loadable,
+        print_load_notes,
+        refuse_load_flags_for_server,
+        with_projector,
+    )
 
     if args.server is not None:
         refuse_load_flags_for_server(args, ("--draft", args.draft))
@@ -46,10 +53,14 @@ def run_chat(args) -> int:
     settings = resolve(NOTHING_STORED, model_defaults, chat_overrides(args))
     options, params = settings.load_options(), settings.sampling
     check_loadable(options)
+    images = read_images(args.image)
+    if isinstance(source, LocalModel):
+        options = with_projector(source.path, options)
+        check_projector(images, info.name, options.mmproj)
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     question = message_text(args)
     sources = sources_of(_sources(args, question))
-    messages.append({"role": "user", "content": with_sources(question, sources)})
+    messages.append(with_images({"role": "user", "content": with_sources(question, sources)}, images))
     with command_line_tools(args) as servers:
         tools = tool_use_from_args(args) if servers is None else None
         backend = open_backend(source, options)

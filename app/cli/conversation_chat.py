@@ -13,6 +13,7 @@ conversation's last model when it is a file in Hearth's model folders. Its setti
 window's for that model (sampling, context, GPU layers, template); --preset and the sampling
 flags change them. The system prompt is the conversation's, unless --system gives another
 (then kept with the conversation, as the window keeps the one a reply was written with).
+--image FILE sends images with the message, stored with it (cli/images.py reads them).
 
 The data folder is held for the whole run (app/cli/conversations.py): while the window or
 another such command has it, this refuses, since opening the database would take their
@@ -42,13 +43,21 @@ from ..engine.options import ModelSettings, StoredSettings, resolve
 from ..engine.sampling import ModelDefaults, SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolUse
 from ..engine.types import LocalModel, ModelSource, RemoteModel, ReplyStats, StopReason
+from ..images.image import Image
 from ..owners import paths
 from ..owners.saved_states import open_state_cache
 from ..owners.settings import Settings
 from ..store import ConversationStore
 from .args import UsageError, check_context, message_text, report_stats, server_from_args
 from .conversations import conversation, holding_data_folder
-from .load_options import chat_overrides, check_loadable, print_load_notes, refuse_load_flags_for_server
+from .images import check_projector, read_images
+from .load_options import (
+    chat_overrides,
+    check_loadable,
+    print_load_notes,
+    refuse_load_flags_for_server,
+    with_projector,
+)
 from .tool_chat import CommandLineTools, call_line, command_line_tools
 
 PARTIAL_SAVE_S = PARTIAL_SAVE_MS / 1000
@@ -74,6 +83,7 @@ def run_chat_in_conversation(args) -> int:
     text = message_text(args).strip()
     if not text:
         raise UsageError("the message is empty")
+    images = read_images(args.image)
     with holding_data_folder(", or continue the conversation in its window"):
         # Ours alone while held: a 'streaming' reply in it was cut off, and is marked so.
         with ConversationStore(paths.database_path()) as store:
@@ -82,13 +92,16 @@ def run_chat_in_conversation(args) -> int:
             source = _model(args, stored.id, stored.model, settings)
             info = inspect_model(source.path) if isinstance(source, LocalModel) else None  # once: a header walk
             model_settings = _settings(args, info, settings.stored_settings(source.settings_key))
-            params = model_settings.sampling
-            backend = open_backend(source, model_settings.load_options(), states=open_state_cache(settings))
+            params, options = model_settings.sampling, model_settings.load_options()
+            if info is not None:
+                options = with_projector(source.path, options)
+                check_projector(images, info.name, options.mmproj)
+            backend = open_backend(source, options, states=open_state_cache(settings))
             print_load_notes(backend.describe())
             try:  # loaded before anything is stored: a model that fails to load adds nothing
                 system_prompt = stored.system_prompt if args.system is None else args.system
                 with command_line_tools(args) as tools:
-                    reply = _converse(store, stored.id, text, system_prompt, backend, params, tools)
+                    reply = _converse(store, stored.id, text, images, system_prompt, backend, params, tools)
                 device = backend.describe().device.describe()
             finally:
                 backend.close()  # saves the conversation's KV state: the next call starts warm
@@ -145,15 +158,15 @@ def _settings(args, info: ModelInfo | None, stored: StoredSettings) -> ModelSett
     return settings
 
 
-def _converse(store: ConversationStore, conversation_id: int, text: str, system_prompt: str,
-              backend: Backend, params: SamplingParams, tools: CommandLineTools | None) -> _Reply:
-    """Store the message and the reply as ChatSession.send does (app/conversation/exchange.py):
-    the message, then the reply begun, saved while it grows and finished. With tools, a reply
+def _converse(store: ConversationStore, conversation_id: int, text: str, images: tuple[Image, ...],
+              system_prompt: str, backend: Backend, params: SamplingParams, tools: CommandLineTools | None) -> _Reply:
+    """Store the message (with its images) and the reply as ChatSession.send does
+    (app/conversation/exchange.py): the message, then the reply begun, saved while it grows and finished. With tools, a reply
     that ends in calls has their results stored after it, and the next reply begins below
     them, as the window's turn goes (owners/chat_session.py)."""
     cancel = threading.Event()
     with _ctrl_c_stops(cancel):
-        store.add_message(conversation_id, "user", text)
+        store.add_message(conversation_id, "user", text, images=images)
         for step in range(tools.replies if tools is not None else 1):
             stored = begin_reply(store, conversation_id, system_prompt, backend.describe().record_name, params)
             use = tools.use(step) if tools is not None else PLAIN

@@ -63,6 +63,9 @@ def add_subcommands(subparsers) -> None:
                       help="continue this stored conversation (`hearth conversations list`) and store the exchange; "
                            "the model defaults to its last one")
     chat.add_argument("--message-file", type=Path, help="read the message from this file (UTF-8)")
+    chat.add_argument("--image", action="append", default=[], type=Path, metavar="FILE",
+                      help="an image to send with the message (PNG, JPEG, WebP, GIF, BMP; repeat for more): a local "
+                           "model reads it through its projector (--mmproj, or the mmproj-*.gguf beside it)")
     chat.add_argument("--system", help="system prompt (with --conversation: instead of the conversation's)")
     chat.add_argument("--preset", choices=sorted(PRESETS),
                       help="sampling preset (default: Balanced; with --conversation, "
@@ -107,6 +110,9 @@ def add_subcommands(subparsers) -> None:
     serve.add_argument("--api-key-env", metavar="VAR",
                        help="take the required key from this environment variable (out of the process list)")
     add_load_arguments(serve)
+    serve.add_argument("--allow-image-urls", action="store_true",
+                       help="fetch the http and https image addresses requests name (default: only images sent "
+                            "in the request, as data: URLs, are read)")
     serve.add_argument("--max-waiting", type=int, default=8, metavar="N",
                        help="requests that may wait for the model; more are answered 429 (default 8)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",

@@ -25,7 +25,7 @@ def run_serve(args) -> int:
     from ..serve.app import create_app
     from ..serve.kept_responses import KeptResponses
     from ..serve.queue import EngineQueue
-    from .load_options import check_loadable, load_changes, print_load_notes
+    from .load_options import check_loadable, load_changes, print_load_notes, with_projector
 
     api_key = _serve_key(args)
     if not addresses.is_loopback(args.host) and api_key is None:
@@ -45,6 +45,7 @@ def run_serve(args) -> int:
     # Sampling is each request's (over the model's defaults: serve/completions.py); the load is this.
     options = resolve(NOTHING_STORED, info.sampling_defaults, Overrides(load=load_changes(args))).load_options()
     check_loadable(options)
+    options = with_projector(path, options)
     sock = addresses.bind(args.host, args.port)  # before loading: a taken port fails at once
     try:
         backend = RestartingBackend(path, options, say=lambda news: print(f"hearth: {news}", file=sys.stderr,
@@ -58,16 +59,19 @@ def run_serve(args) -> int:
 
     def ready() -> None:
         print(address, flush=True)
-        device = backend.describe().device.describe()
+        described = backend.describe()
+        device = described.device.describe()
+        images = f"; it reads images (projector {described.projector.name})" if described.projector else ""
         keyed = "; requests need the API key" if api_key else ""
         pages = f"; {pages_may_call(origins)}" if origins else ""
-        print(f"hearth: serving {path.name} on {device} at {address}{keyed}{pages}. Ctrl+C stops.", file=sys.stderr,
-              flush=True)
+        print(f"hearth: serving {path.name} on {device} at {address}{images}{keyed}{pages}. Ctrl+C stops.",
+              file=sys.stderr, flush=True)
 
     try:
         kept = KeptResponses(served_responses_path())
         server.run(create_app(queue, api_key=api_key, on_startup=ready, cors_origins=origins, kept=kept,
-                              embeddings=_embeddings(args.embedding_model)), sock, on_stop=queue.stop)
+                              embeddings=_embeddings(args.embedding_model), allow_image_urls=args.allow_image_urls),
+                   sock, on_stop=queue.stop)
     finally:
         queue.close()
         sock.close()

@@ -21,6 +21,9 @@ from support.served import ROOT, openai_client, serving
 MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Write two sentences about the sea."}]
 COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy, Gemma counts on for thousands of tokens
+# A 1 × 1 red PNG.
+RED_PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAE"
+             "lFTkSuQmCC")
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +127,28 @@ def test_a_served_reply_is_byte_identical_to_hearth_chat(client, served, gemma_p
     assert remote.stdout == local.stdout
     stats = json.loads(remote.stderr.decode().strip().splitlines()[-1])
     assert stats["completion_tokens"] == reply.usage.completion_tokens
+
+
+def test_an_image_sent_to_a_model_that_cannot_read_images_is_a_400_that_says_why(client, served):
+    """Gemma 3 270M has no projector: the image is refused, by the chat and the Responses API,
+    naming the model and why, whether the image is good, damaged or an address; text is
+    answered as ever after it."""
+    cannot = ("Gemma 3 270m cannot read images: no projector (mmproj) was loaded with it. Send the message without "
+              "images, or serve a model that reads images with its projector (hearth serve MODEL --mmproj FILE, or "
+              "its mmproj-*.gguf beside it).")
+    for url in (RED_PIXEL, "data:image/png;base64,AAAA", "https://example.com/cat.png"):
+        with pytest.raises(openai.BadRequestError) as chat_refused:
+            chat(client, served, messages=[{"role": "user", "content": [
+                {"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": url}}]}])
+        assert chat_refused.value.status_code == 400 and chat_refused.value.body == {
+            "message": cannot, "type": "invalid_request_error", "param": "messages[0].content[1].image_url.url",
+            "code": "model_cannot_read_images"}
+    with pytest.raises(openai.BadRequestError) as responses_refused:
+        client.responses.create(model=served.model_id, store=False, input=[{"role": "user", "content": [
+            {"type": "input_image", "image_url": RED_PIXEL}, {"type": "input_text", "text": "What is this?"}]}])
+    assert responses_refused.value.body["message"] == cannot
+    assert responses_refused.value.body["param"] == "input[0].content[0].image_url"
+    assert chat(client, served, max_tokens=3).choices[0].message.content
 
 
 def test_concurrent_requests_wait_their_turn_and_never_interleave(client, served):

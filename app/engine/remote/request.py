@@ -7,10 +7,16 @@ a field mostly ignores it in silence, and a strict one (OpenAI's own) refuses th
 a 400 that names it. The backend then sends the request again without the extensions and
 remembers that this server ignores them (RemoteBackend.ignored_fields); the parameters panel
 describes the rest from these lists.
+
+A user's images go as OpenAI's `image_url` content parts with data: URLs; a server whose model
+reads none refuses them, and its words are shown as any refusal's.
 """
 
 from __future__ import annotations
 
+import base64
+
+from ...images.image import Image
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
 from ..tools.wire import tool_use_to_openai
@@ -56,15 +62,29 @@ def chat_body(model_id: str, messages: list[dict], params: SamplingParams, seed:
 
 
 def _wire_message(message: dict) -> dict:
-    """A message as OpenAI takes it: its role and content, an assistant's calls, a result's
-    call id; nothing else the house keeps on a message goes out (a result's tool `name` is for
-    the templates: OpenAI's tool messages have none, and a strict server refuses it)."""
-    wire = {"role": message["role"], "content": message["content"]}
+    """A message as OpenAI takes it: its role and content (with images, content parts), an
+    assistant's calls, a result's call id; nothing else the house keeps on a message goes out
+    (a result's tool `name` is for the templates: OpenAI's tool messages have none, and a
+    strict server refuses it)."""
+    images = message.get("images")
+    wire = {"role": message["role"], "content": _parts(message["content"], images) if images else message["content"]}
     if message.get("tool_calls"):
         wire["tool_calls"] = message["tool_calls"]
     if message["role"] == "tool":
         wire["tool_call_id"] = message["tool_call_id"]
     return wire
+
+
+def _parts(text: str, images: tuple[Image, ...]) -> list[dict]:
+    """A message with images as OpenAI's content parts: each image an `image_url` part holding
+    its bytes as a data: URL (a server cannot be asked to fetch what only this machine has),
+    before the text, as the local engine places them (engine/image_prompt.py)."""
+    parts: list[dict] = [{"type": "image_url", "image_url": {"url": data_url(image)}} for image in images]
+    return parts + ([{"type": "text", "text": text}] if text else [])
+
+
+def data_url(image: Image) -> str:
+    return f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 def names_an_extension(message: str | None) -> bool:
