@@ -15,7 +15,11 @@ from pathlib import Path
 
 ToError = Callable[[str | os.PathLike, sqlite3.Error], Exception]  # the room's words for an SQLite error
 
-DATABASE_FILES = ("", "-wal", "-shm", "-journal")  # the file and what SQLite keeps beside it
+# The folder of images the conversation store keeps beside its database (store/image_files.py).
+IMAGES_SUFFIX = "-images"
+# The file and what is kept beside it under its name: SQLite's files, and a folder of images,
+# which must stay with its database.
+DATABASE_FILES = ("", "-wal", "-shm", "-journal", IMAGES_SUFFIX)
 
 
 def open_file(path: str | os.PathLike, to_error: ToError, migrate: Callable[[sqlite3.Connection], None],
@@ -104,10 +108,11 @@ def is_damage(exc: sqlite3.Error) -> bool:
 
 
 def move_aside(path: str | Path) -> Path:
-    """Rename the file, with its -wal, -shm and -journal files, to a timestamped name beside it
-    (conversations.sqlite3.damaged-20250101-120000), so a fresh one can take its place and
-    nothing in the old one is lost: SQLite still finds the renamed file's WAL under its new name.
-    Never overwrites: a second move in the same second gets "-2"."""
+    """Rename the file, with its -wal, -shm and -journal files and its -images folder, to a
+    timestamped name beside it (conversations.sqlite3.damaged-20250101-120000), so a fresh one
+    can take its place and nothing in the old one is lost: SQLite still finds the renamed file's
+    WAL under its new name, the store its images. Never overwrites: a second move in the same
+    second gets "-2"."""
     path = Path(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -115,7 +120,8 @@ def move_aside(path: str | Path) -> Path:
     while any(Path(f"{target}{suffix}").exists() for suffix in DATABASE_FILES):
         target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
         number += 1
-    for suffix in DATABASE_FILES:  # a WAL or journal goes with its file: never replayed into a new one
+    for suffix in DATABASE_FILES:  # a WAL or journal goes with its file: never replayed into a new one,
+        # and its images with it: a new database would take them for files no message names
         source = Path(f"{path}{suffix}")
         if source.exists():
             source.rename(f"{target}{suffix}")
