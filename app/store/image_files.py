@@ -20,6 +20,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from app.common.sqlite_files import IMAGES_SUFFIX
 from app.images.image import Image, ImageRef
 
 EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}  # by media type
@@ -32,7 +33,7 @@ TEMPORARY_SUFFIX = ".partial"  # a file being written; one left by a crash is sw
 def images_folder(database: str | os.PathLike) -> Path:
     """Where the images of the database at `database` live: beside it, named after it, so that
     a database moved aside (damaged) keeps its own and a fresh one starts with none."""
-    return Path(f"{os.fspath(database)}-images")
+    return Path(f"{os.fspath(database)}{IMAGES_SUFFIX}")  # move_aside moves it with its database
 
 
 def file_name(digest: str, media_type: str) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from support.damaged_database import build_conversations, damaged_database
 
-from app.store import ConversationStore, DatabaseDamaged, StoreError
 from app.common.sqlite_files import move_aside
+from app.store import ConversationStore, DatabaseDamaged, StoreError
 from app.store.schema import quick_check
 
 

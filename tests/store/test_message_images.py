@@ -10,6 +10,7 @@ import hashlib
 
 import pytest
 
+from app.common.sqlite_files import move_aside
 from app.conversation.history import history
 from app.engine.types import ReplyStatus
 from app.images.image import ImageError
@@ -196,3 +197,16 @@ def test_markdown_names_each_image_before_the_text(store, picture):
     assert (f"## User\n\n\\[Image: 64 × 48 PNG, sha256 {red.digest[:8]}\\]\n\n"
             f"\\[Image: 640 × 480 JPEG, sha256 {blue.digest[:8]}\\]\n\nCompare [these]: (javascript:x)\n\n") in text
     assert text.endswith(f"## User\n\n\\[Image: 64 × 48 PNG, sha256 {red.digest[:8]}\\]\n")  # no empty paragraph
+
+
+def test_a_database_moved_aside_takes_its_images_and_the_fresh_one_sweeps_none_of_them(db_path, picture):
+    red = picture("red")
+    with ConversationStore(db_path) as store:
+        store.add_message(store.create_conversation(title="Kept"), "user", "Look", images=(red,))
+    moved = move_aside(db_path)  # a damaged database, moved aside to start fresh
+    with ConversationStore(db_path) as fresh:
+        assert fresh.list_conversations() == []
+    with ConversationStore(moved) as old:
+        (message,) = old.messages(old.list_conversations()[0].id)
+        assert old.image(message.images[0]) == red
+    assert (images_folder(moved) / file_of(red)).read_bytes() == red.data
