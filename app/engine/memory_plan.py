@@ -36,6 +36,28 @@ What is modelled, and how (llama.cpp source files named as in its src/):
   engine's own per-model state. Calibrated on five vocabularies (32k to 262k tokens, SPM and
   BPE); the constants below say from what.
 
+- A vision model's projector (`projector=`: engine/gguf/projector.py's ProjectorInfo, or its
+  path), as libmtmd loads it (llama/vision.py), at its peak: while it encodes one image. Its
+  weights (the data section, read into a buffer, not mapped) and its compute buffer go on the
+  GPU when any layer is offloaded (the engine asks libmtmd for the GPU then), on the CPU
+  otherwise. The compute buffer is reserved for an image at the encoder's own size, with flash
+  attention (libmtmd's Auto, which the engine leaves: on for the CPU and CUDA); its peak, per
+  patch, is the largest of three moments: cutting the image into patches (the f32 image, 3
+  values a pixel, and its f16 patch matrix), attention (5 rows of the encoder's width), the
+  feed-forward layer (its width and 3 rows of the encoder's). That gives the buffer libmtmd
+  logs for Gemma 3's shape (4,096 patches 1,152 wide) to the byte, and up to a sixth more for
+  some narrower ones, where the allocator's order leaves 2 rows live instead of 3 (gemma3
+  projectors of 64 to 4,096 patches, 32 to 1,152 wide, feed-forward 48 to 4,304). On the CPU
+  the matrix products also convert each layer's input to f16 (2 bytes x patches x the wider
+  of the two widths), and the image's tokens go to the language model as embeddings. Always in
+  RAM: the image as libmtmd prepares it (its bytes and an f32 copy at the encoder's size) and
+  the library itself (PROJECTOR_BASE). Measured as the resident growth from before the
+  projector's load to after one image's encoding, on this machine's CPU, for five such
+  projectors (Gemma 3's shape with 2 of its 27 blocks among them): within 4% for the three
+  over 50 MiB, and at most 3.3 MiB over for the two small ones.
+  The image's tokens take cells of the context, not more memory: the KV cache is sized by the
+  context already; `image_tokens` says how many one image takes.
+
 Flash attention Auto is planned as the engine resolves it (load_checks.flash_attention_for:
 off on the CPU with an F16 cache, else llama.cpp's own Auto, which turns it on for the CPU
 and CUDA). With layers offloaded, the file is still read through the page cache
@@ -60,6 +82,7 @@ from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from ..common.units import GIB, MIB, byte_size
 from .gguf.modelfile import ModelInfo
+from .gguf.projector import ProjectorInfo, inspect_projector
 from .gguf.reading import model_shape
 from .gguf.shape import ModelShape
 from .load_checks import flash_attention_for
@@ -83,6 +106,18 @@ VOCAB_BYTES_PER_MERGE = 125  # a BPE merge: a pair of strings and its rank (Llam
 # from two 4-layer models of equal n_embd and n_head x head_dim but n_ff 2.75x and 8x n_embd.
 ACTIVATION_FLOATS = (2.0, 3.0, 2.0)
 COMPUTE_BASE = 1 * MIB
+# A projector's encoding peak, in floats per patch (module docstring): cutting the image into
+# patches (3 f32 values a pixel and an f16 copy of the patches: 4.5 x patch_size², in floats),
+# attention (ENCODER_ATTENTION_ROWS x its width), the feed-forward layer (its width and
+# ENCODER_FFN_ROWS x the encoder's).
+PATCHING_FLOATS_PER_PIXEL = 4.5
+ENCODER_ATTENTION_ROWS = 5
+ENCODER_FFN_ROWS = 3
+PROJECTOR_BASE = 10 * MIB  # libmtmd's code paged in and its contexts (the two projectors' load, less their weights)
+PREPARED_BYTES_PER_PIXEL = 15  # an image at the encoder's size: RGB bytes and an f32 copy
+
+
+Projector = ProjectorInfo | str | os.PathLike | None  # a projector as callers have it: read, or its path
 
 
 class Fit(Word):
@@ -115,6 +150,9 @@ class MemoryPlan:
     free_vram: int | None  # None: no GPU (or not known)
     fit: Fit
     largest_context: int  # the largest context (cells) that fits here; 0 when none does
+    projector_ram: int = 0  # a vision model's projector encoding one image: what it holds in RAM
+    projector_vram: int = 0  # ...and on the GPU (its weights and buffers, with layers offloaded)
+    image_tokens: int = 0  # context cells one image takes (0: no projector)
 
     @property
     def kv_bytes(self) -> int:
@@ -122,11 +160,11 @@ class MemoryPlan:
 
     @property
     def total_ram(self) -> int:
-        return self.weights_ram + self.kv_ram + self.compute_ram + self.runtime_ram
+        return self.weights_ram + self.kv_ram + self.compute_ram + self.runtime_ram + self.projector_ram
 
     @property
     def total_vram(self) -> int:
-        return self.weights_vram + self.kv_vram + self.compute_vram
+        return self.weights_vram + self.kv_vram + self.compute_vram + self.projector_vram
 
     @property
     def summary(self) -> str:
@@ -134,13 +172,17 @@ class MemoryPlan:
         verdict = {Fit.FITS: "Fits", Fit.TIGHT: "Tight", Fit.DOES_NOT_FIT: "Does not fit"}[self.fit]
         line = (f"{verdict}: {_size(self.total_ram)} of {_size(self.free_ram)} free RAM "
                 f"(weights {_size(self.weights_ram)}, KV cache {_size(self.kv_ram)} for {self.n_ctx:,} tokens, "
-                f"buffers {_size(self.compute_ram + self.runtime_ram)})")
+                f"buffers {_size(self.compute_ram + self.runtime_ram)}{self._projector_words(self.projector_ram)})")
         if self.gpu_layers:
             free = "unknown free" if self.free_vram is None else f"{_size(self.free_vram)} free"
-            line += f"; {_size(self.total_vram)} of {free} VRAM ({self.gpu_layers}/{self.total_layers} layers)"
+            line += (f"; {_size(self.total_vram)} of {free} VRAM ({self.gpu_layers}/{self.total_layers} layers"
+                     f"{self._projector_words(self.projector_vram)})")
         if self.fit is not Fit.FITS and self.largest_context:
             line += f"; up to {self.largest_context:,} tokens fit"
         return line
+
+    def _projector_words(self, nbytes: int) -> str:
+        return f", projector {_size(nbytes)} for an image of {self.image_tokens:,} tokens" if self.image_tokens else ""
 
     def to_json(self) -> dict:
         """The plan for `hearth inspect --plan` and the window's tooltips."""
@@ -152,37 +194,42 @@ class MemoryPlan:
             "vram": {"weights": self.weights_vram, "kv_cache": self.kv_vram, "compute": self.compute_vram,
                      "total": self.total_vram, "free": self.free_vram},
             "largest_context": self.largest_context,
+            "projector": None if not self.image_tokens else {
+                "ram": self.projector_ram, "vram": self.projector_vram, "image_tokens": self.image_tokens},
         }
 
 
 def plan(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-         gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = True) -> MemoryPlan:
+         gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = True,
+         projector: Projector = None) -> MemoryPlan:
     """The plan for loading `model` with `options`, `gpu_layers` of its layers offloaded.
 
     `gpu_layers`: how many llama.cpp offloads, already resolved (0 on a CPU build; the blocks
     and the output layer count, so n_layer + 1 is all); more than that is all of them.
     `swa_full`: the engine keeps whole sliding-window caches (generator.py); False plans
-    llama.cpp's default window-sized ones.
+    llama.cpp's default window-sized ones. `projector`: the projector loaded with it (a vision
+    model's; library/projectors.py finds and checks it), or None.
     """
-    shape = _shape(model)
+    shape, projector = _shape(model), _projector(projector)
     n_ctx = context_for(options.n_ctx, shape.context_length)
-    one = _sizes(shape, options, n_ctx, gpu_layers, swa_full)
+    one = _sizes(shape, options, n_ctx, gpu_layers, swa_full, projector)
     fit = _fit(one, free_ram, free_vram)
     largest = largest_context(shape, options, gpu_layers=gpu_layers, free_ram=free_ram, free_vram=free_vram,
-                              swa_full=swa_full)
+                              swa_full=swa_full, projector=projector)
     return replace(one, free_ram=free_ram, free_vram=free_vram, fit=fit, largest_context=largest)
 
 
 def largest_context(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-                    gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = True) -> int:
+                    gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = True,
+                    projector: Projector = None) -> int:
     """The largest context (a multiple of 256 cells, at most the trained one) whose plan fits
     with room for its error (Fit.FITS); 0 when not even 256 does."""
-    shape = _shape(model)
+    shape, projector = _shape(model), _projector(projector)
     ceiling = max(CELL_PAD, _pad(shape.context_length or DEFAULT_CONTEXT))
     low, high = 0, ceiling // CELL_PAD  # in units of 256 cells; the plan grows with the context
     while low < high:
         middle = (low + high + 1) // 2
-        sizes = _sizes(shape, options, middle * CELL_PAD, gpu_layers, swa_full)
+        sizes = _sizes(shape, options, middle * CELL_PAD, gpu_layers, swa_full, projector)
         if _fit(sizes, free_ram, free_vram) is Fit.FITS:
             low = middle
         else:
@@ -191,23 +238,23 @@ def largest_context(model: ModelShape | ModelInfo | str | os.PathLike, options: 
 
 
 def auto_gpu_layers(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-                    free_vram: int | None, swa_full: bool = True) -> int:
+                    free_vram: int | None, swa_full: bool = True, projector: Projector = None) -> int:
     """GPU layers: Auto. As many layers as the free VRAM holds with llama.cpp's 1 GiB margin
     (its `llama_params_fit` does the same by trial allocations; llama-cpp-python 0.3.36's
     library does not export it, so this asks the plan). 0 without a GPU."""
     if not free_vram:
         return 0
-    shape = _shape(model)
+    shape, projector = _shape(model), _projector(projector)
     n_ctx = context_for(options.n_ctx, shape.context_length)
     budget = free_vram - VRAM_MARGIN
     for layers in range(shape.n_layer + 1, 0, -1):  # VRAM grows with every layer offloaded
-        if _sizes(shape, options, n_ctx, layers, swa_full).total_vram <= budget:
+        if _sizes(shape, options, n_ctx, layers, swa_full, projector).total_vram <= budget:
             return layers
     return 0
 
 
 def gpu_layers_for(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions, *, offloads: bool,
-                   free_vram: Callable[[], int | None]) -> int:
+                   free_vram: Callable[[], int | None], projector: Projector = None) -> int:
     """The layers a load with `options` puts on the GPU, decided as the engine loads: none on a
     build that cannot offload, Auto (None) as many as free VRAM holds, else the number asked.
     The engine, the window's plan and `hearth inspect --plan` all ask here, so what is planned is
@@ -215,7 +262,7 @@ def gpu_layers_for(model: ModelShape | ModelInfo | str | os.PathLike, options: L
     if not offloads:
         return 0
     if options.n_gpu_layers is None:
-        return auto_gpu_layers(model, options, free_vram=free_vram())
+        return auto_gpu_layers(model, options, free_vram=free_vram(), projector=projector)
     return options.n_gpu_layers
 
 
@@ -228,6 +275,12 @@ def _shape(model: ModelShape | ModelInfo | str | os.PathLike) -> ModelShape:
     return model_shape(model.path if isinstance(model, ModelInfo) else model)
 
 
+def _projector(projector: Projector) -> ProjectorInfo | None:
+    if projector is None or isinstance(projector, ProjectorInfo):
+        return projector
+    return inspect_projector(projector)
+
+
 def _pad(n: int, to: int = CELL_PAD) -> int:
     return -(-n // to) * to
 
@@ -238,7 +291,8 @@ def _row_bytes(kind: KvCacheType, width: int) -> int:
     return -(-width // block) * size
 
 
-def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int, swa_full: bool) -> MemoryPlan:
+def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int, swa_full: bool,
+           projector: ProjectorInfo | None = None) -> MemoryPlan:
     """Every figure of the plan but the verdict (free memory is the caller's)."""
     from .machine import repacked_types  # host facts, read once per process
 
@@ -311,7 +365,31 @@ def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int,
         weights_ram=weights_ram, weights_vram=weights_vram, kv_ram=kv_ram, kv_vram=kv_vram,
         compute_ram=compute_ram, compute_vram=compute_vram, runtime_ram=runtime_ram,
         free_ram=0, free_vram=None, fit=Fit.DOES_NOT_FIT, largest_context=0,
+        **_projector_sizes(projector, on_gpu=gpu_layers > 0),
     )
+
+
+def _projector_sizes(projector: ProjectorInfo | None, on_gpu: bool) -> dict[str, int]:
+    """The projector's figures while it encodes one image (module docstring): RAM, VRAM, and the
+    tokens one image takes."""
+    if projector is None:
+        return {}
+    device = projector.weights_bytes + compute_buffer_bytes(projector)
+    host = PROJECTOR_BASE + PREPARED_BYTES_PER_PIXEL * projector.image_size ** 2
+    host += projector.image_tokens * projector.output_width * 4  # the image's embeddings
+    if not on_gpu:  # the matrix products' f16 copy of each layer's input
+        host += 2 * projector.patches * max(projector.embedding_length, projector.feed_forward_length)
+    return {"projector_ram": host + (0 if on_gpu else device), "projector_vram": device if on_gpu else 0,
+            "image_tokens": projector.image_tokens}
+
+
+def compute_buffer_bytes(projector: ProjectorInfo) -> int:
+    """The compute buffer libmtmd reserves to encode one image at the encoder's own size: the
+    peak per patch (module docstring), in floats, over the image's patches."""
+    per_patch = max(PATCHING_FLOATS_PER_PIXEL * projector.patch_size ** 2,
+                    ENCODER_ATTENTION_ROWS * projector.embedding_length,
+                    projector.feed_forward_length + ENCODER_FFN_ROWS * projector.embedding_length)
+    return int(per_patch * projector.patches) * 4
 
 
 def _fit(sizes: MemoryPlan, free_ram: int, free_vram: int | None) -> Fit:

@@ -18,7 +18,9 @@ dropped connection or a restart of Hearth, from the last byte that arrived. It i
 it arrives; only when the hash matches what the Hub publishes is it renamed to its final
 name, so the model picker never sees a partial or corrupt file. A mismatch is moved to
 `quarantine/NAME.gguf.corrupt`. The parts of a split model are renamed together, first part
-last, once all of them are verified.
+last, once all of them are verified. A vision model's projector (`RemoteModel.projector`) is one
+more file of the same download, saved beside the model's first part and renamed before it: when
+the model appears in the picker, it reads images.
 
 A hostile or broken network is expected: the body is read on a thread of its own so Pause,
 Cancel and progress never wait on the server (`body_reader.BodyReader`); a server that
@@ -147,7 +149,8 @@ def download_model(
     on_progress: ProgressCallback | None = None,
     control: DownloadControl | None = None,
 ) -> Path:
-    """Download every part of `model` into `dest`, verified; return the path to load.
+    """Download every file of `model` (its parts, and its projector) into `dest`, verified;
+    return the path to load.
 
     Blocks; run it on a worker thread. Raises a HubError subclass: HubUnavailable (offline,
     unreachable, timed out, too slow, connection lost), GatedRepo, WrongContent,
@@ -168,12 +171,12 @@ def download_model(
                 reporter.file_name = part.name
                 with hub_errors(f"download {part.name}", model.repo_id):
                     _fetch_part(client, model, part, dest, control, reporter)
-            for part in reversed(missing):  # the first part, the one the picker lists, last
+            for part in reversed(missing):  # the projector first, the part the picker lists last
                 os.replace(partial_path(dest, part), final_path(dest, part))
         reporter.emit()
     except DownloadCancelled:
         if not control.keep_partial:
-            for part in model.parts:
+            for part in model.files:
                 partial_path(dest, part).unlink(missing_ok=True)
         raise
     except OSError as exc:
@@ -183,9 +186,10 @@ def download_model(
 
 def _parts_to_fetch(model: RemoteModel, dest: Path, control: DownloadControl,
                     reporter: Reporter) -> list[RemoteFile]:
-    """The parts not yet in `dest`; a part already there is hashed, and refused if it differs."""
+    """The files not yet in `dest`; one already there is hashed, and refused if it differs (a
+    projector already beside the model, downloaded with another of its quantizations, is kept)."""
     missing = []
-    for part in model.parts:
+    for part in model.files:
         final = final_path(dest, part)
         if not final.exists():
             missing.append(part)

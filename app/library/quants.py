@@ -5,6 +5,12 @@ token such as `Q4_K_M`, `IQ2_XS`, `f16` or `BF16` somewhere in the name, and a m
 for one file is split into `NAME-00001-of-00003.gguf` parts that llama.cpp loads together
 from the first one. This module reads those conventions from the names alone, so listing a
 repository needs no download.
+
+A vision model comes with a projector (`mmproj-*.gguf`) that llama.cpp loads beside it; a
+repository holds one or several (`f16`, `Q8_0`...) for all its quantizations. Each model is
+listed with the projector it would be downloaded with (`RemoteModel.projector`, chosen by
+`projector_order`), saved beside the model under a name that says whose it is (`projector_name`),
+so library/projectors.py pairs them on disk by the same rule.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 # I-quants and K-quants (Q4_K_M, IQ2_XXS, Q4_0_4_4, unsloth's UD-Q4_K_XL), ternary and
@@ -31,6 +37,12 @@ SPLIT_NAME = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gg
 QUARANTINE_DIR = "quarantine"
 # GGUFs that are not chat models: vision projectors and importance matrices.
 _NOT_A_MODEL = re.compile(r"mmproj|imatrix", re.IGNORECASE)
+_PROJECTOR = re.compile(r"mmproj", re.IGNORECASE)  # how llama.cpp's converter and every repository name them
+# A projector's precision, best first, when several would do: f16 is what llama.cpp's converter
+# writes by default and what model cards recommend (a projector is small, and quantizing it
+# costs image understanding more than it saves), then Q8_0, then the other float types.
+PROJECTOR_PRECISIONS = ("F16", "Q8_0", "BF16", "F32")
+_WORD = re.compile(r"[a-z0-9]+")
 UNKNOWN_QUANT = "unknown"
 # A downloaded file keeps its repository folders, at most this many deep: the model picker
 # looks no deeper (scan.MAX_DEPTH); deeper folders are joined into the last one kept.
@@ -54,11 +66,12 @@ class RemoteFile:
     size: int
     sha256: str | None  # LFS files: the sha256 of the content
     git_sha1: str | None  # every file: the git blob id, the only checksum of non-LFS files
+    saved_as: PurePosixPath | None = None  # where it goes, where not its own path (a model's projector)
 
     @property
     def local_path(self) -> PurePosixPath:
         """Where the file goes under the models folder: its repository path, made safe."""
-        return local_path(self.path)
+        return self.saved_as if self.saved_as is not None else local_path(self.path)
 
     @property
     def name(self) -> str:
@@ -74,6 +87,7 @@ class RemoteModel:
     revision: str  # the commit the listing came from, so every part comes from the same one
     quant: str
     parts: tuple[RemoteFile, ...]
+    projector: RemoteFile | None = None  # downloaded with it, into its folder: it then reads images
 
     @property
     def name(self) -> str:
@@ -86,8 +100,14 @@ class RemoteModel:
         return self.parts[0].local_path
 
     @property
+    def files(self) -> tuple[RemoteFile, ...]:
+        """Every file a download brings: the parts, then the projector."""
+        return self.parts + ((self.projector,) if self.projector is not None else ())
+
+    @property
     def size(self) -> int:
-        return sum(part.size for part in self.parts)
+        """Bytes to download, and roughly to hold: the parts and the projector."""
+        return sum(file.size for file in self.files)
 
 
 def safe_file_name(name: str) -> str:
@@ -165,8 +185,13 @@ def group_models(repo_id: str, revision: str, files: Iterable[RemoteFile]) -> li
     """
     singles: list[RemoteModel] = []
     split_sets: dict[tuple[str, int], dict[int, RemoteFile]] = {}
+    projectors: list[RemoteFile] = []
     for file in files:
-        if not file.name.lower().endswith(".gguf") or _NOT_A_MODEL.search(file.name):
+        if not file.name.lower().endswith(".gguf"):
+            continue
+        if is_projector_name(file.name) and not SPLIT_NAME.match(file.name):
+            projectors.append(file)
+        if _NOT_A_MODEL.search(file.name):
             continue
         split = SPLIT_NAME.match(file.path)
         if split is None:
@@ -178,7 +203,69 @@ def group_models(repo_id: str, revision: str, files: Iterable[RemoteFile]) -> li
         if sorted(parts) == list(range(1, count + 1)):
             ordered = tuple(parts[index] for index in range(1, count + 1))
             singles.append(RemoteModel(repo_id, revision, quant_of(ordered[0].path), ordered))
-    return sorted(singles, key=lambda model: (model.size, model.name))
+    paired = [_with_projector(model, projectors) for model in singles]
+    return sorted(paired, key=lambda model: (model.size, model.name))
+
+
+def _with_projector(model: RemoteModel, projectors: list[RemoteFile]) -> RemoteModel:
+    """The model with the repository's projector for it, saved beside it: one in the model's own
+    folder before the others, then by `projector_order`."""
+    if not projectors:
+        return model
+    folder = PurePosixPath(model.parts[0].path).parent
+    best = min(projectors, key=lambda file: (PurePosixPath(file.path).parent != folder,
+                                             *projector_order(model.name, file.name)))
+    saved_as = model.local_path.parent / projector_name(model.name, best.name)
+    return replace(model, projector=replace(best, saved_as=saved_as))
+
+
+def is_projector_name(name: str) -> bool:
+    """Whether a file name is a projector's (`mmproj` in it, as every repository names them)."""
+    return _PROJECTOR.search(name) is not None
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """The words of a file name that say which model it is: lower-case, without its extension,
+    split-part suffix, quantization and "mmproj". `mmproj-gemma-3-4b-it-f16.gguf` and
+    `gemma-3-4b-it-Q4_K_M.gguf` both say ("gemma", "3", "4b", "it")."""
+    return tuple(_WORD.findall(_QUANT.sub(" ", _PROJECTOR.sub(" ", _model_stem(name))).lower()))
+
+
+def shared_words(model_name: str, projector_file: str) -> int:
+    """How many leading words a projector's file name shares with a model's (name_words)."""
+    count = 0
+    for model_word, projector_word in zip(name_words(model_name), name_words(projector_file)):
+        if model_word != projector_word:
+            break
+        count += 1
+    return count
+
+
+def projector_order(model_name: str, projector_file: str) -> tuple:
+    """How a projector ranks for a model, best first (a sort key): the one whose name shares the
+    most leading words with the model's, then by precision (PROJECTOR_PRECISIONS, others after),
+    then by name, so the choice never depends on the order files were listed in."""
+    quant = quant_of(projector_file)
+    precision = PROJECTOR_PRECISIONS.index(quant) if quant in PROJECTOR_PRECISIONS else len(PROJECTOR_PRECISIONS)
+    return -shared_words(model_name, projector_file), precision, projector_file.casefold(), projector_file
+
+
+def projector_name(model_name: str, projector_file: str) -> str:
+    """The name a projector is saved under beside `model_name`: its own where it names the model
+    already (`mmproj-gemma-3-4b-it-f16.gguf` beside `gemma-3-4b-it-Q4_K_M.gguf`), else
+    `mmproj-<model>-<its precision>.gguf`. Repositories often name theirs `mmproj-model-f16.gguf`
+    or `mmproj-F16.gguf`; saved under that, two vision models' projectors would collide in one
+    folder, and neither would say which model it goes with."""
+    if name_words(projector_file) == name_words(model_name):
+        return projector_file
+    model = re.sub(r"[-_. ]{2,}", "-", _QUANT.sub("", _model_stem(model_name))).strip("-_. ") or "model"
+    quant = quant_of(projector_file)
+    return safe_file_name(f"mmproj-{model}{'' if quant == UNKNOWN_QUANT else '-' + quant}.gguf")
+
+
+def _model_stem(name: str) -> str:
+    """A file name without its extension and split-part suffix."""
+    return re.sub(r"\.gguf$", "", SPLIT_NAME.sub(r"\g<base>", name), flags=re.IGNORECASE)
 
 
 def by_quant(models: Iterable[RemoteModel]) -> dict[str, list[RemoteModel]]:

@@ -7,6 +7,11 @@ a file that cannot be read or vanishes mid-scan, a name that is not valid UTF-8)
 entry's row or skips it: it never hides the other models. Inspection reads headers only, but
 a folder of big models is still worth not re-reading: results are cached by path, size and
 mtime.
+
+A vision model's projector (an mmproj GGUF: library/projectors.py) is no chat model: a folder's
+projectors are not listed, and each model with a projector that fits it beside it is marked
+(`ModelEntry.projector`), so the list can say it reads images. A projector the user added as a
+file of its own is listed, saying what it is, rather than silently left out.
 """
 
 from __future__ import annotations
@@ -20,9 +25,12 @@ from pathlib import Path
 
 from ..common.text import printable
 from ..engine.gguf.modelfile import ModelFileError, ModelInfo
+from ..engine.gguf.projector import ARCHITECTURE as PROJECTOR_ARCHITECTURE
 from ..engine.gguf.reading import inspect_model
+from ..images.image import ImageError
 from .homes import ModelHomes
-from .quants import QUARANTINE_DIR, SPLIT_NAME
+from .projectors import projector_for
+from .quants import QUARANTINE_DIR, SPLIT_NAME, is_projector_name
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +56,16 @@ class ModelEntry:
     size: int  # bytes, all parts of a split model together
     info: ModelInfo | None
     error: str | None
+    projector: Path | None = None  # the projector beside it that fits it (projectors.projector_for)
+    projector_problem: str | None = None  # why the projector named for it can't be used
 
     @property
     def usable(self) -> bool:
         return self.info is not None
+
+    @property
+    def reads_images(self) -> bool:
+        return self.projector is not None
 
     @property
     def name(self) -> str:
@@ -84,16 +98,19 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = (), homes: ModelHomes 
 
     A folder laid out as a Hugging Face cache (`models--org--name/snapshots/…`) is read as
     one: each file is listed under its repository. The same file reached twice (a symlink,
-    a folder inside another) is listed once, where it was found first.
+    a folder inside another) is listed once, where it was found first. A folder's projectors
+    are not listed; one of the `files` is, saying what it is.
     """
     entries: list[ModelEntry] = []
     seen: set[Path] = set()
 
-    def add(path: Path, origin: str) -> None:
+    def add(path: Path, origin: str, added: bool = False) -> None:
         key = resolved(path)
         if key not in seen and os.path.lexists(path):  # not if it vanished since it was listed
             seen.add(key)
-            entries.append(_entry_or_its_failure(path, origin))
+            entry = _entry_or_its_failure(path, origin, added)
+            if entry is not None:
+                entries.append(entry)
 
     for folder in folders:
         folder = Path(folder)
@@ -106,8 +123,8 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = (), homes: ModelHomes 
                 add(path, origin)
     for path in files:
         path = Path(path)
-        if _is_listed_name(path.name):
-            add(path, folder_label(path.parent, homes))
+        if _is_listed_name(path.name, projectors=True):
+            add(path, folder_label(path.parent, homes), added=True)
     return entries
 
 
@@ -141,9 +158,10 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _is_listed_name(name: str) -> bool:
-    """A `.gguf` that is a whole model or the first part of a split one."""
-    if not name.lower().endswith(".gguf"):
+def _is_listed_name(name: str, projectors: bool = False) -> bool:
+    """A `.gguf` that is a whole model or the first part of a split one (or, with `projectors`,
+    a projector by its name)."""
+    if not name.lower().endswith(".gguf") or (is_projector_name(name) and not projectors):
         return False
     split = SPLIT_NAME.match(name)
     return split is None or int(split["index"]) == 1
@@ -178,17 +196,18 @@ def _hf_cache_files(cache: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def _entry_or_its_failure(path: Path, origin: str) -> ModelEntry:
-    """The entry for one file; if listing it fails in a way nobody foresaw, a row saying so."""
+def _entry_or_its_failure(path: Path, origin: str, added: bool) -> ModelEntry | None:
+    """The entry for one file (None: a projector in a folder, not listed; `added`: the user
+    added this file); if listing it fails in a way nobody foresaw, a row saying so."""
     try:
-        return _entry(path, origin)
+        return _entry(path, origin, added)
     except Exception as exc:
         log.exception("listing %s failed", path)
         return ModelEntry(path, origin, _stat_size(path), None,
                           f"Hearth could not list {printable(path.name)}: {printable(str(exc))}")
 
 
-def _entry(path: Path, origin: str) -> ModelEntry:
+def _entry(path: Path, origin: str, added: bool) -> ModelEntry | None:
     size = _stat_size(path)
     split = SPLIT_NAME.match(path.name)
     if split:
@@ -199,9 +218,27 @@ def _entry(path: Path, origin: str) -> ModelEntry:
                 return ModelEntry(path, origin, size, None, f"Part {index} of {count} ({printable(part.name)}) is missing.")
             size += _stat_size(part)
     result = _INSPECTIONS.inspect(path)
-    if isinstance(result, ModelInfo):
-        return ModelEntry(path, origin, size, result, None)
-    return ModelEntry(path, origin, size, None, result)
+    if not isinstance(result, ModelInfo):
+        return ModelEntry(path, origin, size, None, result)
+    if result.architecture == PROJECTOR_ARCHITECTURE:
+        return ModelEntry(path, origin, size, None, _projector_row(path)) if added else None
+    projector, problem = _pairing(path)
+    return ModelEntry(path, origin, size, result, None, projector, problem)
+
+
+def _pairing(path: Path) -> tuple[Path | None, str | None]:
+    """The projector beside the model that fits it, or why the one named for it does not."""
+    try:
+        return projector_for(path), None
+    except ImageError as exc:
+        return None, str(exc)
+    except ModelFileError:  # the model's shape can't be read: its load will say why
+        return None, None
+
+
+def _projector_row(path: Path) -> str:
+    return (f"{printable(path.name)} is a vision projector (mmproj): it goes with a language model "
+            "and cannot be chatted with on its own.")
 
 
 def _stat_size(path: Path) -> int:
@@ -242,9 +279,6 @@ def _inspect(path: Path) -> ModelInfo | str:
         info = inspect_model(path)  # it turns every failure, even its own bugs, into a message
     except ModelFileError as exc:
         return str(exc)
-    if info.architecture == "clip":
-        return (f"{printable(path.name)} is a vision projector (mmproj): it goes with a language model "
-                "and cannot be chatted with on its own.")
     return info
 
 

@@ -13,8 +13,11 @@ import pytest
 from huggingface_hub import constants
 from support.fake_hub import QWEN_REPO, FakeHub
 from support.model_files.tiny_gguf import write_download_gguf
+from support.model_files.tiny_vision import ensure_tiny_vision_pair, write_tiny_projector
 
 from app.library.hub import HubClient, Timeouts
+
+VISION_REPO = "ggml-org/tiny-vision-GGUF"  # the vision fixture's repository
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +57,7 @@ def split_parts(tiny_gguf) -> list[bytes]:
 
 @pytest.fixture
 def qwen(hub, tiny_gguf, split_parts):
-    """A repo shaped like a real one: three quants, one of them split, and a projector."""
+    """A repo shaped like a real one: three quants, one of them split (a text model: no projector)."""
     return hub.add_repo(QWEN_REPO, {
         "README.md": b"# Qwen3 0.6B GGUF\n",
         "Qwen3-0.6B-Q4_K_M.gguf": tiny_gguf,
@@ -62,8 +65,29 @@ def qwen(hub, tiny_gguf, split_parts):
         "BF16/Qwen3-0.6B-BF16-00001-of-00003.gguf": split_parts[0],
         "BF16/Qwen3-0.6B-BF16-00002-of-00003.gguf": split_parts[1],
         "BF16/Qwen3-0.6B-BF16-00003-of-00003.gguf": split_parts[2],
-        "mmproj-Qwen3-0.6B-f16.gguf": b"GGUF" + b"projector" * 100,
     }, downloads=5000, likes=42)
+
+
+@pytest.fixture(scope="session")
+def vision_files(tmp_path_factory) -> dict[str, bytes]:
+    """A vision repository's files, as ggml-org names them: two quantizations of the tiny
+    vision model (tiny_vision.py) and its projector at two precisions, all real GGUFs."""
+    pair = ensure_tiny_vision_pair()
+    folder = tmp_path_factory.mktemp("vision-repo")
+    q8_projector = write_tiny_projector(folder / "q8.gguf").read_bytes() + b"\0" * 64  # other bytes, same header
+    model = pair.model.read_bytes()
+    return {
+        "tiny-vision-Q4_K_M.gguf": model,
+        "tiny-vision-Q8_0.gguf": model + b"\0" * 32,
+        "mmproj-model-Q8_0.gguf": q8_projector,
+        "mmproj-model-f16.gguf": pair.projector.read_bytes(),
+    }
+
+
+@pytest.fixture
+def vision(hub, vision_files):
+    """A vision model's repository: each quantization comes with the f16 projector."""
+    return hub.add_repo(VISION_REPO, {"README.md": b"# Tiny vision\n", **vision_files}, downloads=300, likes=3)
 
 
 @pytest.fixture

@@ -76,11 +76,11 @@ def test_a_repository_lists_its_quantizations_with_sizes_and_fit(qtbot, make_vie
     open_repo(qtbot, view, QWEN_REPO)
 
     rows = {name: [item.text(c) for c in ModelColumn] for name, item in model_items(view).items()}
-    assert rows == {  # smallest first, the projector left out, the split model as one
-        "Qwen3-0.6B-IQ2_XS.gguf": ["IQ2_XS", "Qwen3-0.6B-IQ2_XS.gguf", "40.0 KB", "✓ fits in RAM"],
-        "Qwen3-0.6B-Q4_K_M.gguf": ["Q4_K_M", "Qwen3-0.6B-Q4_K_M.gguf", "65.8 KB", "✓ fits in RAM"],
+    assert rows == {  # smallest first, the split model as one; a text model: no images
+        "Qwen3-0.6B-IQ2_XS.gguf": ["IQ2_XS", "Qwen3-0.6B-IQ2_XS.gguf", "40.0 KB", "✓ fits in RAM", ""],
+        "Qwen3-0.6B-Q4_K_M.gguf": ["Q4_K_M", "Qwen3-0.6B-Q4_K_M.gguf", "65.8 KB", "✓ fits in RAM", ""],
         "Qwen3-0.6B-BF16-00001-of-00003.gguf":
-            ["BF16", "Qwen3-0.6B-BF16-00001-of-00003.gguf", "65.8 KB", "✓ fits in RAM"],
+            ["BF16", "Qwen3-0.6B-BF16-00001-of-00003.gguf", "65.8 KB", "✓ fits in RAM", ""],
     }
     assert "Qwen3-0.6B-GGUF" in view.repo_label.text() and not view.download_button.isEnabled()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from support.model_files.tiny_vision import ensure_tiny_vision_pair, write_tiny_projector
 from support.settings_file import settings_at
 
 from app.library import scan as scan_module
@@ -151,14 +152,51 @@ def test_rescans_reuse_inspections_until_the_file_changes(monkeypatch, gemma_pat
     assert calls == [model, corrupt, corrupt]
 
 
-def test_a_vision_projector_is_not_offered_as_a_chat_model(monkeypatch, gemma_path, tmp_path):
-    from dataclasses import replace
+# --- vision models and their projectors ---------------------------------------------------------
 
-    real = scan_module.inspect_model
-    monkeypatch.setattr(scan_module, "inspect_model", lambda path: replace(real(path), architecture="clip"))
-    _link(gemma_path, tmp_path / "mmproj-model-f16.gguf")
+
+def test_a_folder_s_projectors_are_not_listed_and_its_vision_model_is_marked(gemma_path, tmp_path):
+    pair = ensure_tiny_vision_pair()
+    model = _link(pair.model, tmp_path / "tiny-vision-Q4_K_M.gguf")
+    projector = _link(pair.projector, tmp_path / "mmproj-tiny-vision-f16.gguf")
+    _link(pair.projector, tmp_path / "vision-tower.gguf")  # a projector by its header alone
+    (tmp_path / "mmproj-cut.gguf").write_bytes(pair.projector.read_bytes()[:500])  # damaged: still not a model
+    _link(gemma_path, tmp_path / "gemma.gguf")  # a text model beside them
+
+    entries = _by_name(scan([tmp_path]))
+    assert sorted(entries) == ["gemma.gguf", "tiny-vision-Q4_K_M.gguf"]
+    vision = entries[model.name]
+    assert vision.usable and vision.reads_images and vision.projector == projector
+    assert vision.projector_problem is None
+    assert not entries["gemma.gguf"].reads_images and entries["gemma.gguf"].projector_problem is None
+
+
+def test_a_projector_named_for_a_model_that_does_not_fit_is_said_on_the_model(tmp_path):
+    pair = ensure_tiny_vision_pair()
+    _link(pair.model, tmp_path / "tiny-vision-Q4_K_M.gguf")
+    write_tiny_projector(tmp_path / "mmproj-tiny-vision-f16.gguf", projection_dim=48)
     [entry] = scan([tmp_path])
-    assert not entry.usable and "vision projector" in entry.error
+    assert entry.usable and not entry.reads_images
+    assert "is not the projector of tiny-vision-Q4_K_M.gguf" in entry.projector_problem
+    assert "48 values wide" in entry.projector_problem and "embedding length is 64" in entry.projector_problem
+
+
+def test_a_vision_model_in_the_hugging_face_cache_finds_its_projector(tmp_path):
+    pair = ensure_tiny_vision_pair()
+    snapshot = tmp_path / "models--ggml-org--tiny-vision-GGUF" / "snapshots" / ("b" * 40)
+    _link(pair.model, snapshot / "tiny-vision-Q8_0.gguf")
+    projector = _link(pair.projector, snapshot / "mmproj-model-f16.gguf")
+    [entry] = scan([tmp_path])
+    assert entry.origin == "Hugging Face · ggml-org/tiny-vision-GGUF" and entry.projector == projector
+
+
+def test_a_projector_the_user_added_as_a_file_is_listed_saying_what_it_is(tmp_path):
+    pair = ensure_tiny_vision_pair()
+    added = _link(pair.projector, tmp_path / "picked" / "mmproj-tiny-vision-f16.gguf")
+    [entry] = scan([], files=[added])
+    assert not entry.usable
+    assert entry.error == ("mmproj-tiny-vision-f16.gguf is a vision projector (mmproj): it goes with a language "
+                           "model and cannot be chatted with on its own.")
 
 
 # --- one bad entry hides nothing ----------------------------------------------------------------

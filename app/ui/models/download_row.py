@@ -80,8 +80,11 @@ class DownloadRow(QFrame):
         model = self.job.model
         repo, quant = (html.escape(text, quote=False) for text in (model.repo_id, model.quant))
         muted = muted_color(self.palette()).name()
+        pair = ""
+        if model.projector is not None:  # a vision model: its projector comes in the same download
+            pair = f" · with its projector {html.escape(model.projector.name, quote=False)}"
         self.name_label.setText(f"<b>{html.escape(model.name, quote=False)}</b> "
-                                f"<span style='color:{muted}'>{repo} · {quant}</span>")
+                                f"<span style='color:{muted}'>{repo} · {quant}{pair}</span>")
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -118,7 +121,7 @@ class DownloadRow(QFrame):
             figures += f" · {byte_size(progress.speed, decimals=1)}/s"
         if progress.eta_seconds is not None:
             figures += f" · {format_duration(progress.eta_seconds)} left"
-        if len(self.job.model.parts) > 1:
+        if len(self.job.model.files) > 1:  # the parts of a split model, or a model and its projector
             figures += f" · {progress.file_name}"
         self.status_label.setText(figures)
 

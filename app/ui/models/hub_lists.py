@@ -1,7 +1,9 @@
 """What Hugging Face answered, on show: the table of search results and a repository's models.
 
 The models are grouped by quantization, each with its download size and whether it fits
-this machine's free RAM (or the GPU's memory, once the view knows it).
+this machine's free RAM (or the GPU's memory, once the view knows it). A model that comes with
+a projector (a vision model: quants.RemoteModel.projector) says "Reads images", and which
+projector is downloaded with it; its size and fit count the projector too.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ModelColumn(IntEnum):
     FILE = 1
     SIZE = 2
     FITS = 3
+    IMAGES = 4
 
 
 _RESULT_HEADERS = {
@@ -53,9 +56,12 @@ _RESULT_HEADERS = {
 _MODEL_HEADERS = {
     ModelColumn.QUANT: ("Quant", "How the weights are compressed; Q4_K_M is a good balance, Q8_0 is near-lossless"),
     ModelColumn.FILE: ("File", "The file Hearth will load (the first part of a split model)"),
-    ModelColumn.SIZE: ("Size", "Download size"),
+    ModelColumn.SIZE: ("Size", "Download size (with the projector, for a model that reads images)"),
     ModelColumn.FITS: ("Fits?", "Whether the model and room for its context fit this machine's free memory"),
+    ModelColumn.IMAGES: ("Images", "Reads images: the repository has a projector (mmproj file), downloaded "
+                                   "with the model into the same folder"),
 }
+READS_IMAGES = "Reads images"
 
 
 def fit_text(size: int, vram_bytes: int | None) -> tuple[str, bool, str]:
@@ -176,12 +182,20 @@ class RepoModelsTree(QTreeWidget):
     @staticmethod
     def _model_item(model: RemoteModel, quant: str, vram_bytes: int | None) -> QTreeWidgetItem:
         fits, usable, tooltip = fit_text(model.size, vram_bytes)
-        item = QTreeWidgetItem([quant, model.name, byte_size(model.size, decimals=1), fits])
+        projector = model.projector
+        item = QTreeWidgetItem([quant, model.name, byte_size(model.size, decimals=1), fits,
+                                READS_IMAGES if projector is not None else ""])
         item.setData(0, MODEL_ROLE, model)
         item.setTextAlignment(ModelColumn.SIZE, Qt.AlignRight | Qt.AlignVCenter)
         item.setToolTip(ModelColumn.FITS, tooltip)
         parts = f"{len(model.parts)} parts, loaded together:\n" if len(model.parts) > 1 else ""
-        item.setToolTip(ModelColumn.FILE, plain_tooltip(parts + "\n".join(part.path for part in model.parts)))
+        files = parts + "\n".join(part.path for part in model.parts)
+        if projector is not None:
+            with_it = (f"Downloaded with its projector {projector.path} ({byte_size(projector.size, decimals=1)}), "
+                       f"saved beside it as {projector.name}: the model reads images.")
+            files += "\n" + with_it
+            item.setToolTip(ModelColumn.IMAGES, plain_tooltip(with_it))
+        item.setToolTip(ModelColumn.FILE, plain_tooltip(files))
         if not usable:  # muted, still readable (4.5:1): it can be downloaded all the same
             muted = muted_color(QGuiApplication.palette())
             for column in ModelColumn:

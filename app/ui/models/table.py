@@ -12,6 +12,10 @@ What a remote row shows is `remote_rows.py`'s.
 The fit column says whether each file fits the free memory at its saved settings (a
 `FitCell` per row key, made by the picker from ModelSession's memory plan); a server's model
 has none (its memory is the server's).
+
+The images column marks a vision model, one with its projector beside it (the scan pairs them:
+library/projectors.py): "Reads images", naming the projector in its tooltip; a projector named
+for the model that can't be used is marked ⚠ in the error colour, with why.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class Column(IntEnum):
     TEMPLATE = 6
     FOLDER = 7
     FIT = 8
+    IMAGES = 9
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,10 @@ _HEADERS = {
     Column.FOLDER: ("Folder", "Where the file was found"),
     Column.FIT: ("Fit", "Whether the model fits the memory free now at its saved settings (context length, "
                         "KV cache type, GPU layers): fits, tight or does not fit; the numbers are in each tooltip"),
+    Column.IMAGES: ("Images", "Reads images: a vision model, with its projector (an mmproj file) beside it"),
 }
+READS_IMAGES = "Reads images"
+PROJECTOR_PROBLEM = "⚠ projector"
 _NUMERIC = (Column.PARAMETERS, Column.SIZE, Column.CONTEXT)
 
 
@@ -190,6 +198,8 @@ class ModelTableModel(QAbstractTableModel):
         remote = isinstance(entry, RemoteEntry)
         if column == Column.FIT:
             return self._fit_data(index.row(), role)
+        if column == Column.IMAGES and not remote and role in (Qt.ToolTipRole, Qt.AccessibleTextRole, Qt.ForegroundRole):
+            return _images_data(entry, role)
         if role == Qt.DisplayRole:
             return _remote_cell_text(entry, column) if remote else _cell_text(entry, column)
         if role == SORT_ROLE:
@@ -208,6 +218,8 @@ class ModelTableModel(QAbstractTableModel):
             # What a screen reader says for the row's first cell: the name, the file, and the
             # marker that sighted users see as ⚠.
             text = f"{entry.name}, file {file_name(entry)}" if entry.usable else file_name(entry)
+            if entry.reads_images:
+                text += ", reads images"
             return text if entry.usable else f"{text}, can't be used"
         if role == Qt.AccessibleDescriptionRole and not entry.usable:
             return entry.error if remote else f"This file can't be loaded: {entry.error}"
@@ -243,6 +255,23 @@ class ModelTableModel(QAbstractTableModel):
         return None
 
 
+def _images_data(entry: ModelEntry, role: int):
+    """The images column's tooltip, spoken text and colour: which projector reads images for
+    the model, or why the one named for it can't."""
+    if entry.projector is not None:
+        if role == Qt.ToolTipRole:
+            return plain_tooltip(f"{entry.name} reads images with its projector "
+                                 f"{printable(entry.projector.name, limit=None)}, beside it.")
+        return READS_IMAGES if role == Qt.AccessibleTextRole else None
+    if entry.projector_problem is not None:
+        if role == Qt.ToolTipRole:
+            return plain_tooltip(f"It can't read images: {entry.projector_problem}")
+        if role == Qt.AccessibleTextRole:
+            return f"Can't read images: {entry.projector_problem}"
+        return error_color(QGuiApplication.palette())
+    return None
+
+
 def sorting_proxy(model: ModelTableModel) -> QSortFilterProxyModel:
     """The table as the view shows it: sorted by the clicked column's real values."""
     proxy = QSortFilterProxyModel(model)
@@ -272,6 +301,8 @@ def _cell_text(entry: ModelEntry, column: Column) -> str:
         return info.quantization
     if column == Column.CONTEXT:
         return f"{info.context_length:,}" if info.context_length else "?"
+    if column == Column.IMAGES:
+        return READS_IMAGES if entry.reads_images else PROJECTOR_PROBLEM if entry.projector_problem else ""
     return "✓" if info.has_chat_template else "fallback"
 
 
@@ -288,6 +319,8 @@ def _remote_cell_text(entry: RemoteEntry, column: Column) -> str:
         return remote_rows.context_text(entry)
     if column == Column.TEMPLATE:
         return "server"
+    if column == Column.IMAGES:
+        return ""  # the server's to say, when a message with images reaches it
     return remote_rows.NOT_GIVEN  # parameters, quantization, size: the server's business
 
 
@@ -324,8 +357,9 @@ def summary(entry: ModelEntry) -> str:
     info = entry.info
     context = f"{info.context_length:,} tokens of context" if info.context_length else "context length unknown"
     template = "its own chat template" if info.has_chat_template else f"“{fallback_name(info)}” fallback template"
+    images = " · reads images" if entry.reads_images else ""
     return (f"{info.architecture} · {format_parameters(info.parameter_count)} parameters · {info.quantization} · "
-            f"{byte_size(entry.size)} · {context} · {template} · in {entry.origin}")
+            f"{byte_size(entry.size)} · {context} · {template}{images} · in {entry.origin}")
 
 
 def _tooltip(entry: ModelEntry, column: Column) -> str:

@@ -7,6 +7,8 @@
   width (the "⚠ can't be used" column is among the first to go when the panel narrows); so
   does a server that can't be listed. A server's model carries the style's network icon, and
   "remote · <server>" as its second line.
+* The images column ("Reads images") is shown only when some row is a vision model (or has a
+  projector that can't be used): most lists have none, and it would take room for nothing.
 * Tab leaves the table (Qt's default moves between cells, a trap for keyboard users), and
   Enter or Return activates the current row, as a double-click does.
 """
@@ -110,8 +112,9 @@ class ModelTableView(QTableView):
 
     rowActivated = Signal(QModelIndex)
 
-    PRIORITY = (Column.SIZE, Column.FIT, Column.PARAMETERS, Column.QUANTIZATION, Column.TEMPLATE,
+    PRIORITY = (Column.SIZE, Column.FIT, Column.IMAGES, Column.PARAMETERS, Column.QUANTIZATION, Column.TEMPLATE,
                 Column.CONTEXT, Column.ARCHITECTURE, Column.FOLDER)
+    SHOWN_WHEN_USED = (Column.IMAGES,)  # a column most lists leave empty: shown only where a row fills it
     NAME_MIN_WIDTH = 150
     FOLDER_MAX_WIDTH = 220
 
@@ -133,6 +136,10 @@ class ModelTableView(QTableView):
         model.modelReset.connect(self.fit_columns)
         model.dataChanged.connect(self.fit_columns)  # the loaded row turns bold, and wider
 
+    def _used(self, column: Column) -> bool:
+        model = self.model()
+        return any(model.index(row, column).data() for row in range(model.rowCount()))
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key_Return, Qt.Key_Enter) and self.currentIndex().isValid():
             self.rowActivated.emit(self.currentIndex())
@@ -152,7 +159,7 @@ class ModelTableView(QTableView):
             width = max(self.sizeHintForColumn(column), header.sectionSizeHint(column))
             if column == Column.FOLDER:
                 width = min(width, self.FOLDER_MAX_WIDTH)
-            fits = width <= room
+            fits = width <= room and (column not in self.SHOWN_WHEN_USED or self._used(column))
             self.setColumnHidden(column, not fits)
             if fits:
                 header.resizeSection(column, width)
