@@ -3,7 +3,11 @@ Ctrl+C or SIGTERM; stdout gets one line, the server's base URL, once it is ready
 
 The model runs in a process of its own, started again by itself when llama.cpp dies
 (engine/process/restarting.py): one request that crashes it costs that request, not the server.
-`hearth chat` keeps llama.cpp in its own process: a crash there ends only that command."""
+`hearth chat` keeps llama.cpp in its own process: a crash there ends only that command.
+
+The model reads images where it has a projector (--mmproj, else the mmproj-*.gguf beside it:
+load_options.with_projector); requests send them as data: URLs, and name http(s) addresses
+only where --allow-image-urls lets the server fetch them (app/serve/image_reading.py)."""
 
 from __future__ import annotations
 
