@@ -21,6 +21,7 @@ from app.store.records import (
 )
 
 __all__ = [
-    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage", "MissingImage", "Source", "StoreError",
+    "ROLES", "STATUSES", "Conversation", "ConversationStore", "DatabaseDamaged", "DeletedVersion", "MessagePage",
+    "MissingImage", "Source", "StoreError",
     "StoredMessage", "ToolResult", "auto_title", "import_file", "shorten",
 ]

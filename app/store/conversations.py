@@ -303,9 +303,9 @@ class ConversationStore:
             original = self._live(message_id)
             image_links.check_images(original.role, images or ())
             result = original.tool_result
+            answer = None if result is None else ToolResult(result.call_id, result.name, content, result.error)
             version = self._insert(original.conversation_id, original.parent_id, original.position, original.role,
-                                   content, model, params, status,
-                                   None if result is None else ToolResult(result.call_id, result.name, content, result.error))
+                                   content, model, params, status, answer)
             if images is None:
                 image_links.copy_links(self._conn, message_id, version)
             else:
@@ -449,7 +449,8 @@ class ConversationStore:
         tree = live_tree(self._conn, conversation_id)
         leaf = shown_leaf(self._conn, conversation_id)
         refs = {ref.digest: ref for message in tree for ref in message.images}  # each image once, in order of use
-        return exchange.to_json(conversation, tree, leaf[0] if leaf else None, [self.image(ref) for ref in refs.values()])
+        images = [self.image(ref) for ref in refs.values()]
+        return exchange.to_json(conversation, tree, leaf[0] if leaf else None, images)
 
     def import_json(self, data: dict | str | bytes) -> int:
         """Add an exported conversation (the dict, or the file's text) as a new one; returns its id.

@@ -205,8 +205,8 @@ def _index(source: dict, name: str, where: str, below: int) -> int | None:
 def _decode(text: str | bytes) -> object:
     """The JSON, refused before it is read when its text, all but its images' data, is longer
     than MAX_IMPORT_TEXT_BYTES."""
-    data = sum(match.end() - match.start() for match in _IMAGE_DATA[bytes if isinstance(text, bytes) else str].finditer(text))
-    if len(text) - data > MAX_IMPORT_TEXT_BYTES:
+    runs = _IMAGE_DATA[bytes if isinstance(text, bytes) else str].finditer(text)
+    if len(text) - sum(run.end() - run.start() for run in runs) > MAX_IMPORT_TEXT_BYTES:
         raise StoreError(f"The export holds more than {MAX_IMPORT_TEXT_BYTES // 2**20} MB of text (its images aside), "
                          "more than a conversation export holds; it was not imported.")
     try:

@@ -15,6 +15,7 @@ inside its own write transaction, so no file that a commit is about to name is e
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -54,12 +55,13 @@ class ImageFiles:
         return self.folder / ref.digest[:2] / file_name(ref.digest, ref.media_type)
 
     def write(self, image: Image) -> None:
-        """Write the image's file unless it is there already (the same digest: the same bytes,
-        unless the file was damaged since, which a different size shows: then it is written again)."""
+        """Write the image's file unless it is there already, whole: a file damaged since it was
+        written (its bytes no longer its digest) is written again."""
         target = self.path(image.ref)
         try:
-            if target.stat().st_size == len(image.data):
-                return
+            with open(target, "rb") as file:
+                if hashlib.sha256(file.read(len(image.data) + 1)).hexdigest() == image.digest:
+                    return
         except FileNotFoundError:
             pass
         shard = target.parent
@@ -85,24 +87,30 @@ class ImageFiles:
 
     def sweep(self, keep: set[str]) -> int:
         """Unlink every image file whose name is not in `keep`, and every temporary file a
-        crash left; returns how many. Only names this module makes are touched; a file that
-        cannot be unlinked stays (it is tried again at the next sweep)."""
+        crash left; returns how many. Only names this module makes are touched. Best effort: a
+        folder that cannot be listed or a file that cannot be unlinked stays (the next sweep
+        tries again), and a start never fails for it."""
         swept = 0
-        try:
-            shards = [entry for entry in os.scandir(self.folder) if _SHARD.fullmatch(entry.name) and entry.is_dir()]
-        except FileNotFoundError:
-            return 0
-        for shard in shards:
-            with os.scandir(shard.path) as entries:
-                doomed = [entry.path for entry in entries if entry.name.endswith(TEMPORARY_SUFFIX)
-                          or (_FILE.fullmatch(entry.name) and entry.name not in keep)]
-            for path in doomed:
-                try:
-                    os.unlink(path)
-                    swept += 1
-                except OSError:
-                    pass
+        for shard in _entries(self.folder):
+            if not (_SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False)):
+                continue
+            for entry in _entries(shard.path):
+                if entry.name.endswith(TEMPORARY_SUFFIX) or (_FILE.fullmatch(entry.name) and entry.name not in keep):
+                    try:
+                        os.unlink(entry.path)
+                        swept += 1
+                    except OSError:
+                        pass
         return swept
+
+
+def _entries(folder: str | Path) -> list[os.DirEntry]:
+    """The folder's entries; none when it is missing or cannot be read."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
 
 
 def _make_folder(folder: Path) -> None:

@@ -60,8 +60,10 @@ def write_files(files: ImageFiles, images: Iterable[Image]) -> None:
 
 def link(conn: sqlite3.Connection, message_id: int, refs: Iterable[ImageRef]) -> None:
     conn.executemany(
-        "INSERT INTO message_images (message_id, position, digest, media_type, width, height) VALUES (?, ?, ?, ?, ?, ?)",
-        [(message_id, position, ref.digest, ref.media_type, ref.width, ref.height) for position, ref in enumerate(refs)])
+        "INSERT INTO message_images (message_id, position, digest, media_type, width, height)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(message_id, position, ref.digest, ref.media_type, ref.width, ref.height)
+         for position, ref in enumerate(refs)])
 
 
 def copy_links(conn: sqlite3.Connection, source_id: int, target_id: int) -> None:
@@ -77,7 +79,8 @@ def sweep(conn: sqlite3.Connection, files: ImageFiles) -> int:
     returns how many. Under the write lock, so that no other connection is between writing a
     file and committing the row that names it."""
     with transaction(conn):
-        keep = {file_name(row[0], row[1]) for row in conn.execute("SELECT DISTINCT digest, media_type FROM message_images")}
+        named = conn.execute("SELECT DISTINCT digest, media_type FROM message_images")
+        keep = {file_name(digest, media_type) for digest, media_type in named}
         return files.sweep(keep)
 
 

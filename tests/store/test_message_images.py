@@ -34,8 +34,10 @@ def test_a_message_with_two_images_comes_back_in_order_and_an_image_is_stored_on
     red, blue = picture("red"), picture("blue", (32, 32), "JPEG")
     cid = store.create_conversation()
     first = store.add_message(cid, "user", "Which is warmer?", images=(red, blue))
+    written = (images_folder(db_path) / file_of(red)).stat().st_ino
     store.add_message(cid, "assistant", "The red one.")
     again = store.add_message(cid, "user", "And this?", images=(red, red))  # the same image, twice
+    assert (images_folder(db_path) / file_of(red)).stat().st_ino == written  # found whole, not written again
     assert store.message(first).images == (red.ref, blue.ref)
     assert [m.images for m in store.messages(cid)] == [(red.ref, blue.ref), (), (red.ref, red.ref)]
     assert store.recent_messages(cid, 1).messages[0].images == (red.ref, red.ref)
@@ -127,15 +129,17 @@ def test_a_missing_or_damaged_file_is_one_clear_error_and_the_conversation_still
     assert str(damaged.value) == (
         f"The image 64 × 48 PNG, sha256 {red.digest[:8]} in the conversation “Sunset <b>photos</b>” cannot be "
         f"used: its file {path} no longer holds the image that was attached.")
+    store.add_message(cid, "user", "Again", images=(red,))  # sending it again mends the file
+    assert store.image(red.ref) == red
     path.unlink()
     with pytest.raises(MissingImage, match=f"its file {path} is not there any more"):
         store.image(red.ref)
-    (message,) = store.messages(cid)  # the message still reads, with its reference
+    message = store.messages(cid)[0]  # the message still reads, with its reference
     assert (message.content, message.images) == ("Look", (red.ref,))
     assert "Image: 64 × 48 PNG" in store.export_markdown(cid)
     with pytest.raises(MissingImage):  # an export would lose the image: refused, naming it
         store.export_json(cid)
-    store.add_message(cid, "user", "Again", images=(red,))  # sending it again writes it again
+    store.add_message(cid, "user", "Once more", images=(red,))  # and writes it again
     assert store.image(red.ref) == red
 
 
