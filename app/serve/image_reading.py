@@ -37,7 +37,7 @@ async def read_images(messages: list[dict], served: ServedModel, allow_urls: boo
     if not sources:
         return messages
     if not served.reads_images:
-        raise bad_request(cannot_read_images(served), param=sources[0].param, code="model_cannot_read_images")
+        raise bad_request(_cannot_read_images(served), param=sources[0].param, code="model_cannot_read_images")
     if len(sources) > MAX_IMAGES_PER_REQUEST:
         raise bad_request(f"{sources[MAX_IMAGES_PER_REQUEST].param}: {len(sources)} images in one request; this "
                           f"server reads at most {MAX_IMAGES_PER_REQUEST} (every message's together).",
@@ -56,7 +56,7 @@ async def read_images(messages: list[dict], served: ServedModel, allow_urls: boo
     return read
 
 
-def cannot_read_images(served: ServedModel) -> str:
+def _cannot_read_images(served: ServedModel) -> str:
     return (f"{served.name or served.model_id} cannot read images: no projector (mmproj) was loaded with it. "
             "Send the message without images, or serve a model that reads images with its projector "
             "(hearth serve MODEL --mmproj FILE, or its mmproj-*.gguf beside it).")

@@ -11,11 +11,14 @@ evaluated with the prompt (the prompt grows by the projector's image-token count
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import subprocess
 import sys
 import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
+import openai
 import pytest
 from PIL import Image as PillowImage
 from support.model_files.tiny_vision import ensure_tiny_vision_pair
@@ -96,3 +99,21 @@ def test_serve_refuses_a_projector_that_is_not_the_models_before_taking_the_port
                              str(pair.projector)], capture_output=True, cwd=ROOT, timeout=120)
     assert result.returncode == 1 and result.stdout == b""  # no address was ever printed
     assert f"{pair.projector.name} is not the projector of {gemma_path.name}" in result.stderr.decode()
+
+
+def test_an_image_address_is_fetched_only_by_a_server_started_with_allow_image_urls(client, served, pair, tmp_path):
+    (tmp_path / "red.png").write_bytes(base64.b64decode(image_url((200, 30, 30)).partition(",")[2]))
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    images = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=images.serve_forever, args=(0.02,), daemon=True).start()
+    address = f"http://127.0.0.1:{images.server_address[1]}/red.png"
+    try:
+        with pytest.raises(openai.BadRequestError) as refused:
+            asked(client, served, address)
+        assert refused.value.body["code"] == "image_url_not_allowed"
+        with serving(pair.model, "--allow-image-urls") as fetching, openai_client(fetching, timeout=60) as other:
+            plain = asked(other, fetching).usage.prompt_tokens
+            assert asked(other, fetching, address).usage.prompt_tokens >= plain + pair.image_tokens
+    finally:
+        images.shutdown()
+        images.server_close()
