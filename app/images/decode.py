@@ -19,9 +19,9 @@ from PIL import Image as PillowImage
 from PIL.ExifTags import Base as ExifTag
 
 from app.common.text import printable, shorten
-from app.images.formats import declared_size, keepable, sniff, what_else
+from app.images.formats import declared_size, keepable, sniff, structure, what_else
 from app.images.image import ImageError
-from app.images.limits import FORMAT_NAMES, FORMATS, MAX_PIXELS, MAX_SIDE
+from app.images.limits import FORMAT_NAMES, FORMATS, MAX_JPEG_SCANS, MAX_PARTS, MAX_PIXELS, MAX_SIDE
 
 # The formats an Image keeps (image.MEDIA_TYPES), with their media types; GIF and BMP are not.
 STORED = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
@@ -57,10 +57,7 @@ def decode(data: bytes, name: str = "", formats: Collection[str] = FORMATS) -> D
     if format is None or format not in formats:
         raise ImageError(_not_readable(who, data, format, formats))
     label = _SHOWN[format]
-    size = declared_size(data, format)
-    if size is None:
-        raise ImageError(f"{who} is a damaged {label} file: its header cannot be read. Attach another copy of it.")
-    _check_size(who, size, count=format != "JPEG")  # a JPEG's pixels once draft() has chosen its scale
+    size = _checked_header(who, data, format)
     try:
         picture = _READERS[format](io.BytesIO(data))
         if format == "JPEG" and max(picture.size) > MAX_SIDE:
@@ -84,6 +81,25 @@ def decode(data: bytes, name: str = "", formats: Collection[str] = FORMATS) -> D
             from None
     as_is = format in STORED and still and upright and fits and plain is picture and keepable(data, format)
     return Decoded(plain, format, as_is)
+
+
+def _checked_header(who: str, data: bytes, format: str) -> tuple[int, int]:
+    """The size `data`'s header declares, once it and the file's structure pass the limits that
+    can be judged before Pillow reads a byte."""
+    label = _SHOWN[format]
+    size = declared_size(data, format)
+    if size is None:
+        raise ImageError(f"{who} is a damaged {label} file: its header cannot be read. Attach another copy of it.")
+    _check_size(who, size, count=format != "JPEG")  # a JPEG's pixels once draft() has chosen its scale
+    parts, scans = structure(data, format)
+    if parts > MAX_PARTS:
+        kind = "chunks" if format == "PNG" else "segments"
+        raise ImageError(f"{who} is a {label} file of more than {MAX_PARTS:,} {kind} (an ordinary one has far fewer). "
+                         "Save it again from an image editor, then attach that.")
+    if scans > MAX_JPEG_SCANS:
+        raise ImageError(f"{who} is a JPEG of {scans:,} scans, more than the {MAX_JPEG_SCANS} Hearth decodes (a photo "
+                         "has about ten). Save it again from an image editor, then attach that.")
+    return size
 
 
 def _check_size(who: str, size: tuple[int, int], count: bool = True, shown: tuple[int, int] | None = None) -> None:

@@ -9,6 +9,9 @@ file: Pillow's WebP reader allocates its whole canvas when it opens a file, and 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+
+from app.images.limits import MAX_PARTS
 
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "PNG"),
@@ -32,7 +35,8 @@ _OTHER_FILES = (
 )
 _PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # the IEND chunk: no data, and its CRC
 _JPEG_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
-_JPEG_BARE = frozenset({0x01, *range(0xD0, 0xDA)})  # markers without a length (RSTn, SOI, EOI)
+_JPEG_BARE = frozenset({0x01, *range(0xD0, 0xD9)})  # markers without a length (TEM, RSTn, SOI)
+_JPEG_SOS, _JPEG_EOI = 0xDA, 0xD9
 
 
 def sniff(data: bytes) -> str | None:
@@ -78,23 +82,71 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
 
 
 def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    """From the first start-of-frame marker, walking the segments before it by their lengths."""
+    """From the first start-of-frame segment."""
+    for marker, at in _jpeg_segments(data):
+        if marker in _JPEG_SOF:
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+    return None
+
+
+def structure(data: bytes, format: str) -> tuple[int, int]:
+    """(parts, scans): how many chunks (PNG) or segments (JPEG) `data` has, counted to one past
+    MAX_PARTS at most, and how many of a JPEG's segments begin a scan; (0, 0) for other formats.
+    A JPEG's scans are counted to its end-of-image marker: not its EXIF thumbnail's (inside a
+    segment), nor anything after it (where some phones append megabytes of their own data)."""
+    if format == "PNG":
+        parts, at = 0, 8
+        while at + 8 <= len(data) and parts <= MAX_PARTS:
+            parts += 1
+            if data[at + 4 : at + 8] == b"IEND":
+                break
+            at += 12 + struct.unpack_from(">I", data, at)[0]
+        return parts, 0
+    if format == "JPEG":
+        parts = scans = 0
+        for marker, _ in _jpeg_segments(data):
+            parts += 1
+            scans += marker == _JPEG_SOS
+            if parts > MAX_PARTS:
+                break
+        return parts, scans
+    return 0, 0
+
+
+def _jpeg_segments(data: bytes) -> Iterator[tuple[int, int]]:
+    """(marker, offset) of each segment of a JPEG up to its end-of-image marker or the first
+    malformed byte: segment by segment by their lengths, and through each scan's entropy-coded
+    data to the next marker (0xFF there is followed by a zero byte or a restart number)."""
     at = 2
     while at + 4 <= len(data):
         if data[at] != 0xFF:
-            return None
+            return
         marker = data[at + 1]
         if marker == 0xFF:  # fill byte
             at += 1
             continue
+        if marker == _JPEG_EOI:
+            return
+        yield marker, at
         if marker in _JPEG_BARE:
             at += 2
             continue
-        if marker in _JPEG_SOF:
-            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
-            return width, height
         at += 2 + struct.unpack(">H", data[at + 2 : at + 4])[0]
-    return None
+        if marker == _JPEG_SOS:
+            at = _after_entropy_coded(data, at)
+
+
+def _after_entropy_coded(data: bytes, at: int) -> int:
+    while (at := data.find(b"\xff", at)) >= 0 and at + 1 < len(data):
+        following = data[at + 1]
+        if following == 0 or 0xD0 <= following <= 0xD7:  # a stuffed 0xFF byte, or RSTn
+            at += 2
+        elif following == 0xFF:  # fill before a marker
+            at += 1
+        else:
+            return at
+    return len(data)
 
 
 def is_lossy(data: bytes, format: str) -> bool:

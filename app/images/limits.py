@@ -18,6 +18,17 @@ MAX_IMAGE_BYTES = 50 * MB
 # a 50 or 200 MP phone photo decodes to under 13 MP.
 MAX_PIXELS = 40_000_000
 
+# Chunks in one PNG, segments in one JPEG: Pillow walks them one by one in Python, so 50 MB of
+# empty ones (4 million) would take half a minute. A PNG has a few dozen, or one per 8 KB of image
+# data (libpng's IDAT size: 6,100 in 50 MB), an APNG two a frame; a JPEG a few dozen.
+MAX_PARTS = 100_000
+
+# Scans in one JPEG. Each scan of a progressive JPEG is a pass over all of its blocks, however few
+# bytes it takes: 2,000 repeated 14-byte scans make a 4 MP JPEG of 44 KB take 13 s, and 50 MB of
+# them would take hours. Encoders write about ten (libjpeg's progressive script: 10; Photoshop:
+# 3 to 5); the few more an EXIF thumbnail adds are counted too.
+MAX_JPEG_SCANS = 100
+
 # Keeping. The longest side an image keeps; a larger one is downscaled before it is stored or
 # sent. Projectors resize to far less (Gemma 3 to 896, SigLIP to 384 or 448, Qwen2.5-VL to about
 # a megapixel), so 2048 keeps all they can use and leaves an image at most 12 MB as RGB pixels.

@@ -21,6 +21,7 @@ from image_samples import (
     jpeg_with_size,
     png_bomb,
     png_by_hand,
+    png_chunk,
     quadrants,
     webp_canvas_header,
     with_orientation,
@@ -173,12 +174,46 @@ def test_a_truncated_jpeg_is_damaged():
     refused(whole[: len(whole) * 2 // 3], "is a damaged or incomplete JPEG file", name="x.jpg")
 
 
+def test_a_jpeg_of_too_many_scans_is_refused_before_decoding():
+    """Each scan of a progressive JPEG is a pass over all its blocks: its last scan repeated
+    makes a CPU bomb (2,000 of them cost a 4 MP JPEG 13 s here), refused by counting them."""
+    whole = encoded(quadrants(64, 64), "JPEG", progressive=True)
+    last, end = whole.rindex(b"\xff\xda"), len(whole) - 2
+    repeated = whole[:end] + whole[last:end] * limits.MAX_JPEG_SCANS + whole[end:]
+    made = pillow_images_made()
+    refused(repeated, "is a JPEG of 1", "scans, more than the 100 Hearth decodes", name="x.jpg")
+    assert pillow_images_made() == made
+
+
+def test_a_flood_of_empty_chunks_or_segments_is_refused_before_decoding():
+    """Pillow walks a PNG's chunks and a JPEG's segments one by one in Python: 50 MB of empty
+    ones would keep it busy for half a minute, so more than MAX_PARTS are refused, counted first."""
+    png = encoded(quadrants(8, 8), "PNG")
+    flooded_png = png[:33] + png_chunk(b"zzZz", b"") * limits.MAX_PARTS + png[33:]
+    jpeg = encoded(quadrants(8, 8), "JPEG")
+    flooded_jpeg = jpeg[:2] + b"\xff\xfe\x00\x02" * limits.MAX_PARTS + jpeg[2:]  # empty comments
+    made = pillow_images_made()
+    refused(flooded_png, "is a PNG file of more than 100,000 chunks", "Save it again")
+    refused(flooded_jpeg, "is a JPEG file of more than 100,000 segments", "Save it again")
+    assert pillow_images_made() == made
+    fewer = png[:33] + png_chunk(b"zzZz", b"") * 1000 + png[33:]
+    assert read_image(fewer).data == fewer
+
+
+def test_scan_markers_outside_the_scans_are_not_counted():
+    """FF DA inside a segment (a comment, an EXIF thumbnail) or after the end of the image (where
+    some phones append their own data) is not a scan of the image."""
+    whole = encoded(quadrants(64, 64), "JPEG", progressive=True)
+    comment = b"\xff\xda" * 300
+    commented = whole[:2] + b"\xff\xfe" + (len(comment) + 2).to_bytes(2, "big") + comment + whole[2:]
+    for data in (commented, whole + comment):
+        assert read_image(data, "phone.jpg").data == data
+
+
 def test_the_byte_limit_exactly(tmp_path: Path):
     """A PNG padded with a private chunk to exactly MAX_IMAGE_BYTES is read; one byte more is
     refused, as bytes, as a file and as a data: URL."""
     small = encoded(quadrants(8, 8), "PNG")
-    from image_samples import png_chunk
-
     padding = limits.MAX_IMAGE_BYTES - len(small) - 12
     at = small[:-12] + png_chunk(b"pdNg", bytes(padding)) + small[-12:]
     assert len(at) == limits.MAX_IMAGE_BYTES
