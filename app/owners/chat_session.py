@@ -25,6 +25,7 @@ from ..conversation.exchange import PARTIAL_SAVE_MS, begin_reply
 from ..conversation.history import ContextBoundary, context_boundary, history, last_measured, settled_use
 from ..engine.tools.types import PLAIN, ToolCall
 from ..engine.types import ReplyStats, ReplyStatus
+from ..images.image import Image
 from ..store import Conversation, ConversationStore, DeletedVersion, StoredMessage, StoreError
 from .bridge import EngineBridge
 from .conversation_documents import ConversationDocuments
@@ -268,11 +269,12 @@ class ChatSession(QObject):
 
     # --- the four actions ----------------------------------------------------------------------
 
-    def send(self, text: str) -> bool:
-        """Store the user's message and start a reply in the open conversation. False (nothing
-        sent) while a reply is being written, here or in another conversation."""
+    def send(self, text: str, images: tuple[Image, ...] = ()) -> bool:
+        """Store the user's message (its text, its images or both) and start a reply in the open
+        conversation. False (nothing sent) while a reply is being written, here or in another
+        conversation. A model that cannot read images refuses them as the reply's error."""
         text = text.strip()
-        if not text or self.busy or self._bridge.generating:
+        if not (text or images) or self.busy or self._bridge.generating:
             return False
         if self._models.current is None:
             self.error.emit(NO_MODEL_MESSAGE)
@@ -280,7 +282,7 @@ class ChatSession(QObject):
         if self._conversation_id is None:
             self.new_conversation()
         first = self._is_empty(self._conversation_id)
-        message_id = self.store.add_message(self._conversation_id, "user", text)
+        message_id = self.store.add_message(self._conversation_id, "user", text, images=tuple(images))
         self.messageAdded.emit(self.store.message(message_id))
         if first:
             self.conversationsChanged.emit()  # it just got its title

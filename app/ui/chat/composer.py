@@ -1,5 +1,8 @@
 """The message input: Enter sends, Shift+Enter makes a new line, one button is Send or Stop.
 
+Images can go with the text: the Attach button left of the box, a paste, or a drop; they show as
+chips above the box (images/attachments.py) and are sent with it. A message may be images alone.
+
 A message can also wait to be sent: while the model loads, or while a reply is still being
 written in another conversation. The text stays in the box, a line above it says what it waits
 for, and the button cancels the wait; the window sends the text when it can.
@@ -7,9 +10,14 @@ for, and the button cancels the wait; the window sends the text when it can.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from collections.abc import Callable
+
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from ...images.image import Image
+from .images.attachments import ImageAttachments, carries_images
 
 _BUTTON = {  # state -> text, tooltip and accessible description
     "send": ("Send", "Send (Enter)", "Sends the message (Enter)"),
@@ -19,7 +27,17 @@ _BUTTON = {  # state -> text, tooltip and accessible description
 
 
 class _InputEdit(QPlainTextEdit):
+    """The box itself; a paste (or a drop) that carries images goes to `takes_images` instead."""
+
     submitted = Signal()
+    takes_images: Callable[[QMimeData], bool] | None = None
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return carries_images(source) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        if self.takes_images is None or not self.takes_images(source):
+            super().insertFromMimeData(source)
 
     def keyPressEvent(self, event):
         enter = event.key() in (Qt.Key_Return, Qt.Key_Enter)
@@ -33,7 +51,8 @@ class Composer(QWidget):
     """Where the user types.
 
     Signals:
-        sendRequested(str): the text to send (the box is cleared only if the send is accepted).
+        sendRequested(str): the text to send, with attached() (the box is cleared only if the send
+            is accepted).
         stopRequested(): Stop was pressed while a reply is generating.
     """
 
@@ -55,14 +74,20 @@ class Composer(QWidget):
         self.button = QPushButton()
         self.button.setDefault(True)
         self.button.setMinimumWidth(80)
+        self.images = ImageAttachments(home=self.edit)
+        self.edit.takes_images = self.images.attach_mime
         row = self._row = QHBoxLayout()
+        row.addWidget(self.images.attach_button, 0, Qt.AlignBottom)  # attach at the left, send at the right
         row.addWidget(self.edit, 1)
         row.addWidget(self.button, 0, Qt.AlignBottom)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 8)
         layout.setSpacing(4)
         layout.addWidget(self.note)
+        layout.addWidget(self.images)
         layout.addLayout(row)
+        self._chain_tab_order()
+        self.images.changed.connect(self._chain_tab_order)
         self.edit.submitted.connect(self._submit)
         self.button.clicked.connect(self._on_button)
         self._busy = False
@@ -73,8 +98,13 @@ class Composer(QWidget):
         """A control between the message box and Send (the documents and tools buttons), lined up
         with Send, the first added next to the box; Tab goes along the row as it is laid out."""
         self._row.insertWidget(self._row.indexOf(self.button), control, 0, Qt.AlignBottom)
+        self._chain_tab_order()
+
+    def _chain_tab_order(self) -> None:
+        """Tab goes in reading order: the image chips, then along the row (Attach, the box, …)."""
         row = [widget for index in range(self._row.count()) if (widget := self._row.itemAt(index).widget())]
-        for before, after in zip(row, row[1:]):
+        chain = self.images.chips.chips() + row
+        for before, after in zip(chain, chain[1:]):
             QWidget.setTabOrder(before, after)
 
     @property
@@ -110,8 +140,14 @@ class Composer(QWidget):
     def text(self) -> str:
         return self.edit.toPlainText()
 
+    def attached(self) -> tuple[Image, ...]:
+        """The images to send with the text."""
+        return self.images.images()
+
     def clear(self) -> None:
+        """The message was sent: its text and images go."""
         self.edit.clear()
+        self.images.clear()
         if not self._waiting:
             self.note.hide()
 
@@ -132,5 +168,5 @@ class Composer(QWidget):
             self._submit()
 
     def _submit(self) -> None:
-        if not self._busy and not self._waiting and self.text().strip():
+        if not self._busy and not self._waiting and (self.text().strip() or self.attached()):
             self.sendRequested.emit(self.text())

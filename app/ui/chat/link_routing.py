@@ -33,6 +33,7 @@ class LinkRouter(QObject):
         promptClicked(int): the welcome's example prompt at this index.
         resultExpandClicked(int): "Show all" (or "Show less") under the tool result with this id.
         sourceClicked(int, int): source n (1-based) of the question with this id, under its reply.
+        imageClicked(int, int): image n (1-based) of the message with this id.
     """
 
     webLinkClicked = Signal(QUrl)
@@ -48,6 +49,7 @@ class LinkRouter(QObject):
     promptClicked = Signal(int)
     resultExpandClicked = Signal(int)
     sourceClicked = Signal(int, int)
+    imageClicked = Signal(int, int)
 
     def __init__(self, browser: QTextBrowser) -> None:
         super().__init__(browser)
@@ -69,10 +71,11 @@ class LinkRouter(QObject):
             self.showEarlierClicked.emit()
         elif action == "get-models":
             self.getModelsClicked.emit()
-        elif action == "open-source":
-            question, _, number = argument.partition("-")
-            if question.isdigit() and number.isdigit():
-                self.sourceClicked.emit(int(question), int(number))
+        elif action in ("open-source", "open-image"):
+            message, _, number = argument.partition("-")
+            if message.isdigit() and number.isdigit():
+                signal = self.sourceClicked if action == "open-source" else self.imageClicked
+                signal.emit(int(message), int(number))
         elif argument.isdigit():
             self._run_numbered(action, int(argument))
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ...common.text import printable
 from ...engine.tools.types import ToolCall
 from ...engine.types import ReplyStats, ReplyStatus, StopReason
+from ...images.image import ImageRef
 from ...store import Source, ToolResult
 
 # A reply with no stop reason (nothing was measured, or an imported record) says how it ended
@@ -41,6 +42,7 @@ class MessageView:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     sources: tuple[Source, ...] = ()  # a user message's: the passages of documents its reply read
+    images: tuple[ImageRef, ...] = ()  # a user message's, shown before its text
 
 
 def stats_text(stats: ReplyStats | None, status: ReplyStatus) -> str:

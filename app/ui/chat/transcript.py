@@ -8,14 +8,15 @@ after a message marks the context boundary: the model did not see what is above 
 chat shows a welcome instead. A user message being edited leaves a gap for the editor in
 place of its text and footer (editing). A reply's tool calls are small blocks under its text,
 and a tool's result a block of its own with no label (tool_calls/stored.py), its first lines
-until "Show all" (expand_result).
+until "Show all" (expand_result). A user message's images are thumbnails in its bubble, before
+its text (images/in_transcript.py).
 
 A message longer than MESSAGE_SHOWN_CHARS shows its beginning and says so; Copy gives all of it.
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QFont, QFontMetricsF, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QFont, QFontMetricsF, QTextBlockFormat, QTextCharFormat, QTextCursor
 
 from ...conversation.history import ContextBoundary
 from ...store import ToolResult, shorten
@@ -23,6 +24,7 @@ from .browser import ChatBrowser
 from .document import MESSAGE_END, DocumentWriter, FooterPart, end_of, find_block, remove_divider
 from .documents.sources_block import SourcesBlock
 from .editing import MessageEditing
+from .images.in_transcript import TranscriptImages
 from .markdown_render import MarkdownRenderer
 from .message_footer import ACTION_SCHEME, action_href, footer_parts
 from .message_view import stats_text
@@ -60,8 +62,10 @@ class Transcript:
     context boundary (`boundary`) is drawn whenever its message's footer is written.
     """
 
-    def __init__(self, browser: ChatBrowser, pages: Pages, editing: MessageEditing, theme: ChatTheme) -> None:
+    def __init__(self, browser: ChatBrowser, pages: Pages, editing: MessageEditing, theme: ChatTheme,
+                 images: TranscriptImages) -> None:
         self._browser = browser
+        self._images = images
         self._document = browser.document()
         self._pages = pages
         self._editing = editing
@@ -127,6 +131,10 @@ class Transcript:
         if message.role == "user":
             writer.bubble(cursor)
             writer.label(cursor, "You", top_margin=0, message_id=message.id)
+            if message.images:
+                room = QTextBlockFormat()
+                room.setBottomMargin(4)
+                self._images.write(cursor, message.id, message.images, room, writer.note_format())
             if (overlay := self._editing.overlay_for(message.id)) is not None:
                 # The editor lies over a gap where the text was, in place of the text and footer.
                 writer.new_block(cursor, overlay.gap_format(), QTextCharFormat())
@@ -141,7 +149,7 @@ class Transcript:
         else:
             label = {"system": "System prompt"}.get(message.role) or message.model or "Assistant"
             writer.label(cursor, shorten(label), top_margin=16, message_id=message.id)
-        if message.content or not message.tool_calls:
+        if message.content or not (message.tool_calls or message.images):
             body_start = writer.markdown(cursor, shown_text(message.content))
         else:
             body_start = cursor.position()

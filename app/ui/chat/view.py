@@ -12,6 +12,7 @@ that each do one job, handing each what it needs:
     editing.MessageEditing      Edit under a message: an editor in its place
     link_routing.LinkRouter     which link was clicked (Qt never follows one)
     link_focus, reveal_mark     the keyboard's link told to a screen reader; a search hit marked
+    images.in_transcript        a message's images as thumbnails, opened larger from there
     tool_calls.LiveToolCards    the calls of the agent loop as live cards under their reply
 
 The view decides when each acts: what is written again after what, where the pane scrolls,
@@ -29,9 +30,13 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ...conversation.history import ContextBoundary
 from ...engine.types import ReplyStats, ReplyStatus
-from ...store import shorten
+from ...images.image import ImageError
+from ...store import StoreError, shorten
 from ...tool_servers.approval import PendingCall
+from ..dialogs.image_view import ImageViewDialog
 from ..widgets.announce import announce
+from ..widgets.plain_message import tell
+from ..widgets.thumbnails import image_words
 from .browser import (
     DOCUMENT_MARGIN,
     MESSAGE_TOP_MARGIN_PX,
@@ -42,6 +47,7 @@ from .browser import (
 )
 from .document import MESSAGE_END, MESSAGE_START, end_of, find_block, text_between
 from .editing import MessageEditing
+from .images.in_transcript import ImageReader, TranscriptImages
 from .link_focus import LinkFocus
 from .link_routing import LinkRouter
 from .message_view import MessageView, stats_text
@@ -111,8 +117,11 @@ class ChatView(QWidget):
     getModelsRequested = Signal()
     sourceOpened = Signal(int, int)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, read_image: ImageReader | None = None) -> None:
+        """`read_image`: a message's image from the store, for its thumbnail and larger view
+        (None: images are said to be missing)."""
         super().__init__(parent)
+        self._read_image = read_image
         self._browser = ChatBrowser(self)
         self._document = self._browser.document()
         layout = QVBoxLayout(self)
@@ -127,7 +136,8 @@ class ChatView(QWidget):
         self._editing = MessageEditing(self._browser, self._pages)
         self._steps = VersionSteps(self._browser, self._pages, self._link_focus)
         theme = ChatTheme.from_palette(self.palette())
-        self._transcript = Transcript(self._browser, self._pages, self._editing, theme)
+        images = TranscriptImages(self._document, read_image, self._browser.devicePixelRatioF)
+        self._transcript = Transcript(self._browser, self._pages, self._editing, theme, images)
         self._cards = LiveToolCards(self._browser)
         self._reply.set_colours(theme.muted, self.palette().color(QPalette.ColorRole.Base))
         links.webLinkClicked.connect(self.linkActivated)
@@ -143,6 +153,7 @@ class ChatView(QWidget):
         links.promptClicked.connect(self._choose_prompt)
         links.resultExpandClicked.connect(self._show_whole_result)
         links.sourceClicked.connect(self.sourceOpened)
+        links.imageClicked.connect(self.open_image)
         self._editing.submitted.connect(self.editSubmitted)
         self._editing.rewriteNeeded.connect(self._rebuild_in_place)
         self._steps.versionStepped.connect(self.versionStepped)
@@ -411,6 +422,21 @@ class ChatView(QWidget):
         """"Show all" (or "Show less") under a tool's result: written again in place."""
         if self._transcript.expand_result(message_id):
             self._rebuild_in_place()
+
+    def open_image(self, message_id: int, number: int) -> None:
+        """Image `number` (1-based) of the message with this id, larger (the dialog's Esc brings
+        the keyboard back here); said in a message box when it cannot be read."""
+        index = self._pages.index_of(message_id)
+        images = self._pages.messages[index].images if index is not None else ()
+        if not 1 <= number <= len(images) or self._read_image is None:
+            return
+        words = image_words(number, len(images), images[number - 1])
+        try:
+            image = self._read_image(images[number - 1])
+        except (ImageError, StoreError) as exc:
+            tell(self, words, f"The image could not be opened: {exc}", warning=True)
+            return
+        ImageViewDialog.open_for(image, words, self)
 
     def _choose_prompt(self, index: int) -> None:
         if (prompt := self._transcript.prompt(index)) is not None:

@@ -9,7 +9,8 @@ ask for a name ("Dropped files" offered). A name that is already a collection ad
 
 Dropping: while local files or folders are dragged over the window, the chat is covered by a
 hint that says what a drop does (and a screen reader is told). A drag that carries a model file
-(.gguf), a web link or text is left alone: whatever the window does with those stays as it is.
+(.gguf), a web link or text is left alone: whatever the window does with those stays as it is;
+one of image files alone is the message box's (images.py).
 The window takes the drop wherever the pointer is, message box included (it would otherwise
 paste the files' paths), through an event filter: drags bubble up from the widget under the
 pointer to the window when that widget does not take them.
@@ -20,18 +21,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, QRectF, Qt, QTimer
-from PySide6.QtGui import QPainter, QPaintEvent, QPalette, QPen
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMainWindow, QStatusBar, QWidget
+from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, QTimer
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QStatusBar
 
 from ...common.text import shorten
 from ...documents.indexing import IndexReport, Progress
 from ...owners.chat_session import ChatSession
 from ..chat.composer import Composer
 from ..chat.documents.picker import DocumentsPicker
+from ..chat.images.attachments import image_files
 from ..chat.view import ChatView
 from ..widgets.announce import announce
-from ..widgets.colors import mix
+from ..widgets.drop_hint import DropHint
 from ..widgets.tick_menu import plural
 
 DROP_TEXT = "Drop to add to your documents"
@@ -47,59 +48,15 @@ _DRAGS = (QEvent.Type.DragEnter, QEvent.Type.DragMove)
 
 def dropped_documents(mime: QMimeData) -> list[Path]:
     """The local files and folders a drag carries, or none when it is not for the documents: no
-    URLs, any that is not a local file (a web link), or any model file (.gguf)."""
-    if not mime.hasUrls():
+    URLs, any that is not a local file (a web link), any model file (.gguf), or image files
+    alone (they go with the message: ui/window/images.py)."""
+    if not mime.hasUrls() or image_files(mime):
         return []
     urls = mime.urls()
     if not urls or not all(url.isLocalFile() for url in urls):
         return []
     paths = [Path(url.toLocalFile()) for url in urls]
     return [] if any(path.suffix.lower() == MODEL_SUFFIX for path in paths) else paths
-
-
-class DropHint(QLabel):
-    """Over the chat while documents are dragged over the window: what a drop does. The pointer
-    goes through it (the drag is the window's, not the hint's)."""
-
-    MARGIN = 12
-
-    def __init__(self, chat: QWidget) -> None:
-        super().__init__(DROP_TEXT, chat)
-        self.setTextFormat(Qt.TextFormat.PlainText)
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setWordWrap(True)
-        self.setContentsMargins(self.MARGIN, self.MARGIN, self.MARGIN, self.MARGIN)
-        self.setForegroundRole(QPalette.ColorRole.Text)
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.setAccessibleName(DROP_TEXT)
-        self.setAccessibleDescription(DROP_DESCRIPTION)
-        font = self.font()
-        font.setPointSizeF(font.pointSizeF() * 1.5)
-        font.setBold(True)
-        self.setFont(font)
-        self.hide()
-
-    def show_over(self) -> None:
-        """Cover the chat (as it is sized now) and say so to a screen reader."""
-        parent = self.parentWidget()
-        self.setGeometry(parent.rect().adjusted(self.MARGIN, self.MARGIN, -self.MARGIN, -self.MARGIN))
-        self.raise_()
-        self.show()
-        announce(self, f"{DROP_TEXT}. {DROP_DESCRIPTION}")
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        """The chat's background tinted with the selection colour, edged with a dashed line of
-        it; the text in the chat's own text colour, so it reads as the chat does."""
-        palette = self.palette()
-        accent = palette.color(QPalette.ColorRole.Highlight)
-        fill = mix(palette.color(QPalette.ColorRole.Base), accent, 0.12)  # opaque: the chat's text would show through
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(QPen(accent, 2, Qt.PenStyle.DashLine))
-        painter.setBrush(fill)
-        painter.drawRoundedRect(QRectF(self.rect()).adjusted(1, 1, -1, -1), 12, 12)
-        painter.end()
-        super().paintEvent(event)
 
 
 class DocumentsDisplay(QObject):
@@ -118,7 +75,7 @@ class DocumentsDisplay(QObject):
         self._refreshed: set[str] = set()  # new collections whose first progress read the library again
         self.picker = DocumentsPicker()
         composer.add_beside_send(self.picker)
-        self.drop_hint = DropHint(chat)
+        self.drop_hint = DropHint(chat, DROP_TEXT, DROP_DESCRIPTION)
         self._hint_wanted = False
         documents = session.documents
         if documents is None:
@@ -277,5 +234,6 @@ class DocumentsDisplay(QObject):
         self._hint_wanted = wanted
         if wanted and not self.drop_hint.isVisible():
             self.drop_hint.show_over()
+            announce(self.drop_hint, self.drop_hint.announced())
         elif not wanted:
             QTimer.singleShot(0, self, lambda: self._hint_wanted or self.drop_hint.hide())

@@ -112,7 +112,7 @@ class MainWindow(QMainWindow):
         self.undo_bar = UndoBar()
         self.store_banner = StoreProblemBanner()
         self.chat_header = ChatHeader()
-        self.chat = ChatView()
+        self.chat = ChatView(read_image=lambda ref: self.session.store.image(ref))  # the store in use when asked
         self.composer = Composer()
         self.picker = ModelPicker(settings, self.servers)
         self.parameters = ParametersPanel(models)
@@ -302,7 +302,7 @@ class MainWindow(QMainWindow):
             id=message.id, role=message.role, content=message.content, stats=message.stats,
             status=message.status, model=self.model_display.model_name(message.model),
             version=message.version, versions=message.versions, tool_calls=message.tool_calls,
-            tool_result=message.tool_result, sources=message.sources)
+            tool_result=message.tool_result, sources=message.sources, images=message.images)
 
     @reports_store_errors
     def show_conversation(self, conversation_id: int | None) -> None:

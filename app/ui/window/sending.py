@@ -1,9 +1,11 @@
-"""Sending the message box's text, now or when it can be.
+"""Sending the message box's text and images, now or when it can be.
 
 A message sent while the model loads, or while a reply is being written in another
 conversation, waits in the message box (which says so) and is sent when it can be: when the
 model has loaded, or when no reply holds it back any more. A load that fails, or another
-conversation opened, leaves it in the box unsent, saying why.
+conversation opened, leaves it in the box unsent, saying why. So does a model that cannot
+read the images attached (they were attached for another, or before it loaded): the images stay,
+to be removed or sent once a model that reads them is loaded.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QWidget
 
 from ...owners.chat_session import ChatSession
 from ...owners.model_session import ModelSession
 from ..chat.composer import Composer
 from .conversation_list import shown_title
+from .images import ImageAttaching, images_refused
 from .store_problems import StoreProblemBanner, reports_store_errors
 
 
@@ -24,16 +28,18 @@ class MessageSending(QObject):
 
     Slots (connected here): the message box's sendRequested; ModelSession's modelLoaded (after
     the window's ModelDisplay has shown the model) and loadFailed. The window calls send_waiting
-    when a reply ends, and stop_waiting_for when another conversation is shown.
+    when a reply ends, and stop_waiting_for when another conversation is shown. Its `images`
+    (images.py) keep the box's images fit for the model and take those dropped on `window`.
     """
 
     def __init__(self, composer: Composer, session: ChatSession, models: ModelSession,
                  model_name: Callable[[str | None], str | None], store_banner: StoreProblemBanner,
-                 parent: QObject | None = None):
+                 window: QWidget):
         """`model_name`: the name a model is shown by, from the record a reply keeps (ModelDisplay's)."""
-        super().__init__(parent)
+        super().__init__(window)
         self._composer, self._session, self._models, self._model_name = composer, session, models, model_name
         self.store_banner = store_banner
+        self.images = ImageAttaching(composer, models, window)
         composer.sendRequested.connect(self.send)
         models.modelLoaded.connect(lambda _loaded: self.send_waiting())
         models.loadFailed.connect(self._on_load_failed)
@@ -45,9 +51,13 @@ class MessageSending(QObject):
         if self._composer.waiting:
             return
         waits_for = self._waits_for()
+        images = self._composer.attached()
+        refusal = images_refused(self._models.current) if images else None
         if waits_for is not None:
             self._composer.wait(waits_for)
-        elif self._session.send(text):
+        elif refusal is not None:
+            self._composer.stop_waiting(f"Not sent: {refusal}, or remove the images to send the text alone.")
+        elif self._session.send(text, images):
             self._composer.clear()
 
     def _waits_for(self) -> str | None:

@@ -1,0 +1,70 @@
+"""Over a part of the window while something is dragged over it: what a drop there does. The
+documents' drop covers the chat (ui/window/documents.py), images' the message box
+(ui/window/images.py); each says it to a screen reader as it shows it (announced())."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QPainter, QPaintEvent, QPalette, QPen
+from PySide6.QtWidgets import QLabel, QWidget
+
+from .colors import mix
+
+
+class DropHint(QLabel):
+    """Over `covered` while a drag is over the window, `margin` in from its edges: `text` says
+    what a drop does, `description` says more to a screen reader. It lies in the window itself,
+    above its focus ring (widgets/focus_ring.py), which would otherwise be drawn through it. The
+    pointer goes through it (the drag is the window's, not the hint's)."""
+
+    MARGIN = 12
+
+    def __init__(self, covered: QWidget, text: str, description: str, margin: int = MARGIN) -> None:
+        super().__init__(text, covered)
+        self._covered, self._margin = covered, margin
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setWordWrap(True)
+        self.setContentsMargins(self.MARGIN, self.MARGIN, self.MARGIN, self.MARGIN)
+        self.setForegroundRole(QPalette.ColorRole.Text)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.say(text, description)
+        font = self.font()
+        font.setPointSizeF(font.pointSizeF() * 1.5)
+        font.setBold(True)
+        self.setFont(font)
+        self.hide()
+
+    def say(self, text: str, description: str) -> None:
+        """What the hint says from now on."""
+        self.setText(text)
+        self.setAccessibleName(text)
+        self.setAccessibleDescription(description)
+
+    def show_over(self) -> None:
+        """Cover the widget (where it is, as it is sized now)."""
+        window, covered, margin = self._covered.window(), self._covered, self._margin
+        if self.parentWidget() is not window:
+            self.setParent(window)
+        area = covered.rect().translated(covered.mapTo(window, covered.rect().topLeft()))
+        self.setGeometry(area.adjusted(margin, margin, -margin, -margin))
+        self.raise_()
+        self.show()
+
+    def announced(self) -> str:
+        """What a screen reader is told as it shows."""
+        return f"{self.text()}. {self.accessibleDescription()}"
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """The covered widget's background tinted with the selection colour, edged with a dashed
+        line of it; the text in the text colour, so it reads as the chat does."""
+        palette = self.palette()
+        accent = palette.color(QPalette.ColorRole.Highlight)
+        fill = mix(palette.color(QPalette.ColorRole.Base), accent, 0.12)  # opaque: the text under it would show through
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(accent, 2, Qt.PenStyle.DashLine))
+        painter.setBrush(fill)
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(1, 1, -1, -1), 12, 12)
+        painter.end()
+        super().paintEvent(event)
