@@ -45,9 +45,9 @@ What is modelled, and how (llama.cpp source files named as in its src/):
   patch, is the largest of three moments: cutting the image into patches (the f32 image, 3
   values a pixel, and its f16 patch matrix), attention (5 rows of the encoder's width), the
   feed-forward layer (its width and 3 rows of the encoder's). That gives the buffer libmtmd
-  logs for Gemma 3's shape (4,096 patches 1,152 wide) to the byte, and up to a sixth more for
-  some narrower ones, where the allocator's order leaves 2 rows live instead of 3 (gemma3
-  projectors of 64 to 4,096 patches, 32 to 1,152 wide, feed-forward 48 to 4,304). On the CPU
+  logs, to its rounding, for gemma3 projectors of two blocks or more (real ones have a dozen to
+  forty) from 576 to 4,096 patches, 256 to 1,152 wide (Gemma 3's shape among them), and up to
+  a sixth more for some one-block towers, which can keep 2 rows live instead of 3. On the CPU
   the matrix products also convert each layer's input to f16 (2 bytes x patches x the wider
   of the two widths), and the image's tokens go to the language model as embeddings. Always in
   RAM: the image as libmtmd prepares it (its bytes and an f32 copy at the encoder's size) and

@@ -18,10 +18,12 @@ Where the projector comes from (`projector_for`):
    is "gemma-3-4b-it-Q4_K_M"'s, as Hearth's downloads name them); then the one sharing the most
    leading words with the model's name; then f16, Q8_0, BF16, F32 and the others; then by name
    (quants.projector_order), so the choice never depends on the order a folder lists its files.
-   The first that reads as a vision projector and fits the model is its projector. A folder
-   holding several models' projectors thus gives each model its own, and a text model beside
-   them none. Where none fits but one names this model, that one's problem is raised: the user
-   meant it to read images, and is told why it cannot.
+   Where projectors named for this model are there, the first of them that reads as a vision
+   projector and fits the model is its projector, and where none does, why the first cannot is
+   raised: the user meant the model to read images with it, and another model's projector is
+   not put in its place. Where none is named for it, the first of the others that fits is its
+   projector, or it has none. A folder holding several models' projectors thus gives each
+   model its own, and a text model beside them none.
 """
 
 from __future__ import annotations
@@ -64,16 +66,17 @@ def projector_for(model_path: Path, chosen: str | None = None) -> Path | None:
         check_pair(model_path, path)
         return path
     width = _embedding_length(model_path)
+    candidates = _beside(model_path)
+    named = [path for path in candidates if _names(path, model_path)]
     problem: ImageError | None = None
-    for candidate in _beside(model_path):
+    for candidate in named or candidates:
         try:
             _check_fits(model_path, _projector(candidate), width)
         except ImageError as exc:
-            if problem is None and name_words(candidate.name) == name_words(model_path.name):
-                problem = exc
+            problem = problem or exc
             continue
         return candidate
-    if problem is not None:
+    if named:
         raise problem
     return None
 
@@ -107,6 +110,12 @@ def _check_fits(model_path: Path, projector: ProjectorInfo, width: int) -> None:
             "Choose the projector (mmproj file) made for this model.")
 
 
+def _names(projector: Path, model_path: Path) -> bool:
+    """Whether a projector's name says it is the model's: the same words, less "mmproj" and
+    the quantizations."""
+    return name_words(projector.name) == name_words(model_path.name)
+
+
 def _beside(model_path: Path) -> list[Path]:
     """The projectors beside the model, best first (the module's docstring says the order)."""
     found: list[tuple[tuple, Path]] = []
@@ -117,8 +126,7 @@ def _beside(model_path: Path) -> list[Path]:
             continue
         for name in names:
             if name.lower().endswith(".gguf") and is_projector_name(name):
-                names_model = name_words(name) == name_words(model_path.name)
-                found.append(((tier, not names_model, *projector_order(model_path.name, name)), folder / name))
+                found.append(((tier, *projector_order(model_path.name, name)), folder / name))
     return [path for _, path in sorted(found)]
 
 

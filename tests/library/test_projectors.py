@@ -98,6 +98,16 @@ def test_the_projector_named_for_the_model_that_does_not_fit_says_why(pair, tmp_
     assert "48 values wide" in said and "the model's embedding length is 64" in said
 
 
+def test_another_model_s_projector_never_stands_in_for_the_one_named_for_it(pair, tmp_path):
+    model = model_in(tmp_path, pair)
+    other_width(tmp_path, "mmproj-tiny-vision-f16.gguf")  # named for it, made for another width
+    projector_in(tmp_path, pair, "mmproj-model-f16.gguf")  # fits, but names no model
+    with pytest.raises(ImageError, match="mmproj-tiny-vision-f16.gguf is not the projector of"):
+        projector_for(model)
+    ours = projector_in(tmp_path, pair, "mmproj-tiny-vision-Q8_0.gguf")  # a second one named for it, that fits
+    assert projector_for(model) == ours
+
+
 def test_a_damaged_projector_named_for_the_model_says_so(pair, tmp_path):
     model = model_in(tmp_path, pair)
     (tmp_path / "mmproj-tiny-vision-f16.gguf").write_bytes(pair.projector.read_bytes()[:1000])

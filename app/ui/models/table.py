@@ -328,7 +328,7 @@ def _remote_sort_key(entry: RemoteEntry, column: Column) -> float | str:
     """As `_sort_key`: a remote row has no size or parameter count (it sorts as unknown)."""
     if column == Column.NAME:
         return f"{entry.name.casefold()}\t{entry.location.casefold()}"
-    if column in (Column.SIZE, Column.PARAMETERS):
+    if column in (Column.SIZE, Column.PARAMETERS, Column.IMAGES):
         return float(UNKNOWN)
     if column == Column.CONTEXT:
         return float(entry.model.context_length or UNKNOWN if entry.model else UNKNOWN)
@@ -349,6 +349,8 @@ def _sort_key(entry: ModelEntry, column: Column) -> float | str:
         return float(info.parameter_count if info else UNKNOWN)
     if column == Column.CONTEXT:
         return float(info.context_length or UNKNOWN if info else UNKNOWN)
+    if column == Column.IMAGES:  # reads images, then a projector that can't, then none
+        return float(2 if entry.reads_images else 1 if entry.projector_problem else 0)
     return _cell_text(entry, column).casefold()
 
 
