@@ -70,6 +70,7 @@ def test_lists_the_real_gemma_with_every_column(qtbot, settings, gemma_path):
         Column.TEMPLATE: "fallback",
         Column.FOLDER: "Hearth",
         Column.FIT: "",  # planned once the window gives a planner (test_model_fit_column.py)
+        Column.IMAGES: "",  # a text model (vision models: tests/library/test_vision_model_list.py)
     }
     assert "gemma" in cell(picker, row, Column.TEMPLATE, Qt.ToolTipRole)
     assert picker.model.headerData(Column.PARAMETERS, Qt.Horizontal) == "Params"
@@ -211,7 +212,8 @@ def test_a_narrow_panel_hides_columns_instead_of_scrolling(qtbot, settings, gemm
     picker.show()
     qtbot.waitExposed(picker)
     picker.resize(1000, 400)
-    qtbot.waitUntil(lambda: not any(picker.view.isColumnHidden(c) for c in Column))
+    # Every column but Images, shown only when a row is a vision model (none here).
+    qtbot.waitUntil(lambda: not any(picker.view.isColumnHidden(c) for c in Column if c is not Column.IMAGES))
     picker.resize(380, 400)
     qtbot.waitUntil(lambda: picker.view.isColumnHidden(Column.FOLDER))
     assert not picker.view.isColumnHidden(Column.NAME) and not picker.view.isColumnHidden(Column.SIZE)
