@@ -62,7 +62,7 @@ def decode(data: bytes, name: str = "", formats: Collection[str] = FORMATS) -> D
         picture = _READERS[format](io.BytesIO(data))
         if format == "JPEG" and max(picture.size) > MAX_SIDE:
             picture.draft(None, _fitted(picture.size))  # libjpeg decodes at 1/2, 1/4 or 1/8
-        # A JPEG as it will decode (named by its declared size); a GIF whose frame overhangs its screen.
+        # A JPEG as it will decode (named by its declared size); the others as Pillow read their header.
         _check_size(who, picture.size, shown=size if format == "JPEG" else None)
         still = format not in STORED or getattr(picture, "n_frames", 1) == 1  # n_frames: from the header
         picture.load()  # the first frame only
@@ -93,7 +93,7 @@ def _checked_header(who: str, data: bytes, format: str) -> tuple[int, int]:
     _check_size(who, size, count=format != "JPEG")  # a JPEG's pixels once draft() has chosen its scale
     parts, scans = structure(data, format)
     if parts > MAX_PARTS:
-        kind = "chunks" if format == "PNG" else "segments"
+        kind = {"PNG": "chunks", "JPEG": "segments", "GIF": "blocks"}[format]
         raise ImageError(f"{who} is a {label} file of more than {MAX_PARTS:,} {kind} (an ordinary one has far fewer). "
                          "Save it again from an image editor, then attach that.")
     if scans > MAX_JPEG_SCANS:
@@ -140,7 +140,7 @@ def _not_readable(who: str, data: bytes, format: str | None, formats: Collection
     if not data:
         return f"{who} is empty (0 bytes). Attach the image itself."
     if format is not None:  # a format intake reads, where only those an Image keeps are taken
-        return f"{who} is a {_SHOWN[format]} image, not one of {', '.join(_SHOWN[f] for f in formats)}."
+        return f"{who} is a {_SHOWN[format]} image, not one of {', '.join(_SHOWN[f] for f in formats)}. Attach it again."
     what, is_image = what_else(data)
     if what is None:
         return f"{who} is not an image Hearth can read. Attach a {FORMAT_NAMES} image."

@@ -53,7 +53,7 @@ def declared_size(data: bytes, format: str) -> tuple[int, int] | None:
         if format == "PNG":
             return struct.unpack(">II", data[16:24]) if data[12:16] == b"IHDR" else None
         if format == "GIF":
-            return struct.unpack("<HH", data[6:10])
+            return _gif_size(data)
         if format == "BMP":
             if struct.unpack("<I", data[14:18])[0] == 12:  # OS/2's BITMAPCOREHEADER
                 return struct.unpack("<HH", data[18:22])
@@ -63,9 +63,35 @@ def declared_size(data: bytes, format: str) -> tuple[int, int] | None:
             return _webp_size(data)
         if format == "JPEG":
             return _jpeg_size(data)
-    except struct.error:
+    except (struct.error, IndexError):  # cut short
         return None
     raise ValueError(f"not a format sniff() names: {format}")
+
+
+def _gif_size(data: bytes) -> tuple[int, int]:
+    """The logical screen, grown to hold the first image where that overhangs it (as Pillow grows
+    it, allocating that much)."""
+    width, height = struct.unpack("<HH", data[6:10])
+    _, at = _gif_extensions(data)
+    if data[at : at + 1] != b",":  # no image descriptor: Pillow will say the file is damaged
+        return width, height
+    left, top, image_width, image_height = struct.unpack("<HHHH", data[at + 1 : at + 9])
+    return max(width, left + image_width), max(height, top + image_height)
+
+
+def _gif_extensions(data: bytes) -> tuple[int, int]:
+    """(sub-blocks, where the first image descriptor is) of a GIF: the extensions before its
+    first image walked, each a label then sub-blocks to an empty one, to one past MAX_PARTS."""
+    flags = data[10]
+    at = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)  # after the global colour table
+    parts = 0
+    while at + 1 < len(data) and data[at] == 0x21 and parts <= MAX_PARTS:
+        at += 2
+        while at < len(data) and data[at] and parts <= MAX_PARTS:
+            parts += 1
+            at += 1 + data[at]
+        at += 1
+    return parts, at
 
 
 def _webp_size(data: bytes) -> tuple[int, int] | None:
@@ -91,8 +117,9 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
 
 
 def structure(data: bytes, format: str) -> tuple[int, int]:
-    """(parts, scans): how many chunks (PNG) or segments (JPEG) `data` has, counted to one past
-    MAX_PARTS at most, and how many of a JPEG's segments begin a scan; (0, 0) for other formats.
+    """(parts, scans): how many chunks (PNG), segments (JPEG) or extension sub-blocks before the
+    first image (GIF) `data` has, which Pillow walks one by one in Python, counted to one past
+    MAX_PARTS at most; and how many of a JPEG's segments begin a scan. (0, 0) for the others.
     A JPEG's scans are counted to its end-of-image marker: not its EXIF thumbnail's (inside a
     segment), nor anything after it (where some phones append megabytes of their own data)."""
     if format == "PNG":
@@ -111,6 +138,8 @@ def structure(data: bytes, format: str) -> tuple[int, int]:
             if parts > MAX_PARTS:
                 break
         return parts, scans
+    if format == "GIF":
+        return _gif_extensions(data)[0], 0
     return 0, 0
 
 

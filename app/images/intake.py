@@ -133,12 +133,12 @@ def _file_bytes(path: Path) -> bytes:
 
 def _open_failure(who: str, error: OSError) -> str:
     if error.errno == errno.ENOENT:
-        return f"{who} was not found: it may have been moved or deleted."
+        return f"{who} was not found: it may have been moved or deleted. Attach it from where it is now."
     if error.errno == errno.EISDIR:
         return f"{who} is a folder, not an image. Attach the image files in it."
     if error.errno in (errno.EACCES, errno.EPERM):
-        return f"{who} cannot be read: permission denied."
-    return f"{who} cannot be read ({error.strerror or error})."
+        return f"{who} cannot be read: permission denied. Check its permissions, or attach a copy of it."
+    return f"{who} cannot be read ({error.strerror or error}). Attach a copy of it from elsewhere."
 
 
 def _too_large(who: str, size: int, about: bool = False) -> str:

@@ -95,8 +95,11 @@ def jpeg_with_size(width: int, height: int) -> bytes:
 
 
 def gif_with_size(width: int, height: int) -> bytes:
+    """A GIF whose screen and first image both declare `width` × `height`."""
     data = bytearray(encoded(solid((8, 8), mode="P", colour=1), "GIF"))
     data[6:10] = struct.pack("<HH", width, height)
+    at = data.index(b",", 13)  # the image descriptor: left, top, width, height
+    data[at + 5 : at + 9] = struct.pack("<HH", width, height)
     return bytes(data)
 
 

@@ -200,6 +200,29 @@ def test_a_flood_of_empty_chunks_or_segments_is_refused_before_decoding():
     assert read_image(fewer).data == fewer
 
 
+def test_a_gif_whose_first_image_overhangs_its_screen():
+    """Pillow grows a GIF to hold its first image (allocating that much on opening): the size
+    counted is the grown one, read from the image descriptor before Pillow opens the file."""
+    data = bytearray(encoded(quadrants(8, 8).convert("P", palette=PillowImage.Palette.ADAPTIVE), "GIF"))
+    at = data.index(b",", 13)  # the image descriptor: left, top, width, height
+    data[at + 5 : at + 9] = (10_000).to_bytes(2, "little") * 2
+    made = pillow_images_made()
+    refused(bytes(data), "is 10,000 × 10,000 pixels")
+    assert pillow_images_made() == made
+    data[at + 1 : at + 9] = (2).to_bytes(2, "little") * 2 + (8).to_bytes(2, "little") * 2  # at (2, 2)
+    image = read_image(bytes(data))
+    assert (image.width, image.height) == (10, 10)  # grown as Pillow grows it, and counted so
+
+
+def test_a_gif_of_endless_comment_blocks():
+    gif = encoded(quadrants(8, 8).convert("P"), "GIF")
+    at = gif.index(b",", 13)
+    comment = b"\x21\xfe" + b"\x01c" * (limits.MAX_PARTS + 1) + b"\x00"
+    refused(gif[:at] + comment + gif[at:], "is a GIF file of more than 100,000 blocks")
+    short = gif[:at] + b"\x21\xfe" + b"\x01c" * 1000 + b"\x00" + gif[at:]
+    assert read_image(short).width == 8
+
+
 def test_scan_markers_outside_the_scans_are_not_counted():
     """FF DA inside a segment (a comment, an EXIF thumbnail) or after the end of the image (where
     some phones append their own data) is not a scan of the image."""
