@@ -1,10 +1,12 @@
-"""What a run of bytes is, from its first bytes alone: which image format (never the file's
-name: a .jpg that is a PNG is a PNG), its size as its header declares it, and, for bytes that
-are not an image Hearth reads, what they look like, so that a message can say "is text".
+"""What a run of bytes is, read from its structure without decoding a pixel: which image format
+(from its first bytes, never the file's name: a .jpg that is a PNG is a PNG), its size as its
+header declares it, how many parts Pillow would walk one by one (PNG chunks, JPEG segments and
+scans, GIF blocks), whether it is lossy, and, for bytes that are not an image Hearth reads, what
+they look like, so that a message can say "is text".
 
-The declared size is read here, not by Pillow, because it is checked before Pillow sees the
-file: Pillow's WebP reader allocates its whole canvas when it opens a file, and a 50,000 ×
-50,000 PNG must be refused from its 33 bytes of header."""
+All this is read here, not by Pillow, because it is checked before Pillow sees the file:
+Pillow's WebP reader allocates its whole canvas when it opens a file, and a 50,000 × 50,000 PNG
+must be refused from its 33 bytes of header. Every walk stops after MAX_PARTS steps."""
 
 from __future__ import annotations
 
@@ -186,7 +188,9 @@ def is_lossy(data: bytes, format: str) -> bool:
     if format != "WEBP":
         return False
     at = 12
-    while at + 8 <= len(data):  # RIFF chunks: a four-character code, a length, padded to even
+    for _ in range(MAX_PARTS):  # RIFF chunks: a four-character code, a length, padded to even
+        if at + 8 > len(data):
+            break
         code, length = data[at : at + 4], struct.unpack("<I", data[at + 4 : at + 8])[0]
         if code in (b"VP8 ", b"VP8L"):
             return code == b"VP8 "
