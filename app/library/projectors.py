@@ -13,17 +13,18 @@ Where the projector comes from (`projector_for`):
 2. Otherwise the projectors beside the model: the GGUFs in its folder whose names contain
    "mmproj" (any case), and in the Hugging Face cache those at the root of the model's snapshot
    too (a repository may keep its models in folders and its projector at the top). They are
-   tried best first: a projector in the model's own folder before one at the snapshot's root;
-   then the one whose name says it is this model's (quants.name_words: "mmproj-gemma-3-4b-it-f16"
-   is "gemma-3-4b-it-Q4_K_M"'s, as Hearth's downloads name them); then the one sharing the most
-   leading words with the model's name; then f16, Q8_0, BF16, F32 and the others; then by name
+   ranked: the model's own folder before the snapshot's root; then the name sharing the most
+   leading words with the model's (quants.name_words, which leaves out "mmproj" and the
+   quantizations); then f16, Q8_0, BF16, F32 and the others; then by name
    (quants.projector_order), so the choice never depends on the order a folder lists its files.
-   Where projectors named for this model are there, the first of them that reads as a vision
-   projector and fits the model is its projector, and where none does, why the first cannot is
-   raised: the user meant the model to read images with it, and another model's projector is
-   not put in its place. Where none is named for it, the first of the others that fits is its
-   projector, or it has none. A folder holding several models' projectors thus gives each
-   model its own, and a text model beside them none.
+   A projector whose words are the model's ("mmproj-gemma-3-4b-it-f16" beside
+   "gemma-3-4b-it-Q4_K_M", as repositories and Hearth's downloads name them) is named for it.
+   Where any is, the first of those that reads as a vision projector and fits the model is its
+   projector, and where none does, why the first cannot is raised: the user meant the model to
+   read images with it, and another model's projector is not put in its place. Where none is
+   named for it, the first of the others that fits is its projector, or it has none. A folder
+   holding several models' projectors thus gives each model its own, and a text model beside
+   them none.
 """
 
 from __future__ import annotations

@@ -25,12 +25,11 @@ from pathlib import Path
 
 from ..common.text import printable
 from ..engine.gguf.modelfile import ModelFileError, ModelInfo
-from ..engine.gguf.projector import ARCHITECTURE as PROJECTOR_ARCHITECTURE
 from ..engine.gguf.reading import inspect_model
 from ..images.image import ImageError
 from .homes import ModelHomes
-from .projectors import projector_for
-from .quants import QUARANTINE_DIR, SPLIT_NAME, is_projector_name
+from .projectors import is_projector, projector_for
+from .quants import QUARANTINE_DIR, SPLIT_NAME
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +122,7 @@ def scan(folders: Iterable[Path], files: Iterable[Path] = (), homes: ModelHomes 
                 add(path, origin)
     for path in files:
         path = Path(path)
-        if _is_listed_name(path.name, projectors=True):
+        if _is_listed_name(path.name):
             add(path, folder_label(path.parent, homes), added=True)
     return entries
 
@@ -158,10 +157,9 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _is_listed_name(name: str, projectors: bool = False) -> bool:
-    """A `.gguf` that is a whole model or the first part of a split one (or, with `projectors`,
-    a projector by its name)."""
-    if not name.lower().endswith(".gguf") or (is_projector_name(name) and not projectors):
+def _is_listed_name(name: str) -> bool:
+    """A `.gguf` that is a whole model or the first part of a split one."""
+    if not name.lower().endswith(".gguf"):
         return False
     split = SPLIT_NAME.match(name)
     return split is None or int(split["index"]) == 1
@@ -209,6 +207,8 @@ def _entry_or_its_failure(path: Path, origin: str, added: bool) -> ModelEntry | 
 
 def _entry(path: Path, origin: str, added: bool) -> ModelEntry | None:
     size = _stat_size(path)
+    if is_projector(path):  # by its name (a damaged one too), else by its header
+        return ModelEntry(path, origin, size, None, _projector_row(path)) if added else None
     split = SPLIT_NAME.match(path.name)
     if split:
         count = int(split["count"])
@@ -220,8 +220,6 @@ def _entry(path: Path, origin: str, added: bool) -> ModelEntry | None:
     result = _INSPECTIONS.inspect(path)
     if not isinstance(result, ModelInfo):
         return ModelEntry(path, origin, size, None, result)
-    if result.architecture == PROJECTOR_ARCHITECTURE:
-        return ModelEntry(path, origin, size, None, _projector_row(path)) if added else None
     projector, problem = _pairing(path)
     return ModelEntry(path, origin, size, result, None, projector, problem)
 
