@@ -24,6 +24,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.chat_helpers import browser, click_anchor, fragments
 from support.flow_harness import MODEL, WAIT_MS, FlowWindow, edit, regenerate
+from support.widget_walk import unnamed_widgets
 
 from app.images.limits import MAX_IMAGES_PER_MESSAGE
 from app.ui.chat.images import attachments
@@ -108,6 +109,7 @@ def test_a_pasted_picture_is_a_chip_above_the_box_and_the_text_stays(opened, hea
     assert chip.remove_button.accessibleName() == "Remove image 1"
     assert window.composer.text() == "What is in this picture?"
     assert heard[-1] == "1 image attached. The message has 1 image."
+    assert unnamed_widgets(window) == []  # the chip and Attach are named to a screen reader
     text = QMimeData()
     text.setText(" Plain words.")
     window.composer.edit.moveCursor(QTextCursor.MoveOperation.End)
@@ -244,6 +246,7 @@ def test_a_thumbnail_opens_larger_by_keyboard_and_escape_closes_it(opened, qtbot
     dialog = QApplication.activeModalWidget()
     assert isinstance(dialog, ImageViewDialog) and dialog.isVisible()
     assert dialog.accessibleName() == "Image 1 of 1, 1200 × 900" == dialog.windowTitle()
+    assert unnamed_widgets(dialog) == []
     shown = dialog.picture.shown_rect()
     assert abs(shown.width() / shown.height() - 1200 / 900) < 0.02  # fitted, not stretched
     qtbot.waitUntil(lambda: dialog.isAncestorOf(QApplication.focusWidget()), timeout=WAIT_MS)  # the keyboard's there

@@ -49,8 +49,9 @@ class ChatBrowser(QTextBrowser):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setAccessibleName("Conversation")
         self.setAccessibleDescription(
-            "The messages of this conversation, oldest first. Tab moves through the links under each "
-            "message: the version arrows, Copy, Edit, Regenerate, Branch and Delete; Enter follows the one reached."
+            "The messages of this conversation, oldest first. Tab moves through a message's images and the "
+            "links under it: the version arrows, Copy, Edit, Regenerate, Branch and Delete; Enter follows the "
+            "one reached (an image opens larger)."
         )
         self.document().setUndoRedoEnabled(False)  # an undo stack of every streamed chunk
         self.document().setDocumentMargin(DOCUMENT_MARGIN)
