@@ -178,7 +178,8 @@ def quant_of(path: str) -> str:
 
 
 def group_models(repo_id: str, revision: str, files: Iterable[RemoteFile]) -> list[RemoteModel]:
-    """The downloadable models among a repository's files, smallest first.
+    """The downloadable models among a repository's files, smallest first, each with the
+    repository's projector for it where it has projectors (`_with_projector`).
 
     Parts of a split model become one RemoteModel. A split model with a part missing from
     the listing is left out: llama.cpp could not load it.
