@@ -30,13 +30,13 @@ def run_chat(args) -> int:
         return run_chat_in_conversation(args)
     from ..engine.opening import open_backend
     from ..engine.types import LocalModel, RemoteModel
+    from ..library.projectors import with_projector
     from .images import check_projector, read_images, with_images
     from .load_options import (
         chat_overrides,
         check_loadable,
         print_load_notes,
         refuse_load_flags_for_server,
-        with_projector,
     )
 
     if args.server is not None:

@@ -44,6 +44,7 @@ from ..engine.sampling import ModelDefaults, SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolUse
 from ..engine.types import LocalModel, ModelSource, RemoteModel, ReplyStats, StopReason
 from ..images.image import Image
+from ..library.projectors import with_projector
 from ..owners import paths
 from ..owners.saved_states import open_state_cache
 from ..owners.settings import Settings
@@ -56,7 +57,6 @@ from .load_options import (
     check_loadable,
     print_load_notes,
     refuse_load_flags_for_server,
-    with_projector,
 )
 from .tool_chat import CommandLineTools, call_line, command_line_tools
 

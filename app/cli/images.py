@@ -3,7 +3,7 @@ before any model loads, so that a file that is not an image, one too many, or a 
 cannot read images is a usage error (exit status 2) that says why, never a load for nothing.
 
 A local model reads images through its projector (the one --mmproj names, else the one found
-beside the model: load_options.with_projector); a server's model is sent them, and whether it
+beside the model: library/projectors.with_projector); a server's model is sent them, and whether it
 reads them is its server's to say (its refusal is shown as any other).
 """
 

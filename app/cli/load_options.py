@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from ..engine.load_checks import needs_flash_attention
 from ..engine.options import LOAD_OPTIONS, KvCacheType, LoadOption, Overrides
@@ -83,17 +82,6 @@ def chat_overrides(args) -> Overrides:
     """What `hearth chat`'s flags ask for over the stored settings: --preset, the sampling
     flags and the load flags."""
     return replace(sampling_overrides(args), load=load_changes(args))
-
-
-def with_projector(model: Path, options: LoadOptions) -> LoadOptions:
-    """The options with the model's projector as `mmproj`, the file the engine loads with it:
-    the one chosen (--mmproj, or the window's setting for the model), else the one found
-    beside the model (library/projectors.py); None where it has none, and reads no images.
-    `hearth chat` (with or without --conversation) and `hearth serve` all load through here."""
-    from ..library.projectors import projector_for  # reads GGUF headers: only when a local model loads
-
-    projector = projector_for(model, options.mmproj)
-    return replace(options, mmproj=str(projector) if projector is not None else None)
 
 
 def check_loadable(options: LoadOptions) -> None:

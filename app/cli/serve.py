@@ -6,7 +6,7 @@ The model runs in a process of its own, started again by itself when llama.cpp d
 `hearth chat` keeps llama.cpp in its own process: a crash there ends only that command.
 
 The model reads images where it has a projector (--mmproj, else the mmproj-*.gguf beside it:
-load_options.with_projector); requests send them as data: URLs, and name http(s) addresses
+library/projectors.with_projector); requests send them as data: URLs, and name http(s) addresses
 only where --allow-image-urls lets the server fetch them (app/serve/image_reading.py)."""
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from .args import UsageError, check_context
 
 def run_serve(args) -> int:
     from ..engine.process.restarting import RestartingBackend
+    from ..library.projectors import with_projector
     from ..owners.paths import served_responses_path
     from ..serve import addresses, server
     from ..serve.app import create_app
     from ..serve.kept_responses import KeptResponses
     from ..serve.queue import EngineQueue
-    from .load_options import check_loadable, load_changes, print_load_notes, with_projector
+    from .load_options import check_loadable, load_changes, print_load_notes
 
     api_key = _serve_key(args)
     if not addresses.is_loopback(args.host) and api_key is None:

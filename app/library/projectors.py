@@ -30,12 +30,14 @@ Where the projector comes from (`projector_for`):
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ..common.text import printable
 from ..engine.gguf.modelfile import ModelFileError
 from ..engine.gguf.projector import ARCHITECTURE, ProjectorInfo, inspect_projector
 from ..engine.gguf.reading import inspect_model, model_shape
+from ..engine.options import LoadOptions
 from ..images.image import ImageError
 from .quants import is_projector_name, name_words, projector_order
 
@@ -80,6 +82,15 @@ def projector_for(model_path: Path, chosen: str | None = None) -> Path | None:
     if named:
         raise problem
     return None
+
+
+def with_projector(model_path: Path, options: LoadOptions) -> LoadOptions:
+    """The options with the model's projector as `mmproj`, the file the engine loads with it: the
+    one chosen (--mmproj, or the window's setting for the model), else the one found beside it;
+    None where it has none, and reads no images. The window, `hearth chat` (with or without
+    --conversation) and `hearth serve` all load a file through here. Raises as projector_for."""
+    projector = projector_for(model_path, options.mmproj)
+    return replace(options, mmproj=str(projector) if projector is not None else None)
 
 
 def check_pair(model_path: Path, projector_path: Path) -> ProjectorInfo:

@@ -58,7 +58,9 @@ from ..engine.types import (
     ReplyStats,
     StopReason,
 )
+from ..images.image import ImageError
 from ..library import server_keys
+from ..library.projectors import projector_for, with_projector
 from .bridge import EngineBridge
 from .settings import Settings
 
@@ -198,9 +200,18 @@ class ModelSession(QObject):
 
     def _start_load(self, source: ModelSource, settings: ModelSettings, reloading: bool = False) -> None:
         """Ask the engine for `source`; `reloading`: it brings back a model whose process died."""
-        self._loading = (source, settings)
         self._crashed_source, self._reloading = None, reloading
-        options = LoadOptions() if isinstance(source, RemoteModel) else settings.load_options()
+        try:
+            options = LoadOptions() if isinstance(source, RemoteModel) else with_projector(source.path,
+                                                                                          settings.load_options())
+        except ModelFileError:  # the model's own file: the engine says what is wrong with it as it loads
+            options = settings.load_options()
+        except ImageError as exc:  # a projector that is not this model's, say
+            self.loadStarted.emit(source)
+            self._reloading = reloading
+            self._on_load_failed(str(exc))
+            return
+        self._loading = (source, settings)
         self._bridge.load(source, options)
         self.loadStarted.emit(source)
 
@@ -240,10 +251,14 @@ class ModelSession(QObject):
             settings = self._settings if current else self._settings_for(source)
         options = settings.load_options()
         try:
+            projector = projector_for(source.path, options.mmproj)
+        except (ImageError, ModelFileError):
+            projector = None  # the load will say why; the model's own plan still holds
+        try:
             layers = gpu_layers_for(source.path, options, offloads=self.offload_support.gpu,
-                                    free_vram=self._free_vram)
+                                    free_vram=self._free_vram, projector=projector)
             return plan(source.path, options, gpu_layers=layers, free_ram=machine.free_ram(),
-                        free_vram=self._free_vram() if layers else None)
+                        free_vram=self._free_vram() if layers else None, projector=projector)
         except ModelFileError:
             return None
 

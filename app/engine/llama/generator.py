@@ -117,7 +117,7 @@ class Engine(Backend):
         info, options = self.info, self.options
         n_ctx = context_for(options.n_ctx, info.context_length)
         gpu = supports_gpu_offload()
-        n_gpu_layers = gpu_layers_for(info.path, options, offloads=gpu, free_vram=free_vram)
+        n_gpu_layers = gpu_layers_for(info.path, options, offloads=gpu, free_vram=free_vram, projector=options.mmproj)
         total_layers = (info.block_count or 0) + 1  # the output layer counts too
         offloaded = total_layers if n_gpu_layers < 0 else min(n_gpu_layers, total_layers)
         threads = cpu_threads()
