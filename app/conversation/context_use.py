@@ -18,6 +18,9 @@ from ..engine.types import ReplyStats
 # Characters per token in English prose for the tokenizers of today's small models (Gemma,
 # Llama, Qwen): about four. Only ever used for an estimate that the engine's count replaces.
 CHARS_PER_TOKEN = 4
+# Tokens an attached image takes, estimated: Gemma 3's projector makes 256 of every image, and
+# others make from 64 (SmolVLM's smallest) to over a thousand (tiled large images).
+IMAGE_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,12 @@ def estimate_prompt(history: list[dict], last_measured: int | None) -> int:
     """The prompt a reply to `history` reads: the tokens measured after the last reply, plus the
     messages after it; everything, estimated, when no reply was measured."""
     if last_measured is None:
-        return sum(estimate_tokens(len(message["content"])) for message in history)
+        return sum(map(_estimate_message, history))
     roles = [message["role"] for message in history]
     after = len(roles) - roles[::-1].index("assistant") if "assistant" in roles else 0
-    return last_measured + sum(estimate_tokens(len(message["content"])) for message in history[after:])
+    return last_measured + sum(map(_estimate_message, history[after:]))
+
+
+def _estimate_message(message: dict) -> int:
+    return estimate_tokens(len(message["content"])) + IMAGE_TOKENS * len(message.get("images") or ())
 
