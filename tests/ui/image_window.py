@@ -26,6 +26,7 @@ from support.flow_harness import GatedBackend, GatedScript
 from app.ui.chat.images.chips import ImageChip
 from app.ui.window.main_window import MainWindow
 
+READ_MS = 10_000
 ACTIONS = Qt.DropAction.CopyAction | Qt.DropAction.MoveAction | Qt.DropAction.LinkAction
 
 
@@ -78,8 +79,9 @@ def file_urls(*paths: Path) -> QMimeData:
     return mime
 
 
-def paste(window: MainWindow, mime: QMimeData | QImage) -> None:
-    """Put `mime` (or a picture) on the real clipboard, then Ctrl+V in the message box."""
+def paste(qtbot, window: MainWindow, mime: QMimeData | QImage) -> None:
+    """Put `mime` (or a picture) on the real clipboard, then Ctrl+V in the message box; wait
+    until the images it carries have been read."""
     clipboard = QGuiApplication.clipboard()
     if isinstance(mime, QImage):
         clipboard.setImage(mime)
@@ -88,6 +90,12 @@ def paste(window: MainWindow, mime: QMimeData | QImage) -> None:
     edit = window.composer.edit
     edit.setFocus()
     QTest.keyClick(edit, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    read(qtbot, window)
+
+
+def read(qtbot, window: MainWindow) -> None:
+    """Wait until the images attached have been read (intake reads them off the GUI thread)."""
+    qtbot.waitUntil(lambda: not window.composer.images.reading, timeout=READ_MS)
 
 
 def drag_and_drop(window: QWidget, over: QWidget, mime: QMimeData, hint: QWidget | None = None) -> bool:

@@ -19,7 +19,7 @@ import pytest
 import shiboken6
 from image_window import VisionScript, chip_names, chips, drag_and_drop, file_urls, paste, picture, picture_file
 from PySide6.QtCore import QMimeData, Qt
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.chat_helpers import browser, click_anchor, fragments
@@ -99,10 +99,10 @@ def png_declaring(width: int, height: int) -> bytes:
 # -- attaching ------------------------------------------------------------------------------------
 
 
-def test_a_pasted_picture_is_a_chip_above_the_box_and_the_text_stays(opened, heard):
+def test_a_pasted_picture_is_a_chip_above_the_box_and_the_text_stays(opened, qtbot, heard):
     window = opened.window
     window.composer.edit.setPlainText("What is in this picture?")
-    paste(window, picture(640, 480, 200))
+    paste(qtbot, window, picture(640, 480, 200))
     assert chip_names(window) == ["Image 1 of 1, 640 × 480"]
     [chip] = chips(window)
     assert chip.isVisible() and chip.size().width() == CHIP_PX and chip.focusPolicy() & Qt.FocusPolicy.TabFocus
@@ -113,19 +113,19 @@ def test_a_pasted_picture_is_a_chip_above_the_box_and_the_text_stays(opened, hea
     text = QMimeData()
     text.setText(" Plain words.")
     window.composer.edit.moveCursor(QTextCursor.MoveOperation.End)
-    paste(window, text)  # text on the clipboard is pasted as text, as ever
+    paste(qtbot, window, text)  # text on the clipboard is pasted as text, as ever
     assert window.composer.text() == "What is in this picture? Plain words." and len(chips(window)) == 1
 
 
-def test_image_files_copied_in_a_file_manager_paste_as_chips_not_as_paths(opened, tmp_path):
+def test_image_files_copied_in_a_file_manager_paste_as_chips_not_as_paths(opened, qtbot, tmp_path):
     window = opened.window
     beach, forest = picture_file(tmp_path, "beach.png"), picture_file(tmp_path, "forest.jpg", 800, 600, 120)
-    paste(window, file_urls(beach, forest))
+    paste(qtbot, window, file_urls(beach, forest))
     assert chip_names(window) == ["Image 1 of 2, 640 × 480", "Image 2 of 2, 800 × 600"]
     assert window.composer.text() == ""
     notes = tmp_path / "notes.txt"
     notes.write_text("a note")
-    paste(window, file_urls(notes))  # not images: their paths are pasted, as a text box does
+    paste(qtbot, window, file_urls(notes))  # not images: their paths are pasted, as a text box does
     assert window.composer.text() == str(notes) and len(chips(window)) == 2
 
 
@@ -149,7 +149,7 @@ def test_image_files_dropped_on_the_chat_or_the_box_are_attached(opened, qtbot, 
 
 def test_a_chip_is_removed_by_keyboard_and_the_keyboard_moves_on(opened, qtbot, tmp_path, heard):
     window = opened.window
-    paste(window, file_urls(*(picture_file(tmp_path, f"{n}.png", 100 + n, 80, 40 * n) for n in range(3))))
+    paste(qtbot, window, file_urls(*(picture_file(tmp_path, f"{n}.png", 100 + n, 80, 40 * n) for n in range(3))))
     edit_box = window.composer.edit
     QTest.keyClick(edit_box, Qt.Key.Key_Backtab)  # Attach, left of the box; the chips above them
     assert window.composer.images.attach_button.hasFocus()
@@ -167,9 +167,9 @@ def test_a_chip_is_removed_by_keyboard_and_the_keyboard_moves_on(opened, qtbot, 
     assert edit_box.hasFocus() and heard[-1] == "Image 1 removed. The message has no images."
 
 
-def test_the_remove_button_takes_its_image_off(opened, tmp_path):
+def test_the_remove_button_takes_its_image_off(opened, qtbot, tmp_path):
     window = opened.window
-    paste(window, file_urls(picture_file(tmp_path, "a.png", 200, 100), picture_file(tmp_path, "b.png", 300, 100)))
+    paste(qtbot, window, file_urls(picture_file(tmp_path, "a.png", 200, 100), picture_file(tmp_path, "b.png", 300, 100)))
     button = chips(window)[0].remove_button
     assert button.accessibleName() == "Remove image 1" and button.toolTip() == "Remove image 1"
     QTest.mouseClick(button, Qt.MouseButton.LeftButton)
@@ -179,14 +179,14 @@ def test_the_remove_button_takes_its_image_off(opened, tmp_path):
 def test_a_file_that_is_no_image_is_refused_in_a_line_and_nothing_else_is_lost(opened, qtbot, tmp_path, heard):
     window = opened.window
     window.composer.edit.setPlainText("Keep these words")
-    paste(window, file_urls(picture_file(tmp_path, "good.png")))
+    paste(qtbot, window, file_urls(picture_file(tmp_path, "good.png")))
     hostile = tmp_path / "<b>bold<i> & odd.png"
     hostile.write_text("<b>no picture here</b>")
     bomb = tmp_path / "bomb.png"
     bomb.write_bytes(png_declaring(50_000, 50_000))
     assert drag_and_drop(window, window.chat, file_urls(hostile, bomb))
     note = window.composer.images.note
-    qtbot.waitUntil(note.isVisible, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: "bomb.png" in note.text(), timeout=WAIT_MS)  # read once the drop has returned
     lines = note.text().split("\n")
     assert note.textFormat() == Qt.TextFormat.PlainText and len(lines) == 2
     assert "<b>bold<i> & odd.png" in lines[0] and "text" in lines[0]  # the name as written, never markup
@@ -195,10 +195,10 @@ def test_a_file_that_is_no_image_is_refused_in_a_line_and_nothing_else_is_lost(o
     assert chip_names(window) == ["Image 1 of 1, 640 × 480"] and window.composer.text() == "Keep these words"
 
 
-def test_past_the_most_images_a_message_holds_the_rest_are_not_attached_and_said(opened, tmp_path):
+def test_past_the_most_images_a_message_holds_the_rest_are_not_attached_and_said(opened, qtbot, tmp_path):
     window = opened.window
     files = [picture_file(tmp_path, f"{n}.png", 32, 32, n * 20) for n in range(MAX_IMAGES_PER_MESSAGE + 2)]
-    paste(window, file_urls(*files))
+    paste(qtbot, window, file_urls(*files))
     assert len(chips(window)) == MAX_IMAGES_PER_MESSAGE
     assert window.composer.images.note.text() == (
         f"A message holds at most {MAX_IMAGES_PER_MESSAGE} images: 2 images not attached.")
@@ -211,9 +211,27 @@ def test_past_the_most_images_a_message_holds_the_rest_are_not_attached_and_said
 # -- sending and the transcript -----------------------------------------------------------------------
 
 
-def test_sent_images_go_to_the_model_are_stored_and_show_as_thumbnails(opened, tmp_path):
+def test_a_message_sent_while_its_images_are_read_waits_for_them(opened, qtbot, tmp_path):
     window = opened.window
-    paste(window, file_urls(picture_file(tmp_path, "a.png"), picture_file(tmp_path, "b.jpg", 800, 600, 90)))
+    QGuiApplication.clipboard().setMimeData(file_urls(picture_file(tmp_path, "a.png"), picture_file(tmp_path, "b.png")))
+    edit_box = window.composer.edit
+    edit_box.setFocus()
+    edit_box.setPlainText("Both of these")
+    QTest.keyClick(edit_box, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    images = window.composer.images
+    assert images.reading and images.note.text() == "Reading 2 images…"  # read off the GUI thread
+    with qtbot.waitSignal(opened.session.replyFinished, timeout=WAIT_MS):
+        QTest.keyClick(edit_box, Qt.Key.Key_Return)  # before they are in: the message waits for them
+        assert window.composer.waiting and window.composer.note.text() == "Will send when its images have been read."
+    [question, _reply] = opened.session.messages()
+    assert question.content == "Both of these" and len(question.images) == 2
+    assert not window.composer.waiting and chips(window) == [] and window.composer.text() == ""
+
+
+
+def test_sent_images_go_to_the_model_are_stored_and_show_as_thumbnails(opened, qtbot, tmp_path):
+    window = opened.window
+    paste(qtbot, window, file_urls(picture_file(tmp_path, "a.png"), picture_file(tmp_path, "b.jpg", 800, 600, 90)))
     sent = window.composer.attached()
     send_and_wait(opened, "Compare these")
     [question, _reply] = opened.session.messages()
@@ -223,7 +241,7 @@ def test_sent_images_go_to_the_model_are_stored_and_show_as_thumbnails(opened, t
     assert thumbnails(window) == [("Image 1 of 2, 640 × 480", f"hearth:open-image/{question.id}-1"),
                                   ("Image 2 of 2, 800 × 600", f"hearth:open-image/{question.id}-2")]
     window.new_chat()
-    paste(window, picture(320, 240, 10))
+    paste(qtbot, window, picture(320, 240, 10))
     send_and_wait(opened)  # images alone are a message too
     [alone, _reply] = opened.session.messages()
     assert alone.content == "" and len(alone.images) == 1 and thumbnails(window)[0][0] == "Image 1 of 1, 320 × 240"
@@ -231,7 +249,7 @@ def test_sent_images_go_to_the_model_are_stored_and_show_as_thumbnails(opened, t
 
 def test_a_thumbnail_opens_larger_by_keyboard_and_escape_closes_it(opened, qtbot, tmp_path):
     window = opened.window
-    paste(window, file_urls(picture_file(tmp_path, "a.png", 1200, 900)))
+    paste(qtbot, window, file_urls(picture_file(tmp_path, "a.png", 1200, 900)))
     send_and_wait(opened, "Look")
     [question, _reply] = opened.session.messages()
     href = f"hearth:open-image/{question.id}-1"
@@ -259,9 +277,9 @@ def test_a_thumbnail_opens_larger_by_keyboard_and_escape_closes_it(opened, qtbot
     dialog.reject()
 
 
-def test_regenerate_and_edit_keep_the_images(opened, tmp_path):
+def test_regenerate_and_edit_keep_the_images(opened, qtbot, tmp_path):
     window = opened.window
-    paste(window, picture(400, 300, 260))
+    paste(qtbot, window, picture(400, 300, 260))
     send_and_wait(opened, "First words")
     [question, _reply] = opened.session.messages()
     regenerate(opened)
@@ -274,9 +292,9 @@ def test_regenerate_and_edit_keep_the_images(opened, tmp_path):
     assert thumbnails(window) == [("Image 1 of 1, 400 × 300", f"hearth:open-image/{edited.id}-1")]
 
 
-def test_a_conversation_opened_again_shows_its_thumbnails(opened, tmp_path):
+def test_a_conversation_opened_again_shows_its_thumbnails(opened, qtbot, tmp_path):
     window = opened.window
-    paste(window, picture(200, 200, 300))
+    paste(qtbot, window, picture(200, 200, 300))
     send_and_wait(opened, "Remember this")
     first = opened.session.conversation_id
     window.new_chat()
@@ -298,7 +316,7 @@ def test_a_text_only_model_turns_attach_off_saying_why_and_pasting_says_it_too(q
         assert button.accessibleName() == "Attach images"
         assert not button.isEnabled() and button.toolTip() == TEXT_ONLY == button.accessibleDescription()
         window.composer.edit.setPlainText("Hello")
-        paste(window, picture(100, 100, 0))
+        paste(qtbot, window, picture(100, 100, 0))
         note = window.composer.images.note
         assert chips(window) == [] and note.text() == TEXT_ONLY and note.isVisible() and heard[-1] == TEXT_ONLY
         hint = window.sending.images.drop_hint
@@ -315,7 +333,7 @@ def test_images_attached_stay_when_the_model_changes_and_send_says_why(opened, q
     window = opened.window
     button = window.composer.images.attach_button
     assert button.isEnabled() and button.accessibleName() == "Attach images"
-    paste(window, picture(640, 480, 50))
+    paste(qtbot, window, picture(640, 480, 50))
     window.composer.edit.setPlainText("Describe it")
     opened.script.text_only = {"text-only.gguf"}
     with qtbot.waitSignal(opened.models.modelLoaded, timeout=WAIT_MS):
@@ -343,7 +361,7 @@ def test_chips_and_thumbnails_in_light_and_dark(opened, qapp, qtbot, tmp_path, d
     qapp.setPalette(appearance.dark_palette() if dark else appearance.light_palette())
     try:
         window = opened.window
-        paste(window, file_urls(picture_file(tmp_path, "wide.png", 1280, 720, 200),
+        paste(qtbot, window, file_urls(picture_file(tmp_path, "wide.png", 1280, 720, 200),
                                 picture_file(tmp_path, "tall.jpg", 600, 900, 20),
                                 picture_file(tmp_path, "small.png", 90, 60, 120)))
         window.composer.edit.setPlainText("What do these three have in common?")

@@ -31,14 +31,7 @@ def pair():
     return ensure_tiny_vision_pair()
 
 
-BESIDE_NOT_YET = ("a projector beside the model is not loaded with it yet: loading a local model must use "
-                  "library/projectors.projector_for(path, settings.mmproj) when no projector is chosen")
-
-
-@pytest.fixture(params=[
-    "chosen",
-    pytest.param("beside", marks=pytest.mark.xfail(strict=True, reason=BESIDE_NOT_YET)),
-])
+@pytest.fixture(params=["chosen", "beside"])
 def hearth(request, qtbot, tmp_path, pair):
     """The window with the pair loaded, its projector chosen in the model's settings (as a user
     who picked the file) or left to be found beside the model."""
@@ -71,7 +64,7 @@ def test_a_pasted_image_is_read_by_the_real_vision_pair_shown_regenerated_export
 
     plain = send(qtbot, hearth, "Hello")
     window.new_chat()
-    paste(window, picture(200, 150, 210))
+    paste(qtbot, window, picture(200, 150, 210))
     assert chip_names(window) == ["Image 1 of 1, 200 × 150"]
     with_image = send(qtbot, hearth, "Hello")
     # The same words with an image before them: the prompt holds the image's tokens as well.

@@ -1,11 +1,11 @@
 """Sending the message box's text and images, now or when it can be.
 
-A message sent while the model loads, or while a reply is being written in another
-conversation, waits in the message box (which says so) and is sent when it can be: when the
-model has loaded, or when no reply holds it back any more. A load that fails, or another
-conversation opened, leaves it in the box unsent, saying why. So does a model that cannot
-read the images attached (they were attached for another, or before it loaded): the images stay,
-to be removed or sent once a model that reads them is loaded.
+A message sent while the model loads, while a reply is being written in another conversation,
+or while its images are still being read, waits in the message box (which says so) and is sent
+when it can be: when the model has loaded, when no reply holds it back, when its images are in.
+A load that fails, or another conversation opened, leaves it in the box unsent, saying why. So
+does a model that cannot read the images attached (they were attached for another, or before it
+loaded): the images stay, to be removed or sent once a model that reads them is loaded.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class MessageSending(QObject):
         self.images = ImageAttaching(composer, models, window)
         composer.sendRequested.connect(self.send)
         models.modelLoaded.connect(lambda _loaded: self.send_waiting())
+        composer.images.changed.connect(self.send_waiting)  # the images it waited for are read
         models.loadFailed.connect(self._on_load_failed)
 
     @reports_store_errors
@@ -62,6 +63,8 @@ class MessageSending(QObject):
 
     def _waits_for(self) -> str | None:
         """Why a message cannot be sent now but can soon, or None."""
+        if self._composer.images.reading:
+            return "Will send when its images have been read."
         loading = self._models.loading
         if loading is not None:
             name = self._model_name(loading.record_name)

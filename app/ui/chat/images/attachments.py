@@ -3,10 +3,13 @@ image on the clipboard, or image files copied in a file manager), or dropped; sh
 above the message box (chips.py) until the message is sent or they are removed.
 
 Every file and every pasted picture goes through intake (app/images/intake.py), which checks it
-and keeps a still, upright copy within the size limits. One that is refused is said in a line
-above the chips, in intake's words after the file's name (plain text: a name can hold anything);
-nothing else is lost: the text being written and the other images stay. A message holds at most
-MAX_IMAGES_PER_MESSAGE; those past it are not attached, and the line says how many.
+and keeps a still, upright copy within the size limits: off the GUI thread, since a large photo
+takes it most of a second (the line above the chips says "Reading…" meanwhile, and a message sent
+then waits for them: ui/window/sending.py). What is attached at once is read in turn, so the
+chips keep the order it came in. One that is refused is said in that line, in intake's words,
+which name the file (plain text: a name can hold anything); nothing else is lost: the text being
+written and the other images stay. A message holds at most MAX_IMAGES_PER_MESSAGE; those past it
+are not attached, and the line says how many.
 
 While the loaded model reads no images the Attach button is off and says why, and an image
 pasted or dropped is not attached: the line says the same. Images already attached stay (the
@@ -15,7 +18,7 @@ model may change again); sending them is refused by the window, saying so (ui/wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
@@ -28,6 +31,7 @@ from ....images.intake import read_image, read_image_file
 from ....images.limits import MAX_IMAGES_PER_MESSAGE
 from ...dialogs.image_view import ImageViewDialog
 from ...widgets.announce import announce
+from ...widgets.background import run_in_background
 from ...widgets.colors import Tone, set_tone
 from ...widgets.thumbnails import image_words
 from ...widgets.tick_menu import plural
@@ -39,6 +43,8 @@ from .chips import ImageChips
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".jpe", ".jfif", ".webp", ".gif", ".bmp"})
 FILE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.gif *.bmp);;All files (*)"
 NAME_CHARS = 60
+
+Reading = tuple[str, Callable[[], Image]]  # a file's name ("" for a picture), and how intake reads it
 
 
 def image_files(mime: QMimeData) -> list[Path]:
@@ -66,7 +72,7 @@ class ImageAttachments(QWidget):
     `home` is where the keyboard goes when the last chip is removed (the message box).
 
     Signals:
-        changed(): images were attached or removed.
+        changed(): images were attached or removed, or reading began or ended.
     """
 
     changed = Signal()
@@ -76,6 +82,7 @@ class ImageAttachments(QWidget):
         self._home = home
         self._images: list[Image] = []
         self._refusal: str | None = None
+        self._batches: list[list[Reading]] = []  # to read, in the order they came; the first is being read
         self.note = QLabel()  # what was refused, and why
         self.note.setTextFormat(Qt.TextFormat.PlainText)  # it names files
         self.note.setWordWrap(True)
@@ -95,6 +102,11 @@ class ImageAttachments(QWidget):
     def images(self) -> tuple[Image, ...]:
         return tuple(self._images)
 
+    @property
+    def reading(self) -> bool:
+        """Images are being read, to be attached once they are."""
+        return bool(self._batches)
+
     def set_refusal(self, reason: str | None) -> None:
         """The loaded model reads no images, and why (None: it reads them, or none is loaded)."""
         self._refusal = reason
@@ -108,15 +120,8 @@ class ImageAttachments(QWidget):
 
     def attach_files(self, paths: Sequence[Path]) -> None:
         """Read each file through intake and attach those it accepts."""
-        if self._refused():
-            return
-        read, problems = [], []
-        for path in paths:
-            try:
-                read.append(read_image_file(path))
-            except ImageError as exc:
-                problems.append(_problem(path.name, exc))
-        self._add(read, problems)
+        if not self._refused():
+            self._read([(path.name, lambda path=path: read_image_file(path)) for path in paths])
 
     def attach_mime(self, mime: QMimeData) -> bool:
         """A paste or a drop: attach the images it carries (or say why they cannot be); False
@@ -134,12 +139,9 @@ class ImageAttachments(QWidget):
 
     def attach_picture(self, picture: QImage) -> None:
         """A picture from the clipboard or a drag (not a file): read through intake as a PNG."""
-        if self._refused():
-            return
-        try:
-            self._add([read_image(_png_bytes(picture))], [])
-        except ImageError as exc:  # it has no name: intake calls it "the image"
-            self._add([], [str(exc)])
+        if not self._refused():
+            kept = picture.copy()  # the worker's own, whatever becomes of the clipboard's
+            self._read([("", lambda: read_image(_png_bytes(kept)))])
 
     def remove(self, index: int) -> None:
         """Take the image at this index off the message; the keyboard goes to the chip that takes
@@ -173,6 +175,30 @@ class ImageAttachments(QWidget):
             self._say(self._refusal)
         return self._refusal is not None
 
+    def _read(self, batch: list[Reading]) -> None:
+        """Read `batch` after those before it."""
+        self._batches.append(batch)
+        if len(self._batches) == 1:
+            self._read_first()
+        self._say_reading()
+        self.changed.emit()
+
+    def _read_first(self) -> None:
+        batch = self._batches[0]
+        run_in_background(lambda: [_read_one(name, read) for name, read in batch], self._first_read, self)
+
+    def _first_read(self, results: list[Image | str] | None, error: Exception | None) -> None:
+        batch = self._batches.pop(0)
+        if error is not None:  # not intake's refusal (that is a result): said all the same, nothing lost
+            results = [f"{plural(len(batch), 'image')} could not be read: {error}"]
+        problems = [result for result in results if isinstance(result, str)]
+        self._add([result for result in results if isinstance(result, Image)], problems)
+        if self._batches:
+            self._read_first()
+            if not problems:  # they stay said until the rest is read
+                self._say_reading()
+        self.changed.emit()
+
     def _add(self, images: list[Image], problems: list[str]) -> None:
         room = MAX_IMAGES_PER_MESSAGE - len(self._images)
         if len(images) > room:
@@ -189,10 +215,15 @@ class ImageAttachments(QWidget):
         count = len(self._images)
         return f"The message has {plural(count, 'image')}." if count else "The message has no images."
 
-    def _say(self, text: str) -> None:
+    def _say_reading(self) -> None:
+        self._say(f"Reading {plural(sum(len(batch) for batch in self._batches), 'image')}…", Tone.MUTED)
+
+    def _say(self, text: str, tone: Tone = Tone.ERROR) -> None:
+        """Say `text` in the line above the chips (a problem, urgently; "Reading…" only shown)."""
+        set_tone(self.note, tone)
         self.note.setText(text)
         self.note.setVisible(bool(text))
-        if text:
+        if text and tone is Tone.ERROR:
             announce(self._home, text, urgent=True)
 
     def _show(self) -> None:
@@ -208,10 +239,14 @@ def picture_of(mime: QMimeData) -> QImage:
     return data if isinstance(data, QImage) else QImage()
 
 
-def _problem(name: str, exc: ImageError) -> str:
-    """A refused file in words: intake's, which name it; else its name (made printable), then why."""
-    why, shown = str(exc), printable(name, NAME_CHARS)
-    return why if shown in why else f"{shown}: {why}"
+def _read_one(name: str, read: Callable[[], Image]) -> Image | str:
+    """The image, or why intake refused it: in its words, which name the file; else with its
+    name (made printable) before them."""
+    try:
+        return read()
+    except ImageError as exc:
+        why, shown = str(exc), printable(name, NAME_CHARS)
+        return why if shown in why else f"{shown}: {why}"
 
 
 def _png_bytes(picture: QImage) -> bytes:
