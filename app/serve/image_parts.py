@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..images.limits import MAX_IMAGES_PER_MESSAGE
+from ..images import intake
+from ..images.image import ImageError
 from .errors import bad_request
 
 FETCHED_SCHEMES = ("http", "https")  # fetched with --allow-image-urls; never any other
@@ -55,11 +56,12 @@ def image_source(url, param: str) -> ImageSource:
 
 
 def check_count(sources: list[ImageSource], param: str) -> None:
-    """At most MAX_IMAGES_PER_MESSAGE images in one message (each costs the model an encoding
-    and hundreds of tokens of its context)."""
-    if len(sources) > MAX_IMAGES_PER_MESSAGE:
-        raise bad_request(f"{param}: {len(sources)} images in one message; a message may carry at most "
-                          f"{MAX_IMAGES_PER_MESSAGE}.", param=param, code="too_many_images")
+    """At most MAX_IMAGES_PER_MESSAGE images in one message, in intake's words (each costs the
+    model an encoding and hundreds of tokens of its context)."""
+    try:
+        intake.check_count(len(sources))
+    except ImageError as exc:
+        raise bad_request(f"{param}: {exc}", param=param, code="too_many_images") from None
 
 
 def only_users_show_images(role: str, param: str) -> None:

@@ -104,8 +104,8 @@ def test_more_images_than_a_message_may_carry_are_refused_not_cut():
     parts = [image_part()] * (MAX_IMAGES_PER_MESSAGE + 1)
     error = refused(chat, {"role": "user", "content": parts})
     assert error.code == "too_many_images" and error.param == "messages[0].content"
-    assert error.message == (f"messages[0].content: {MAX_IMAGES_PER_MESSAGE + 1} images in one message; a message may "
-                             f"carry at most {MAX_IMAGES_PER_MESSAGE}.")
+    assert error.message == (f"messages[0].content: {MAX_IMAGES_PER_MESSAGE + 1} images are attached; one message "
+                             f"takes at most {MAX_IMAGES_PER_MESSAGE}. Send the others in another message.")
     assert len(chat({"role": "user", "content": parts[:-1]})[0]["images"]) == MAX_IMAGES_PER_MESSAGE
 
 
