@@ -18,7 +18,7 @@ import zlib
 import pytest
 import shiboken6
 from image_window import VisionScript, chip_names, chips, drag_and_drop, file_urls, paste, picture, picture_file
-from PySide6.QtCore import QMimeData, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
@@ -26,10 +26,13 @@ from support.chat_helpers import browser, click_anchor, fragments
 from support.flow_harness import MODEL, WAIT_MS, FlowWindow, edit, regenerate
 from support.widget_walk import unnamed_widgets
 
+from app.images.intake import read_image
 from app.images.limits import MAX_IMAGES_PER_MESSAGE
 from app.ui.chat.images import attachments
 from app.ui.chat.images.chips import CHIP_PX
+from app.ui.chat.images.in_transcript import THUMBNAIL_BOX_PX
 from app.ui.dialogs.image_view import ImageViewDialog
+from app.ui.widgets.thumbnails import thumbnail
 from app.ui.window import appearance
 from app.ui.window.images import DROP_TEXT
 
@@ -74,6 +77,14 @@ def last_question(opened: FlowWindow) -> dict:
     """The last user message of the last request the model was given."""
     messages, _params = opened.script.requests[-1]
     return [message for message in messages if message["role"] == "user"][-1]
+
+
+def _png(image) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    assert image.save(buffer, "PNG")
+    return bytes(data.data())
 
 
 def first_image_position(pane) -> int:
@@ -206,6 +217,17 @@ def test_past_the_most_images_a_message_holds_the_rest_are_not_attached_and_said
     QTest.keyClick(window.composer.edit, Qt.Key.Key_Backtab)
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
     assert chips(window)[-1].hasFocus() and chips(window)[-1].visibleRegion().boundingRect().width() == CHIP_PX
+
+
+@pytest.mark.parametrize("width, height", [(2048, 1), (1, 2048), (30, 20)])
+def test_an_image_of_any_shape_is_a_chip_of_its_size_and_a_thumbnail_no_larger_than_it(qapp, width, height):
+    image = read_image(_png(picture(width, height, 90)))
+    for ratio in (1.0, 2.0):
+        chip = thumbnail(image, QSize(CHIP_PX, CHIP_PX), ratio, 8, crop=True)  # the middle cut, not the whole scaled up
+        assert chip.size() == QSize(CHIP_PX, CHIP_PX) * ratio and chip.deviceIndependentSize().toSize() == QSize(CHIP_PX, CHIP_PX)
+        shown = thumbnail(image, THUMBNAIL_BOX_PX, ratio, 10, crop=False).deviceIndependentSize().toSize()
+        assert shown.boundedTo(THUMBNAIL_BOX_PX) == shown and shown.boundedTo(QSize(width, height)) == shown
+        assert shown.width() >= 1 and shown.height() >= 1
 
 
 # -- sending and the transcript -----------------------------------------------------------------------

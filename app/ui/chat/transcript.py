@@ -133,7 +133,7 @@ class Transcript:
             writer.label(cursor, "You", top_margin=0, message_id=message.id)
             if message.images:
                 room = QTextBlockFormat()
-                room.setBottomMargin(4)
+                room.setBottomMargin(6)
                 self._images.write(cursor, message.id, message.images, room, writer.note_format())
             if (overlay := self._editing.overlay_for(message.id)) is not None:
                 # The editor lies over a gap where the text was, in place of the text and footer.

@@ -177,6 +177,7 @@ class ImageChips(QScrollArea):
                 chip.focused.connect(lambda c=chip: self.ensureWidgetVisible(c, 0, 0))
             chips.append(chip)
         for chip in kept.values():
+            chip.hide()
             chip.deleteLater()
         for index, chip in enumerate(chips):
             self._layout.insertWidget(index, chip)
