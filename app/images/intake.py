@@ -3,10 +3,11 @@
 read_image, so every front end refuses the same hostile files with the same words.
 
 What comes out is an Image (image.py): PNG, JPEG or WebP bytes of one still, upright image
-within the limits. A source that already is one is kept byte for byte (no second generation of
-loss, the digest the user's file has); anything else is re-encoded from its decoded first frame:
-a lossy photo as JPEG, the rest (screenshots, GIFs, BMPs, anything with transparency) as PNG.
-A re-encoded image carries no EXIF, so no camera location travels with it either.
+within the limits. A source that already is one keeps every byte that draws it (no second
+generation of loss) and loses only its metadata (metadata.py: EXIF with its GPS position, XMP,
+comments), so no camera location travels with it; anything else is re-encoded from its decoded
+first frame: a lossy photo as JPEG, the rest (screenshots, GIFs, BMPs, anything with
+transparency) as PNG, carrying no metadata either.
 
 Every failure is an ImageError whose message names the file, says what is wrong and what to do;
 messages are plain text, escaped by whoever shows them."""
@@ -36,6 +37,7 @@ from app.images.limits import (
     MAX_IMAGE_BYTES,
     MAX_IMAGES_PER_MESSAGE,
 )
+from app.images.metadata import without_metadata
 
 _DATA_URL_HEADER_CHARS = 256  # "data:image/png;base64," and any parameters fit many times over
 _WHITESPACE = re.compile(r"\s+")  # base64 wrapped in lines (MIME's 76 columns) is still base64
@@ -48,8 +50,9 @@ def read_image(data: bytes, name: str = "") -> Image:
     if len(data) > MAX_IMAGE_BYTES:
         raise ImageError(_too_large(subject(name), len(data)))
     decoded = decode(data, name)
-    if decoded.as_is:
-        return Image(data, STORED[decoded.format], *decoded.picture.size)
+    kept = without_metadata(data, decoded.format) if decoded.as_is else None
+    if kept is not None:
+        return Image(kept, STORED[decoded.format], *decoded.picture.size)
     return _encoded(decoded.picture, lossy=is_lossy(data, decoded.format))
 
 
