@@ -1,8 +1,8 @@
 """The parameters panel's Model box: the loaded model's name, its system prompt, its load
-settings (context length with the live memory plan under it, GPU layers, CPU threads, and
-load_settings.py's flash attention, KV cache, mmap and mlock), its chat template, and the
-notice that offers a reload. The ranges are engine/options.py's; the panel sets each model's
-own and wires the fields; this lays them out."""
+settings (context length with the live memory plan under it, GPU layers, CPU threads,
+load_settings.py's flash attention, KV cache, mmap and mlock, and projector_row.py's projector),
+its chat template, and the notice that offers a reload. The ranges are engine/options.py's; the
+panel sets each model's own and wires the fields; this lays them out."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..widgets.colors import Tone, set_tone
 from ..widgets.form_grid import FormGrid
 from .controls import ContextSpin, add_row, note, whole_spin
 from .load_settings import FLASH_TIP, KV_TIP, LoadSettings
+from .projector_row import ProjectorRow
 
 ALL_LAYERS = LOAD_OPTION["n_gpu_layers"].unset  # the GPU layers field's "Auto", as the file spells it
 AUTOMATIC_THREADS = LOAD_OPTION["n_threads"].unset  # the CPU threads field's "Automatic"
@@ -71,6 +72,7 @@ class ModelBox(QGroupBox):
         self.model_name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
 
         self.load_settings = LoadSettings(self)
+        self.projector = ProjectorRow(self)
         self._lay_out()
 
     def _lay_out(self) -> None:
@@ -100,6 +102,11 @@ class ModelBox(QGroupBox):
         form.add_wide(load.use_mmap)
         form.add_wide(load.use_mlock)
         form.add_wide(load.problem)
+        form.add_row(self.projector.label, self.projector.name)
+        form.setAlignment(self.projector.label, Qt.AlignLeft | Qt.AlignTop)  # beside the name's first line
+        self.projector.label.setBuddy(self.projector.choose_button)  # the name is no field: its button is
+        labels.append(self.projector.label)
+        form.add_field(self.projector.controls)
         form.add_field(self.server_note)
         add_row(form, labels, "Chat template", self.template_button,
                 "The format that turns the conversation into the text the model reads.", Qt.AlignLeft)

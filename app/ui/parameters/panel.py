@@ -24,10 +24,14 @@ is not sent (engine/remote/request.py), whose controls are off, as is "Draft fro
 
 The Model box's load options (flash attention, KV cache type, mmap, mlock) and the live memory
 plan under the context length are load_settings.py's; the panel places and wires them, and
-re-plans (`ModelSession.memory_plan`) whenever a load setting changes.
+re-plans (`ModelSession.memory_plan`) whenever a load setting changes. The projector a local
+model reads images with, and the user's choice of another (the `mmproj` setting, a load option
+too), are projector_row.py's; the row is hidden for a server's model.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
@@ -68,6 +72,7 @@ class ParametersPanel(QWidget):
         self._info: ModelInfo | None = None
         self._description: ModelDescription | None = None
         self._template_override: str | None = None
+        self._mmproj: str | None = None  # the projector the user chose; None: the one beside the model
         self._logit_bias: dict[int, float] = {}
         self._presets_for: ModelDefaults | None = None  # the model defaults the preset box offers
 
@@ -126,7 +131,7 @@ class ParametersPanel(QWidget):
             model.gpu_reason, model.server_note, model.template_label, model.template_button)
         self.reload_notice, self.reload_label, self.reload_button = (
             model.reload_notice, model.reload_label, model.reload_button)
-        self.model_name, self.load_settings = model.model_name, model.load_settings
+        self.model_name, self.load_settings, self.projector = model.model_name, model.load_settings, model.projector
         self._labels = [*sampling.labels, *reply.labels, *model.labels]
         self._fill_presets()
 
@@ -144,6 +149,7 @@ class ParametersPanel(QWidget):
         self.cpu_threads.valueChanged.connect(self._on_model_edited)
         self.load_settings.edited.connect(self._on_model_edited)
         self.load_settings.largestContextChosen.connect(self.n_ctx.setValue)  # as if typed: handed over
+        self.projector.chosen.connect(self._set_projector)
         self.template_button.clicked.connect(lambda _checked=False: self.edit_template())
         self.reload_button.clicked.connect(lambda _checked=False: self._models.reload())
 
@@ -238,6 +244,7 @@ class ParametersPanel(QWidget):
             gpu_layers=None if self.gpu_layers.value() == ALL_LAYERS else self.gpu_layers.value(),
             cpu_threads=None if self.cpu_threads.value() == AUTOMATIC_THREADS else self.cpu_threads.value(),
             template_override=self._template_override,
+            mmproj=self._mmproj,
             **load,
         )
 
@@ -254,9 +261,11 @@ class ParametersPanel(QWidget):
             self.gpu_layers.setValue(ALL_LAYERS if settings.gpu_layers is None else settings.gpu_layers)
             self.cpu_threads.setValue(AUTOMATIC_THREADS if settings.cpu_threads is None else settings.cpu_threads)
             self._template_override = settings.template_override
+            self._mmproj = settings.mmproj
         finally:
             self._updating = False
         self.load_settings.show(settings)
+        self.projector.show_for(self._model_path(), settings.mmproj)
         self.set_params(settings.sampling)
         self.template_label.setText(self._template_description())
         self._show_plan()
@@ -287,7 +296,13 @@ class ParametersPanel(QWidget):
         self.model_name.setToolTip(plain_tooltip(name) if name else "")
         self._enable_model_fields()
         self.template_label.setText(self._template_description())
+        # The session holds this model's settings already (settingsChanged follows): its choice.
+        self.projector.show_for(self._model_path(), self._models.settings.mmproj, again=True)
         self._show_plan()
+
+    def _model_path(self) -> Path | None:
+        """The loaded model's file (None: no model, or a server's)."""
+        return self._description.path if self._description is not None else None
 
     def _enable_model_fields(self) -> None:
         """The fields wait for a model; the labels, its name ("No model loaded") and the notes
@@ -302,6 +317,7 @@ class ParametersPanel(QWidget):
         self.load_settings.set_enabled(local)
         self.gpu_reason.setVisible(not self._gpu_available and not remote)
         self.server_note.setVisible(remote)
+        self.projector.set_shown(not remote)
         unsent = description.unsent_fields if description is not None else ()
         for field, spin in self.sampling_box.fields.items():
             spin.setEnabled(field not in unsent)
@@ -355,3 +371,9 @@ class ParametersPanel(QWidget):
         self.template_label.setText(self._template_description())
         self._on_model_edited()
 
+    def _set_projector(self, chosen: str | None) -> None:
+        """A projector the row checked fits the model (None: the one beside it): kept like any
+        load option, and applied on reload."""
+        self._mmproj = chosen
+        self.projector.show_for(self._model_path(), chosen)
+        self._on_model_edited()
