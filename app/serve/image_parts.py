@@ -19,6 +19,7 @@ refused here: a server reads no address a client names on its own machine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..images import intake
@@ -92,3 +93,31 @@ def responses_image(part: dict, param: str) -> ImageSource:
         raise bad_request(f"{param}.file_id: this server keeps no files; send the image itself as a data: URL "
                           "in image_url.", param=f"{param}.file_id", code="unsupported_parameter")
     return image_source(part.get("image_url"), f"{param}.image_url")
+
+
+def content_parts(content, param: str, role: str, image_kind: str, read_image: Callable[[dict, str], ImageSource],
+                  text_of: Callable[[dict], str | None], expected: str) -> tuple[str, tuple[ImageSource, ...]]:
+    """A message's content as a chat or the Responses API sends it: a string, or a list of text
+    parts (joined with newlines, as vLLM does) and a user's image parts of `image_kind` (read by
+    `read_image`). `text_of` reads a part's text (None: not a text part); `expected` says in a
+    refusal which parts the API takes."""
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise bad_request(f"{param} must be a string or a list of content parts.", param=param)
+    texts: list[str] = []
+    images: list[ImageSource] = []
+    for index, part in enumerate(content):
+        where = f"{param}[{index}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == image_kind:
+            only_users_show_images(role, where)
+            images.append(read_image(part, where))
+            continue
+        text = text_of(part) if isinstance(part, dict) else None
+        if not isinstance(text, str):
+            raise bad_request(f"{where}: this server reads {expected} only, not {str(kind)[:40]!r}.", param=where,
+                              code="unsupported_parameter")
+        texts.append(text)
+    check_count(images, param)
+    return "\n".join(texts), tuple(images)

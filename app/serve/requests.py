@@ -29,7 +29,7 @@ from ..engine.tools.types import PLAIN, ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
 from .completions import MAX_CHOICES
 from .errors import bad_request
-from .image_parts import ImageSource, chat_image, check_count, only_users_show_images
+from .image_parts import ImageSource, chat_image, content_parts
 
 MAX_BODY_BYTES = 16 * 2**20  # a 4-million-character message (the longest any prompt may be) as UTF-8
 MAX_STOP_STRINGS = 16
@@ -341,27 +341,10 @@ def _content(content, param: str, role: str) -> str:
 
 
 def _parts(content, param: str, role: str) -> tuple[str, tuple[ImageSource, ...]]:
-    """Text, or a list of text parts (joined with newlines, as vLLM does) and image parts
-    (a user's only); anything else refused."""
-    if isinstance(content, str):
-        return content, ()
-    if not isinstance(content, list):
-        raise bad_request(f"{param} must be a string or a list of content parts.", param=param)
-    texts: list[str] = []
-    images: list[ImageSource] = []
-    for index, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "image_url":
-            only_users_show_images(role, f"{param}[{index}]")
-            images.append(chat_image(part, f"{param}[{index}]"))
-        elif kind == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        else:
-            raise bad_request(f"{param}[{index}]: this server reads text parts ({{'type': 'text', 'text': ...}}) "
-                              "and a user's image_url parts only.", param=f"{param}[{index}]",
-                              code="unsupported_parameter")
-    check_count(images, param)
-    return "\n".join(texts), tuple(images)
+    """Text, or a list of text parts and a user's image_url parts; anything else refused."""
+    return content_parts(content, param, role, "image_url", chat_image,
+                         lambda part: part.get("text") if part.get("type") == "text" else None,
+                         "text parts ({'type': 'text', 'text': ...}) and a user's image_url parts")
 
 
 def _prompt(value) -> str:

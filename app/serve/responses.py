@@ -33,7 +33,7 @@ from ..engine.sampling import SamplingError, SamplingParams
 from ..engine.tools.types import ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
 from .errors import bad_request
-from .image_parts import ImageSource, check_count, only_users_show_images, responses_image
+from .image_parts import ImageSource, content_parts, responses_image
 from .requests import ROLES, SAMPLING_FIELDS, chat_call, check_call_id, checked, json_object, optional
 
 MAX_INPUT_ITEMS = 100_000  # a long agent run's whole history, sent again each turn
@@ -268,28 +268,17 @@ def _text(content, param: str) -> str:
 
 
 def _parts(content, param: str, role: str) -> tuple[str, tuple[ImageSource, ...]]:
-    """A string, or a list of text parts (input_text, output_text; a refusal's text), joined
-    with newlines as a chat's text parts are, and a user's input_image parts."""
-    if isinstance(content, str):
-        return content, ()
-    if not isinstance(content, list):
-        raise bad_request(f"{param} must be a string or a list of content parts.", param=param)
-    texts: list[str] = []
-    images: list[ImageSource] = []
-    for index, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "input_image":
-            only_users_show_images(role, f"{param}[{index}]")
-            images.append(responses_image(part, f"{param}[{index}]"))
-            continue
-        text = part.get("refusal" if kind == "refusal" else "text") if isinstance(part, dict) else None
-        if (kind not in TEXT_PARTS and kind != "refusal") or not isinstance(text, str):
-            raise bad_request(f"{param}[{index}]: this server reads text parts (input_text, output_text) and a "
-                              f"user's input_image parts only, not {str(kind)[:40]!r}.", param=f"{param}[{index}]",
-                              code="unsupported_parameter")
-        texts.append(text)
-    check_count(images, param)
-    return "\n".join(texts), tuple(images)
+    """A string, or a list of text parts (input_text, output_text; a refusal's text) and a
+    user's input_image parts."""
+    return content_parts(content, param, role, "input_image", responses_image, _text_of,
+                         "text parts (input_text, output_text) and a user's input_image parts")
+
+
+def _text_of(part: dict) -> str | None:
+    kind = part.get("type")
+    if kind == "refusal":
+        return part.get("refusal")
+    return part.get("text") if kind in TEXT_PARTS else None
 
 
 def _call(param: str, item: dict) -> dict:

@@ -5,7 +5,7 @@ documents' drop covers the chat (ui/window/documents.py), images' the message bo
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QPainter, QPaintEvent, QPalette, QPen
+from PySide6.QtGui import QDropEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QLabel, QWidget
 
 from .colors import mix
@@ -68,3 +68,13 @@ class DropHint(QLabel):
         painter.drawRoundedRect(QRectF(self.rect()).adjusted(1, 1, -1, -1), 12, 12)
         painter.end()
         super().paintEvent(event)
+
+
+def accept_as_copy(event: QDropEvent) -> None:
+    """Take a drag (or its drop) as a copy where the source offers one: the files are read,
+    never moved."""
+    if Qt.DropAction.CopyAction & event.possibleActions():
+        event.setDropAction(Qt.DropAction.CopyAction)
+        event.accept()
+    else:
+        event.acceptProposedAction()

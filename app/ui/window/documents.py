@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QMimeData, QObject, QTimer
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QStatusBar
 
 from ...common.text import shorten
@@ -32,7 +32,7 @@ from ..chat.documents.picker import DocumentsPicker
 from ..chat.images.attachments import image_files
 from ..chat.view import ChatView
 from ..widgets.announce import announce
-from ..widgets.drop_hint import DropHint
+from ..widgets.drop_hint import DropHint, accept_as_copy
 from ..widgets.tick_menu import plural
 
 DROP_TEXT = "Drop to add to your documents"
@@ -213,11 +213,7 @@ class DocumentsDisplay(QObject):
             paths = dropped_documents(event.mimeData())
             if not paths:
                 return False
-            if Qt.DropAction.CopyAction & event.possibleActions():
-                event.setDropAction(Qt.DropAction.CopyAction)  # the files are read, never moved
-                event.accept()
-            else:
-                event.acceptProposedAction()
+            accept_as_copy(event)
             if kind == QEvent.Type.Drop:
                 self._hint(False)
                 QTimer.singleShot(0, self, lambda: self.add_dropped(paths))  # the drag's source is not kept waiting

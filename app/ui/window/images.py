@@ -10,7 +10,7 @@ drag bubbles up to the window from whatever is under the pointer when that does 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QWidget
 
 from ...engine.types import ModelDescription
@@ -18,7 +18,7 @@ from ...owners.model_session import ModelSession
 from ..chat.composer import Composer
 from ..chat.images.attachments import carries_images, image_files, picture_of
 from ..widgets.announce import announce
-from ..widgets.drop_hint import DropHint
+from ..widgets.drop_hint import DropHint, accept_as_copy
 
 DROP_TEXT = "Drop to attach to your message"
 DROP_DESCRIPTION = "Images dropped here go with the message you are writing; they are sent when you send it."
@@ -59,11 +59,7 @@ class ImageAttaching(QObject):
         goes on to whoever takes it."""
         kind = event.type()
         if (kind in _DRAGS or kind == QEvent.Type.Drop) and carries_images(event.mimeData()):
-            if Qt.DropAction.CopyAction & event.possibleActions():
-                event.setDropAction(Qt.DropAction.CopyAction)  # the files are read, never moved
-                event.accept()
-            else:
-                event.acceptProposedAction()
+            accept_as_copy(event)
             if kind == QEvent.Type.Drop:
                 self._hint(False)
                 self._take(event.mimeData())
