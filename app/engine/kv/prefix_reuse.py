@@ -52,7 +52,8 @@ class PrefixReuse:
                 break
         if position < len(data):
             rest = data[position:]
-            after_text = bool(tokens) and not self._is_special(tokens[-1])
+            # An image's positions (negative ids, engine/llama/vision.py) are not text, nor tokens to ask about.
+            after_text = bool(tokens) and tokens[-1] >= 0 and not self._is_special(tokens[-1])
             rest_tokens = self._tokenize(rest.decode("utf-8"), at_start=position == 0, after_text=after_text)
             tokens += rest_tokens
             segments.append(Segment(rest, rest_tokens))

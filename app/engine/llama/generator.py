@@ -43,7 +43,7 @@ from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
 from ..context import ContextFullError, Fitted, fit_conversation
 from ..gguf.modelfile import ModelFileError, ModelInfo
 from ..gguf.reading import inspect_model
-from ..image_prompt import pieces, with_placeholders
+from ..image_prompt import check_images_written, pieces, with_placeholders
 from ..kv.cache import StateCache
 from ..kv.prefix_reuse import PrefixReuse, common_prefix
 from ..kv.segments import Segment
@@ -213,6 +213,8 @@ class Engine(Backend):
         tokens: list[int] = []
         for piece in pieces(text, self._images):
             if isinstance(piece, Image):
+                if at_start and not tokens and self._add_bos and self._bos_id >= 0:
+                    tokens.append(self._bos_id)  # a prompt that begins with an image still begins with BOS
                 tokens += self._vision.entries(piece)
             else:
                 follows_text = after_text if not tokens else not (is_image_position(tokens[-1])
@@ -264,7 +266,9 @@ class Engine(Backend):
         measured: dict[int, list[Segment]] = {}  # by the candidate's message count
 
         def tokenize(candidate: list[dict]) -> list[int]:
-            tokens, measured[len(candidate)] = self._prefix.tokens_for(render(candidate))
+            text = render(candidate)
+            check_images_written(candidate, text, self._images, self.template.name)
+            tokens, measured[len(candidate)] = self._prefix.tokens_for(text)
             return tokens
 
         budget = self.n_ctx - max_tokens
@@ -318,6 +322,8 @@ class Engine(Backend):
             raise ContextFullError(f"{exc} The prompt carries the {len(tools.tools)} tools offered: offering "
                                    "fewer (the Tools button) leaves more room.") from None
         prompt = fitted.prompt_tokens
+        if prompt and is_image_position(prompt[-1]):  # nothing after it to read the reply's first token from
+            raise ImageError(f"The chat template ({self.template.name}) ends the prompt with an image; add text after it.")
         stats = ReplyStats(
             prompt_tokens=len(prompt), dropped_messages=fitted.dropped_messages, seed=params.resolved_seed()
         )
@@ -341,7 +347,7 @@ class Engine(Backend):
             raise ImageError(f"{self.info.name} cannot read images: no projector (mmproj) was loaded with it. "
                              "Load a vision model with its projector, or send the message without images.")
         if self._vision is not None:
-            self._vision.begin()
+            self._vision.begin(images.values())
         self._images = images
         return rendered
 
@@ -455,6 +461,7 @@ class Engine(Backend):
             if cancel.is_set():
                 break
             if is_image_position(prompt[start]):
+                llm._ctx.kv_cache_seq_rm(-1, start, -1)  # as Llama.eval does before a batch
                 llm.n_tokens = self._vision.evaluate(prompt[start], start)
                 llm.input_ids[start:end] = prompt[start:end]
             else:

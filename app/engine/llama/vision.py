@@ -27,8 +27,7 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from llama_cpp import Llama
@@ -43,7 +42,8 @@ from .kv_seq import SEQ
 
 log = logging.getLogger(__name__)
 
-KEPT_IMAGES = 32  # images whose chunks stay tokenized between replies (a conversation's, typically)
+KEPT_ENTRIES = 256  # images whose entries are remembered between prompts (a few ints each)
+MAX_CHUNKS = 64  # image chunks one image may become (a tiling projector's slices and overview)
 
 
 def is_image_position(token: int) -> bool:
@@ -73,16 +73,16 @@ def position_id(digest: str, chunk: int) -> int:
     return -2 - (int.from_bytes(mixed[:4], "little") & 0x3FFF_FFFF)
 
 
-@dataclass
-class _Tokenized:
-    """One image as libmtmd tokenized it: the token list's entries, and its image chunks by id."""
-
-    entries: list[int]
-    chunks: dict[int, int]  # position id -> an mtmd_input_chunk pointer (owned: a copy)
-
-
 class Vision:
-    """The projector beside a loaded model. Not thread-safe: the engine's thread drives it."""
+    """The projector beside a loaded model. Not thread-safe: the engine's thread drives it.
+
+    What it keeps: each recent image's entries (cheap: a list of ints), and, for the prompt being
+    made, the chunks of the images it had to tokenize (libmtmd's preprocessed pixels, megabytes
+    each), freed once evaluated or when the next prompt begins. An image whose entries came from
+    elsewhere (the last prompt's reused tokens, a saved state's) and must be evaluated after all
+    (the cache no longer holds it) is tokenized again then, from the prompt's own images
+    (`begin`), so a run id is always evaluable while its image is in the request.
+    """
 
     def __init__(self, llm: Llama, projector: Path, use_gpu: bool, threads: int):
         log_shim.install_multimodal()
@@ -104,31 +104,31 @@ class Vision:
                 f"{projector.name} places images with M-RoPE positions (Qwen2-VL's kind), which Hearth's "
                 "decode loop does not handle yet. Load the model without it to chat in text.")
         self._marker = mtmd.mtmd_default_marker()
-        self._tokenized: OrderedDict[str, _Tokenized] = OrderedDict()
-        self._chunks: dict[int, int] = {}
-        self._in_prompt: set[str] = set()  # never forgotten while the prompt being made needs them
+        self._entries: OrderedDict[str, list[int]] = OrderedDict()
+        self._pending: dict[int, int] = {}  # run id -> an mtmd_input_chunk (owned: a copy), not yet evaluated
+        self._by_run: dict[int, Image] = {}  # the prompt's images, by every run id they may have
         self.encode_seconds: list[float] = []  # each image evaluated for the prompt being made
 
-    def begin(self) -> None:
-        """A new prompt is being made: the images it uses from now on are kept until the next."""
-        self._in_prompt.clear()
+    def begin(self, images: Iterable[Image]) -> None:
+        """A new prompt is being made, with these images: chunks left from the last are freed."""
+        self._free_pending()
+        self._by_run = {position_id(image.digest, chunk): image for image in images for chunk in range(MAX_CHUNKS)}
         self.encode_seconds = []
 
     def entries(self, image: Image) -> list[int]:
         """The token list's entries for `image`: its wrapping tokens and its image runs."""
-        known = self._tokenized.get(image.digest)
+        known = self._entries.get(image.digest)
         if known is None:
-            known = self._tokenize(image)
-            self._tokenized[image.digest] = known
-            self._chunks.update(known.chunks)
-        self._tokenized.move_to_end(image.digest)
-        self._in_prompt.add(image.digest)
-        spare = [digest for digest in self._tokenized if digest not in self._in_prompt]
-        for digest in spare[:max(0, len(self._tokenized) - KEPT_IMAGES)]:
-            self._forget(self._tokenized.pop(digest))
-        return known.entries
+            known = self._entries[image.digest] = self._tokenize(image)
+            while len(self._entries) > KEPT_ENTRIES:
+                self._entries.popitem(last=False)
+        self._entries.move_to_end(image.digest)
+        return known
 
-    def _tokenize(self, image: Image) -> _Tokenized:
+    def _tokenize(self, image: Image) -> list[int]:
+        """libmtmd's tokens for the image alone: its entries; its chunks become pending. Raises
+        ImageError for an image the model cannot take (before any reply begins: the engine
+        tokenizes while it fits the prompt)."""
         width, height, rgb = rgb_pixels(image)
         data = (ctypes.c_uint8 * len(rgb)).from_buffer_copy(rgb)
         bitmap = mtmd.mtmd_bitmap_init(width, height, data)
@@ -144,7 +144,7 @@ class Vision:
                 raise ImageError(f"The model's projector could not prepare the image ({width} × {height}; "
                                  f"llama.cpp said {result}).")
             entries: list[int] = []
-            owned: dict[int, int] = {}
+            runs = 0
             for index in range(mtmd.mtmd_input_chunks_size(chunks)):
                 chunk = mtmd.mtmd_input_chunks_get(chunks, index)
                 kind = mtmd.mtmd_input_chunk_get_type(chunk)
@@ -152,50 +152,60 @@ class Vision:
                     count = ctypes.c_size_t()
                     tokens = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(count))
                     entries += tokens[:count.value]
-                elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
-                    run = position_id(image.digest, len(owned))
-                    owned[run] = mtmd.mtmd_input_chunk_copy(chunk)
+                elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE and runs < MAX_CHUNKS:
+                    self._check_room(chunk)
+                    run = position_id(image.digest, runs)
+                    runs += 1
+                    if run not in self._pending:
+                        self._pending[run] = mtmd.mtmd_input_chunk_copy(chunk)
                     entries += [run] * mtmd.mtmd_input_chunk_get_n_pos(chunk)
                 else:
-                    raise ImageError("The model's projector turned an image into audio.")
-            return _Tokenized(entries, owned)
+                    raise ImageError("The model's projector made more of the image than Hearth takes "
+                                     f"({MAX_CHUNKS} pieces at most), or made audio of it.")
+            return entries
         finally:
             mtmd.mtmd_input_chunks_free(chunks)
             mtmd.mtmd_bitmap_free(bitmap)
 
+    def _check_room(self, chunk) -> None:
+        """An image the model decodes with non-causal attention attends to itself whole, so it
+        must go in one batch: llama.cpp aborts where the micro-batch is smaller, and a smaller
+        batch would split it silently."""
+        if not mtmd.mtmd_decode_use_non_causal(self._ctx, chunk):
+            return
+        tokens = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
+        room = min(self._llm.n_batch, self._llm.context_params.n_ubatch)
+        if tokens > room:
+            raise ImageError(f"An image takes {tokens} tokens with this projector, more than the batch of {room} "
+                             "the model was loaded with.")
+
     def evaluate(self, run: int, n_past: int) -> int:
         """Encode the image chunk of `run` and decode it into the KV cache at `n_past`; the
         position after it. Raises RuntimeError where llama.cpp fails."""
-        chunk = self._chunks.get(run)
+        if run not in self._pending and run in self._by_run:
+            self._tokenize(self._by_run[run])
+        chunk = self._pending.pop(run, None)
         if chunk is None:
-            raise RuntimeError("an image in the prompt was not prepared")  # the engine's own mistake
-        n_batch = self._llm.n_batch
-        tokens = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-        if mtmd.mtmd_decode_use_non_causal(self._ctx, chunk):
-            # The image attends to itself whole, so it must go in one batch: llama.cpp aborts
-            # where the micro-batch is smaller, and a smaller batch would split it silently.
-            room = min(n_batch, self._llm.context_params.n_ubatch)
-            if tokens > room:
-                raise ImageError(f"An image takes {tokens} tokens here, more than the batch of {room} the model was "
-                                 "loaded with.")
-        started = time.perf_counter()
-        after = llama_c.llama_pos(n_past)
-        result = mtmd.mtmd_helper_eval_chunk_single(self._ctx, self._llm._ctx.ctx, chunk, n_past, SEQ, n_batch,
-                                                    False, ctypes.byref(after))
+            raise RuntimeError("an image in the prompt is not among the request's images")  # the engine's mistake
+        try:
+            started = time.perf_counter()
+            after = llama_c.llama_pos(n_past)
+            result = mtmd.mtmd_helper_eval_chunk_single(self._ctx, self._llm._ctx.ctx, chunk, n_past, SEQ,
+                                                        self._llm.n_batch, False, ctypes.byref(after))
+        finally:
+            mtmd.mtmd_input_chunk_free(chunk)
         if result != 0:
             raise RuntimeError(f"llama.cpp could not evaluate the image (error {result}; see the log)")
         self.encode_seconds.append(time.perf_counter() - started)
         return after.value
 
-    def _forget(self, tokenized: _Tokenized) -> None:
-        for run, chunk in tokenized.chunks.items():
-            self._chunks.pop(run, None)
+    def _free_pending(self) -> None:
+        for chunk in self._pending.values():
             mtmd.mtmd_input_chunk_free(chunk)
+        self._pending.clear()
 
     def close(self) -> None:
-        for tokenized in self._tokenized.values():
-            self._forget(tokenized)
-        self._tokenized.clear()
+        self._free_pending()
         if self._ctx:
             mtmd.mtmd_free(self._ctx)
             self._ctx = None

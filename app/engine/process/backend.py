@@ -41,6 +41,7 @@ class ProcessBackend(Backend):
     def __init__(self, child: EngineProcess):
         self._child = child
         self._description: ModelDescription | None = None
+        self._child_images: set[str] = set()  # the digests of the images the child holds (protocol.py: image)
 
     # -- opening -----------------------------------------------------------------------------------
 
@@ -99,8 +100,13 @@ class ProcessBackend(Backend):
     def stream(self, messages: list[dict], params: SamplingParams, cancel: threading.Event,
                prompt_progress: PromptProgress | None = None, conversation_id: int | None = None,
                tools: ToolUse = PLAIN, logprobs: int | None = None) -> Iterator[ReplyEvent]:
-        self._child.send("stream", StreamRequest.of(messages, params, conversation_id=conversation_id, tools=tools,
-                                                    logprobs=logprobs))
+        request, images = StreamRequest.of(messages, params, conversation_id=conversation_id, tools=tools,
+                                           logprobs=logprobs)
+        for digest, image in images.items():
+            if digest not in self._child_images:
+                self._child.send("image", image)
+        self._child_images = set(images)  # what the child keeps once it reads the request (child.py)
+        self._child.send("stream", request)
         try:
             kind, body = self._child.answer()  # a reply that cannot start raises here, before its first piece
         except EngineCrashed as exc:  # the request reached the child, which died reading the prompt

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ...images.image import Image
 from ..backend import Backend, closing_reply
 from ..embedding.types import Embedder
 from ..kv.cache import StateCache
@@ -79,6 +80,7 @@ class _Child:
         self.embedder: Embedder | None = None
         self.states: StateCache | None = None  # the model's saved KV states, where it keeps them
         self.cancel = threading.Event()
+        self.images: dict[str, Image] = {}  # the images the last stream request named, and any sent since
 
     def send(self, kind: str, body: Any = None) -> None:
         with self._lock:
@@ -94,6 +96,8 @@ class _Child:
                 self.send("devices", device_report())
             elif kind == "load":
                 self._load(body)
+            elif kind == "image":
+                self.images[body.digest] = body  # for the stream request that names it: no answer
             elif kind == "stream":
                 self._stream(body)
             elif kind == "template":
@@ -149,7 +153,9 @@ class _Child:
 
     def _stream(self, request: StreamRequest) -> None:
         self.cancel.clear()
-        stream = self._loaded().stream(request.messages(), request.params, self.cancel,
+        messages, named = request.messages(self.images)
+        self.images = {digest: image for digest, image in self.images.items() if digest in named}
+        stream = self._loaded().stream(messages, request.params, self.cancel,
                                        prompt_progress=lambda done, total: self.send("prompt", (done, total)),
                                        conversation_id=request.conversation_id, tools=request.tools,
                                        logprobs=request.logprobs)

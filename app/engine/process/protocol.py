@@ -6,6 +6,8 @@ except "stop", which may come while a reply streams:
 
     devices   None              -> devices(DeviceReport): asked before a load, and after one
     load      LoadRequest       -> progress(float)…, then loaded(ModelDescription) or failed(Failure)
+    image     Image             -> (nothing: kept for the stream requests that name it, until one
+                                   that names it no more; backend.py sends each image once)
     stream    StreamRequest     -> prompt(tuple[int, int])…, event(a ReplyEvent)… ending in a
                                    ReplyStats, or failed(Failure) before the first piece
     stop      None              -> (the stream in progress ends at its next token, CANCELLED)
@@ -29,6 +31,7 @@ the server treat a child's refusals exactly as they treat the in-process engine'
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,18 +62,20 @@ class LoadRequest:
 @dataclass(frozen=True)
 class StreamRequest:
     """One reply, as Backend.stream takes it. `messages` travel as their JSON text: the parent
-    wrote them, and the child reads them as the in-process engine would."""
+    wrote them, and the child reads them as the in-process engine would. A message's images are
+    named there by digest; each image crosses once, in an "image" request of its own before the
+    first stream request that names it (a conversation's photos are megabytes each: sent with
+    every request, they would soon outgrow a frame, and cost each turn their encoding)."""
 
     messages_json: str
     params: SamplingParams
     conversation_id: int | None = None
     tools: ToolUse = ToolUse()
     logprobs: int | None = None
-    images: tuple[Image, ...] = ()  # each image once; a message's "images" name them by digest
 
     @classmethod
-    def of(cls, messages: list[dict], params: SamplingParams, **rest) -> StreamRequest:
-        """The request for these messages: their images travel beside the JSON, once each."""
+    def of(cls, messages: list[dict], params: SamplingParams, **rest) -> tuple[StreamRequest, dict[str, Image]]:
+        """The request for these messages, and the images they name, by digest."""
         images: dict[str, Image] = {}
         named = []
         for message in messages:
@@ -79,19 +84,21 @@ class StreamRequest:
                 images.update((image.digest, image) for image in attached)
                 message = {**message, "images": [image.digest for image in attached]}
             named.append(message)
-        return cls(json.dumps(named, ensure_ascii=False), params, images=tuple(images.values()), **rest)
+        return cls(json.dumps(named, ensure_ascii=False), params, **rest), images
 
-    def messages(self) -> list[dict]:
-        """The messages as the parent had them (ImageError for an image named but not sent)."""
-        images = {image.digest: image for image in self.images}
+    def messages(self, images: Mapping[str, Image]) -> tuple[list[dict], set[str]]:
+        """The messages as the parent had them, their images taken from `images`, and the digests
+        they name. ImageError for an image named but never sent."""
         messages = json.loads(self.messages_json)
+        named: set[str] = set()
         for message in messages:
             if isinstance(message, dict) and message.get("images"):
                 try:
                     message["images"] = tuple(images[digest] for digest in message["images"])
                 except (KeyError, TypeError):
-                    raise ImageError("A message names an image the request does not carry.") from None
-        return messages
+                    raise ImageError("A message names an image that was not sent to the engine's process.") from None
+                named.update(image.digest for image in message["images"])
+        return messages, named
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,7 @@ ReplyEventType = str | TokenLogprob | ToolCallDelta | ToolCall | ReplyStats
 
 # What each kind of message carries, each side's: a kind not listed is a ProtocolError.
 REQUESTS: dict[str, Any] = {
-    "devices": type(None), "load": LoadRequest, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
+    "devices": type(None), "load": LoadRequest, "image": Image, "stream": StreamRequest, "stop": type(None), "prepare": int | None, "forget": int,
     "template": str | None, "states": StatesChange, "close": type(None), "embedder": Path, "embed": tuple[str, ...], "count": str,
 }
 ANSWERS: dict[str, Any] = {
