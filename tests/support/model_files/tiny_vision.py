@@ -9,9 +9,9 @@ embedding space). Chosen over the alternatives because, in libmtmd:
 
 - positions are plain (no M-RoPE, unlike the Qwen-VL types): an image takes as many positions
   as tokens, so "the prompt grows by the image's token count" holds exactly;
-- the image size is fixed: every image is resized to IMAGE_SIZE x IMAGE_SIZE, so every image
-  becomes the same IMAGE_TOKENS tokens whatever its shape (no tiling, unlike idefics3 or the
-  LLaVA-UHD types, whose token count depends on the image);
+- the image size is fixed: every image is resized to a square of the projector's image size, so
+  every image becomes the same number of image tokens whatever its shape (no tiling, unlike
+  idefics3 or the LLaVA-UHD types, whose token count depends on the image);
 - it has few tensors (one ViT block here, plus two projector tensors);
 - it decodes the image's tokens with non-causal attention (`mtmd_decode_use_non_causal` is
   true), as a real Gemma 3 does: the pair exercises that path too, which needs the whole image
@@ -31,7 +31,9 @@ lacks them.
 
 Every clip key and tensor name is written here only, through gguf-py's own GGUFWriter methods
 and TENSOR_NAMES table (the names llama.cpp's converter writes). `write_tiny_projector` writes
-a projector for another embedding length, for the "mismatched projector" checks.
+a projector for another embedding length, for the "mismatched projector" checks; `write_projector`
+one of another shape (TINY_SHAPE is the pair's; GEMMA3_4B_SHAPE, the real Gemma 3 4B's sizes, is
+what bench/image_turns.py times).
 
 The pair is cached in tests/.cache/tiny-vision/<key>/ (the key hashes this file and everything
 tiny_models' files depend on), as `tiny-vision.gguf` with `mmproj-tiny-vision.gguf` beside it,
@@ -57,16 +59,35 @@ PROJECTOR_NAME = "mmproj-tiny-vision.gguf"
 
 LANGUAGE_FAMILY = "tinyllama"
 PROJECTOR_TYPE = "gemma3"
-IMAGE_SIZE = 64  # pixels a side; libmtmd resizes every image to it
-PATCH_SIZE = 8
-POOL = 2  # the average pool's kernel and stride, per side
-IMAGE_TOKENS = (IMAGE_SIZE // PATCH_SIZE // POOL) ** 2
-N_PATCHES = (IMAGE_SIZE // PATCH_SIZE) ** 2
-V_EMBD = 32
-V_HEAD = 2
-V_FF = 48  # unlike V_EMBD: clip.cpp swaps ffn up/down of old files when down's input is n_embd
-V_LAYER = 1
 SEED = zlib.crc32(b"hearth-tiny-vision")
+
+
+@dataclass(frozen=True)
+class ProjectorShape:
+    """The sizes of a gemma3 projector: its vision tower and the pool after it."""
+
+    image_size: int  # pixels a side; libmtmd resizes every image to it
+    patch_size: int
+    pool: int  # the average pool's kernel and stride, per side
+    embd: int
+    heads: int
+    ffn: int  # unlike embd: clip.cpp swaps ffn up/down of old files when down's input is n_embd
+    blocks: int
+
+    @property
+    def patches(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+    @property
+    def image_tokens(self) -> int:
+        return (self.image_size // self.patch_size // self.pool) ** 2
+
+
+TINY_SHAPE = ProjectorShape(image_size=64, patch_size=8, pool=2, embd=32, heads=2, ffn=48, blocks=1)
+# Gemma 3 4B's real projector (and 12B's, 27B's): SigLIP so400m at 896 px in 14 px patches, 27
+# blocks 1152 wide, pooled 4 x 4 into 256 image tokens. For bench/image_turns.py, which writes it
+# with random weights (fewer blocks where asked) to time libmtmd's encoding at the real size.
+GEMMA3_4B_SHAPE = ProjectorShape(image_size=896, patch_size=14, pool=4, embd=1152, heads=16, ffn=4304, blocks=27)
 
 
 @dataclass(frozen=True)
@@ -84,41 +105,48 @@ def _name(tensor: MODEL_TENSOR, suffix: str, block: int | None = None) -> str:
     return f"{name.format(bid=block) if block is not None else name}.{suffix}"
 
 
-def _projector_tensors(projection_dim: int):
+def _projector_tensors(projection_dim: int, shape: ProjectorShape):
     rng = np.random.default_rng(SEED)
+    embd, ffn = shape.embd, shape.ffn
 
-    def matrix(*shape):  # numpy shape is ggml's reversed: (rows = outputs, cols = inputs)
-        return (rng.standard_normal(shape, dtype=np.float32) * 0.1).astype(np.float16)
+    def matrix(*dims):  # numpy shape is ggml's reversed: (rows = outputs, cols = inputs)
+        return (rng.standard_normal(dims, dtype=np.float32) * 0.1).astype(np.float16)
 
     def vector(n, around=0.0):
         return (around + rng.standard_normal(n, dtype=np.float32) * 0.02).astype(np.float32)
 
-    yield _name(MODEL_TENSOR.V_ENC_EMBD_PATCH, "weight"), matrix(V_EMBD, 3, PATCH_SIZE, PATCH_SIZE)
-    yield _name(MODEL_TENSOR.V_ENC_EMBD_PATCH, "bias"), vector(V_EMBD)
-    yield _name(MODEL_TENSOR.V_ENC_EMBD_POS, "weight"), rng.standard_normal((N_PATCHES, V_EMBD), dtype=np.float32) * 0.1
-    for block in range(V_LAYER):
+    yield _name(MODEL_TENSOR.V_ENC_EMBD_PATCH, "weight"), matrix(embd, 3, shape.patch_size, shape.patch_size)
+    yield _name(MODEL_TENSOR.V_ENC_EMBD_PATCH, "bias"), vector(embd)
+    yield _name(MODEL_TENSOR.V_ENC_EMBD_POS, "weight"), rng.standard_normal((shape.patches, embd), dtype=np.float32) * 0.1
+    for block in range(shape.blocks):
         for tensor in (MODEL_TENSOR.V_ENC_ATTN_Q, MODEL_TENSOR.V_ENC_ATTN_K, MODEL_TENSOR.V_ENC_ATTN_V,
                        MODEL_TENSOR.V_ENC_ATTN_O):
-            yield _name(tensor, "weight", block), matrix(V_EMBD, V_EMBD)
-            yield _name(tensor, "bias", block), vector(V_EMBD)
+            yield _name(tensor, "weight", block), matrix(embd, embd)
+            yield _name(tensor, "bias", block), vector(embd)
         for norm in (MODEL_TENSOR.V_ENC_INPUT_NORM, MODEL_TENSOR.V_ENC_POST_ATTN_NORM):
-            yield _name(norm, "weight", block), vector(V_EMBD, around=1.0)
-            yield _name(norm, "bias", block), vector(V_EMBD)
-        yield _name(MODEL_TENSOR.V_ENC_FFN_UP, "weight", block), matrix(V_FF, V_EMBD)
-        yield _name(MODEL_TENSOR.V_ENC_FFN_UP, "bias", block), vector(V_FF)
-        yield _name(MODEL_TENSOR.V_ENC_FFN_DOWN, "weight", block), matrix(V_EMBD, V_FF)
-        yield _name(MODEL_TENSOR.V_ENC_FFN_DOWN, "bias", block), vector(V_EMBD)
-    yield _name(MODEL_TENSOR.V_POST_NORM, "weight"), vector(V_EMBD, around=1.0)
-    yield _name(MODEL_TENSOR.V_POST_NORM, "bias"), vector(V_EMBD)
-    yield _name(MODEL_TENSOR.V_MM_SOFT_EMB_NORM, "weight"), vector(V_EMBD, around=1.0)
-    # Gemma 3 stores the projection input-major: ggml ne = [projection_dim, V_EMBD].
-    yield _name(MODEL_TENSOR.V_MM_INP_PROJ, "weight"), matrix(V_EMBD, projection_dim)
+            yield _name(norm, "weight", block), vector(embd, around=1.0)
+            yield _name(norm, "bias", block), vector(embd)
+        yield _name(MODEL_TENSOR.V_ENC_FFN_UP, "weight", block), matrix(ffn, embd)
+        yield _name(MODEL_TENSOR.V_ENC_FFN_UP, "bias", block), vector(ffn)
+        yield _name(MODEL_TENSOR.V_ENC_FFN_DOWN, "weight", block), matrix(embd, ffn)
+        yield _name(MODEL_TENSOR.V_ENC_FFN_DOWN, "bias", block), vector(embd)
+    yield _name(MODEL_TENSOR.V_POST_NORM, "weight"), vector(embd, around=1.0)
+    yield _name(MODEL_TENSOR.V_POST_NORM, "bias"), vector(embd)
+    yield _name(MODEL_TENSOR.V_MM_SOFT_EMB_NORM, "weight"), vector(embd, around=1.0)
+    # Gemma 3 stores the projection input-major: ggml ne = [projection_dim, embd].
+    yield _name(MODEL_TENSOR.V_MM_INP_PROJ, "weight"), matrix(embd, projection_dim)
 
 
 def write_tiny_projector(path: Path, projection_dim: int = tiny.N_EMBD) -> Path:
     """A gemma3 projector whose output (`clip.vision.projection_dim`, and the projection
     tensor's width, which is what libmtmd compares) is `projection_dim` wide: the tiny model's
     embedding length by default, anything else for a projector that does not match it."""
+    return write_projector(path, projection_dim, TINY_SHAPE)
+
+
+def write_projector(path: Path, projection_dim: int, shape: ProjectorShape) -> Path:
+    """A gemma3 projector of `shape` (random weights, f16 matrices) projecting into a language
+    model `projection_dim` wide."""
 
     def keys(writer: GGUFWriter) -> None:
         writer.add_type(GGUFType.MMPROJ)
@@ -127,19 +155,19 @@ def write_tiny_projector(path: Path, projection_dim: int = tiny.N_EMBD) -> Path:
         writer.add_clip_has_vision_encoder(True)
         writer.add_clip_projector_type(PROJECTOR_TYPE)
         writer.add_vision_projection_dim(projection_dim)
-        writer.add_vision_image_size(IMAGE_SIZE)
-        writer.add_vision_patch_size(PATCH_SIZE)
-        writer.add_vision_embedding_length(V_EMBD)
-        writer.add_vision_feed_forward_length(V_FF)
-        writer.add_vision_block_count(V_LAYER)
-        writer.add_vision_head_count(V_HEAD)
+        writer.add_vision_image_size(shape.image_size)
+        writer.add_vision_patch_size(shape.patch_size)
+        writer.add_vision_embedding_length(shape.embd)
+        writer.add_vision_feed_forward_length(shape.ffn)
+        writer.add_vision_block_count(shape.blocks)
+        writer.add_vision_head_count(shape.heads)
         writer.add_vision_attention_layernorm_eps(1e-6)
         writer.add_vision_use_gelu(True)
-        writer.add_vision_projector_scale_factor(POOL)
+        writer.add_vision_projector_scale_factor(shape.pool)
         writer.add_vision_image_mean([0.5, 0.5, 0.5])
         writer.add_vision_image_std([0.5, 0.5, 0.5])
 
-    return write_gguf(path, "clip", keys, _projector_tensors(projection_dim))
+    return write_gguf(path, "clip", keys, _projector_tensors(projection_dim, shape))
 
 
 def _build(directory: Path) -> None:
@@ -158,5 +186,5 @@ def _key() -> str:
 def ensure_tiny_vision_pair(cache_root: Path = CACHE_ROOT) -> VisionPair:
     """Build the pair once per source key; later calls return the cached files."""
     folder = tiny.cached_build(cache_root, _key(), _build)
-    return VisionPair(folder / MODEL_NAME, folder / PROJECTOR_NAME, IMAGE_TOKENS, PROJECTOR_TYPE,
-                      IMAGE_SIZE, tiny.N_EMBD)
+    return VisionPair(folder / MODEL_NAME, folder / PROJECTOR_NAME, TINY_SHAPE.image_tokens, PROJECTOR_TYPE,
+                      TINY_SHAPE.image_size, tiny.N_EMBD)
