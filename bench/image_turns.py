@@ -31,8 +31,8 @@ alternates), on one loaded model:
   prompt (calibrated once from the prompt counts both report; each run's counts are kept), new
   words each run.
 Turn 2's time is from `stream()` called to its first token's text (one token asked), as the
-caller sees it: whether the image is evaluated again, and what carrying it with the request
-costs. Beside it, the engine's own time to the first token (ReplyStats.ttft_s, from its decode
+caller sees it: whether the image is evaluated again, or carried to the engine's process
+again. Beside it, the engine's own time to the first token (ReplyStats.ttft_s, from its decode
 loop's start) and the prompt tokens turn 2 evaluated. Each run's conversations start
 differently, so no run reuses another's prefix. The figure is the median of the runs' ratios,
 with median ÷ median beside it.
