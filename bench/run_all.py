@@ -13,6 +13,7 @@ SCRIPTS = [
     "open_conversation.py", "remote_chat.py", "serve_speed.py", "lookup_decoding.py",
     "resume.py", "memory_plan.py", "grammar.py", "tool_prompt.py", "tool_loop.py", "tool_stalls.py",
     "docs_search.py", "docs_recall.py", "docs_ttft.py", "docs_window.py", "engine_process.py", "window_process.py",
+    "image_turns.py",
 ]
 
 
