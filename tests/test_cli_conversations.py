@@ -143,7 +143,7 @@ def test_export_and_import_round_trip_the_whole_tree_and_the_branch_shown(home, 
     assert hearth(home, "conversations", "export", cid, "--format", "json", "--out", out).stdout == b""
     assert out.read_bytes() == exported
     data = json.loads(exported)
-    assert data["version"] == 5 and len(data["messages"]) == 7
+    assert data["version"] == 4 and len(data["messages"]) == 7
     imported = hearth(home, "conversations", "import", out)
     new = int(imported.stdout)
     assert imported.stdout == f"{new}\n".encode() and new != cid and imported.stderr == b""
@@ -177,10 +177,8 @@ def test_a_missing_or_trashed_conversation_is_one_clear_line(home, tmp_path, com
         trashed = store.create_conversation(title="Gone")
         store.delete(trashed)
     out = tmp_path / "never.md"
-    # No window holds the data folder, so no Undo can bring the trashed one back: the command
-    # line's start empties the trash, as the window's does.
     for missing, said in ((trashed + 1, f"There is no conversation {trashed + 1}."),
-                          (trashed, f"There is no conversation {trashed}.")):
+                          (trashed, f"There is no conversation {trashed} (it is in the trash).")):
         result = hearth(home, *[a.format(id=missing, out=out) for a in command], check=False)
         assert result.returncode == 1 and result.stdout == b""
         assert result.stderr.decode().strip() == f"hearth: error: {said}"

@@ -99,8 +99,7 @@ class ConversationStore:
         tests use it to cover that path. recover=False leaves 'streaming' replies as they are:
         the command line reads beside a running Hearth, whose reply is not a crashed one; and
         image files no message names (a crash between writing one and committing its message)
-        are swept only with recover. So is the trash emptied: it holds what the window's Undo
-        may bring back, and no Undo outlives the Hearth that offered it.
+        are swept only with recover.
         """
         self.path = Path(path)
         self._files = ImageFiles(images_folder(self.path))
@@ -109,7 +108,7 @@ class ConversationStore:
             self.full_text_search = search.install(self._conn, full_text_search)
             if recover:
                 streaming.recover_interrupted(self._conn)
-                self.purge_deleted()  # and sweeps the image files no message names
+                image_links.sweep(self._conn, self._files)
         except sqlite3.Error as exc:
             self._conn.close()
             raise database_error(path, exc) from exc

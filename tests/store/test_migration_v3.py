@@ -76,9 +76,8 @@ def test_the_tree_reads_as_version_2_showed_it(v2, copy_of_v2):
         cid = v2.tree_conversation_id
         shown = store.messages(cid)
         assert shown[-1].id == v2.regenerated_id and (shown[-1].version, shown[-1].versions) == (2, 2)
-        assert v2.deleted_id not in {m.id for m in shown}  # deleted (in the trash) before the upgrade...
-        with pytest.raises(StoreError):
-            store.message(v2.deleted_id)  # ...and erased at this first start, which empties the trash
+        assert store.message(v2.deleted_id).content == "A reply deleted later."  # kept for an Undo...
+        assert v2.deleted_id not in {m.id for m in shown}  # ...and not shown
         assert store.show_version(v2.edited_id) != v2.regenerated_id
         assert [m.content for m in store.messages(cid)][-2:] == [
             "An edited question: what changes below it?", "The reply to the edited question."]
