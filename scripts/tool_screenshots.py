@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt  # noqa: E402
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice  # noqa: E402
 from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
 from PySide6.QtWidgets import QApplication, QHBoxLayout, QWidget  # noqa: E402
 
@@ -112,8 +112,7 @@ def picker(app: QApplication, out: Path, appearance: str) -> None:
     tools.set_statuses(STATUSES)
     tools.set_chosen(frozenset({"files", "weather", "search"}))
     layout.addWidget(composer, 1)
-    # Beside Send, at its foot, as the window may place it.
-    composer.layout().itemAt(1).layout().insertWidget(1, tools, 0, Qt.AlignmentFlag.AlignBottom)
+    composer.add_beside_send(tools)  # beside Send, at its foot, as the window places it
     row.resize(720, 130)
     row.show()
     settle(app)

@@ -143,7 +143,7 @@ def test_export_and_import_round_trip_the_whole_tree_and_the_branch_shown(home, 
     assert hearth(home, "conversations", "export", cid, "--format", "json", "--out", out).stdout == b""
     assert out.read_bytes() == exported
     data = json.loads(exported)
-    assert data["version"] == 4 and len(data["messages"]) == 7
+    assert data["version"] == 5 and len(data["messages"]) == 7
     imported = hearth(home, "conversations", "import", out)
     new = int(imported.stdout)
     assert imported.stdout == f"{new}\n".encode() and new != cid and imported.stderr == b""

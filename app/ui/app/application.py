@@ -171,7 +171,7 @@ def open_store(path: Path) -> ConversationStore | None:
     from a newer Hearth, a disk error, no permission) is said and Hearth quits: moving a sound
     file aside would hide its conversations. None: Hearth does not start."""
     try:
-        return ConversationStore(path)
+        return _trash_emptied(ConversationStore(path))
     except DatabaseDamaged as exc:
         if not ask_to_move_aside(str(exc)):
             return None
@@ -181,10 +181,22 @@ def open_store(path: Path) -> ConversationStore | None:
     try:
         moved = move_aside(path)
         log.warning("conversation database moved aside to %s", moved)
-        return ConversationStore(path)
+        return ConversationStore(path)  # empty: no trash
     except (OSError, StoreError) as exc:
         QMessageBox.critical(None, "Hearth", f"Could not start with an empty conversation database: {exc}")
         return None
+
+
+def _trash_emptied(store: ConversationStore) -> ConversationStore:
+    """The store with its trash emptied: it holds only what the window's Undo may bring back (a
+    deleted conversation, a deleted version), and no Undo outlives the window that offered it. So
+    what the user deleted, and the image files only it used, are gone at the next start, not
+    kept forever. A failure here (a damaged page) is the store's to say when it is met again."""
+    try:
+        store.purge_deleted()
+    except StoreError as exc:
+        log.warning("could not empty the trash: %s", exc)
+    return store
 
 
 MOVE_ASIDE_BUTTON = "Move it aside and start fresh"
