@@ -1,14 +1,16 @@
-"""How each token of a reply is picked: llama.cpp's native sampler chain (logit bias,
-penalties, then greedy or top-k/top-p/min-p/temperature/dist), and, for tool calls and
-structured output, a grammar the reply must follow.
+"""How each token of a reply is picked: the logit bias and penalties applied to the logits they
+touch (logit_adjust.py), then llama.cpp's native sampler chain (greedy, or
+top-k/top-p/min-p/temperature/dist; greedy without a grammar is the row's argmax, as llama.cpp's
+greedy sampler takes it, without copying the row), and, for tool calls and structured output, a
+grammar the reply must follow.
 
 The grammar is applied the way llama.cpp's own common_sampler does it, which is why
 constrained decoding costs almost nothing: the chain picks a token as if there were no
 grammar, the grammar checks that one token alone, and only when it refuses is the grammar
 applied to the whole vocabulary (262,144 tokens for Gemma 3, milliseconds of work) and the
 token picked again from what it allows. The chain is cloned before each pick, so a refused
-pick leaves no trace: the penalties count only the tokens the reply keeps, and the random
-stream draws once for the pick that stands. Each kept token is accepted into the grammar and
+pick leaves no trace: the random stream draws once for the pick that stands, and the penalties
+count only the token sample() returns. Each kept token is accepted into the grammar and
 the chain exactly once. Prompt-lookup drafting (draft_verifier.py) calls sample() once per
 reply token, in order, and keeps a drafted token only where sample() picked it, so the
 grammar's state always follows the reply's tokens.
@@ -40,6 +42,7 @@ from llama_cpp import llama_cpp as llama_c
 
 from ..sampling import SamplingParams
 from .grammar import Grammar
+from .logit_adjust import LogitAdjustments
 
 log = logging.getLogger(__name__)
 
@@ -53,20 +56,14 @@ class GrammarError(ValueError):
     """A grammar llama.cpp could not compile (the message says which); raised before a reply."""
 
 
-def build_chain(n_vocab: int, params: SamplingParams, seed: int) -> int:
-    """The native chain for `params`, as a llama_sampler pointer the caller frees."""
+def build_chain(params: SamplingParams, seed: int) -> int:
+    """The native chain for `params` after the logit bias and penalties (logit_adjust.py applies
+    those to the logits row first), as a llama_sampler pointer the caller frees."""
     chain = llama_c.llama_sampler_chain_init(llama_c.llama_sampler_chain_default_params())
 
     def add(sampler) -> None:
         llama_c.llama_sampler_chain_add(chain, sampler)
 
-    if params.logit_bias:
-        biases = (llama_c.llama_logit_bias * len(params.logit_bias))()
-        for entry, (token, bias) in zip(biases, params.logit_bias.items()):
-            entry.token, entry.bias = token, bias
-        add(llama_c.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), biases))
-    add(llama_c.llama_sampler_init_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty,
-                                             params.frequency_penalty, params.presence_penalty))
     if params.temperature == 0:
         add(llama_c.llama_sampler_init_greedy())
         return chain
@@ -88,8 +85,10 @@ class ReplySampler:
         self._n_vocab = llama_c.llama_vocab_n_tokens(self._vocab)
         self._llm = llm
         self._buffer = ctypes.create_string_buffer(64)
-        self._owned: dict[str, int | None] = {"chain": build_chain(self._n_vocab, params, seed), "grammar": None}
-        self._finalizer = weakref.finalize(self, _free, self._owned)
+        self._owned: dict[str, int | None] = {"chain": build_chain(params, seed), "grammar": None}
+        self._adjust = LogitAdjustments(params, self._n_vocab)
+        self._finalizer = weakref.finalize(self, _free, self._owned, self._adjust)
+        self._greedy = params.temperature == 0
         self._grammar = grammar
         self._end = min(stop_tokens) if stop_tokens else llama_c.llama_vocab_eos(self._vocab)
         self._stop_tokens = stop_tokens
@@ -118,9 +117,24 @@ class ReplySampler:
     # --- picking -------------------------------------------------------------------------------
 
     def sample(self, ctx, index: int) -> int:
-        """The next token, from the logits of batch row `index` of `ctx` (a LlamaContext)."""
+        """The next token, from the logits of batch row `index` of `ctx` (a LlamaContext): the
+        row biased and penalized in place (logit_adjust.py) while the token is picked, then put
+        back; the token kept counts against repeats from then on."""
+        row = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(ctx.ctx, index), shape=(self._n_vocab,))
+        if self._adjust.active:
+            self._adjust.apply(row)
+        try:
+            token = self._picked(ctx, index, row)
+        finally:
+            self._adjust.restore(row)
+        self._adjust.accept(token)
+        return token
+
+    def _picked(self, ctx, index: int, row: np.ndarray) -> int:
         chain = self._owned["chain"]
         if self._grammar is None:
+            if self._greedy:  # the greedy sampler's pick (the first of the largest), without its copy of the row
+                return int(np.argmax(row))
             return llama_c.llama_sampler_sample(chain, ctx.ctx, index)
         snapshot = llama_c.llama_sampler_clone(chain)
         token = llama_c.llama_sampler_sample(chain, ctx.ctx, index)
@@ -294,7 +308,8 @@ def _accept(grammar: int, token: int) -> bool:
     return True
 
 
-def _free(owned: dict[str, int | None]) -> None:
+def _free(owned: dict[str, int | None], adjust: LogitAdjustments) -> None:
+    adjust.close()
     for key in ("chain", "grammar"):
         if owned[key]:
             llama_c.llama_sampler_free(owned[key])

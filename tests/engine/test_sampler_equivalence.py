@@ -1,0 +1,93 @@
+"""The reply sampler picks exactly what llama.cpp's full-vocabulary chain picked (#31): the logit
+bias and penalties now touch only their own tokens (engine/llama/logit_adjust.py) and greedy is
+the row's argmax, where before llama.cpp's logit-bias, penalties and greedy samplers visited all
+262,144 of Gemma 3's tokens every token. The same seed must give the same text for every
+sampler setting.
+
+`full_vocabulary_chain` is the chain as Hearth built it before: the reference. Both samplers
+read the same real logits (the real Gemma 3 270M, each row a real decode of the reply so far),
+pick, and the reference's pick is what is decoded next, for every setting in SETTINGS; the
+two picks must agree at every token, and the row must be left as the model wrote it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from llama_cpp import Llama
+from llama_cpp import llama_cpp as llama_c
+
+from app.engine.llama.reply_sampler import ReplySampler
+from app.engine.sampling import SamplingParams
+
+TOKENS = 48
+PROMPT = b"<start_of_turn>user\nList the planets, then list them again in reverse order.<end_of_turn>\n<start_of_turn>model\n"
+
+SETTINGS = {
+    "greedy": SamplingParams(temperature=0.0, repeat_penalty=1.0),
+    "greedy, repeat penalty": SamplingParams(temperature=0.0, repeat_penalty=1.3, repeat_last_n=16),
+    "greedy, all penalties and a bias": SamplingParams(temperature=0.0, repeat_penalty=1.1, presence_penalty=0.7,
+                                                       frequency_penalty=0.35, logit_bias={236743: 2.5, 108: -1.5}),
+    "balanced": SamplingParams(),
+    "creative": SamplingParams(temperature=1.0, top_k=100, top_p=0.98, min_p=0.02, repeat_penalty=1.05),
+    "presence only": SamplingParams(repeat_penalty=1.0, presence_penalty=1.5, repeat_last_n=8),
+    "frequency, long window": SamplingParams(temperature=0.9, repeat_penalty=1.0, frequency_penalty=0.6,
+                                             repeat_last_n=256),
+    "no top-k": SamplingParams(top_k=0, top_p=0.9, min_p=0.0, temperature=1.2),
+    "penalties off by the window": SamplingParams(repeat_penalty=1.5, repeat_last_n=0),
+}
+
+
+def full_vocabulary_chain(n_vocab: int, params: SamplingParams, seed: int) -> int:
+    """The chain Hearth built before #31: logit bias, penalties, then greedy or the rest."""
+    chain = llama_c.llama_sampler_chain_init(llama_c.llama_sampler_chain_default_params())
+
+    def add(sampler) -> None:
+        llama_c.llama_sampler_chain_add(chain, sampler)
+
+    if params.logit_bias:
+        biases = (llama_c.llama_logit_bias * len(params.logit_bias))()
+        for entry, (token, bias) in zip(biases, params.logit_bias.items()):
+            entry.token, entry.bias = token, bias
+        add(llama_c.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), biases))
+    add(llama_c.llama_sampler_init_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty,
+                                             params.frequency_penalty, params.presence_penalty))
+    if params.temperature == 0:
+        add(llama_c.llama_sampler_init_greedy())
+        return chain
+    if params.top_k > 0:
+        add(llama_c.llama_sampler_init_top_k(params.top_k))
+    add(llama_c.llama_sampler_init_top_p(params.top_p, 1))
+    add(llama_c.llama_sampler_init_min_p(params.min_p, 1))
+    add(llama_c.llama_sampler_init_temp(params.temperature))
+    add(llama_c.llama_sampler_init_dist(seed))
+    return chain
+
+
+@pytest.fixture(scope="module")
+def llm(gemma_path):
+    model = Llama(model_path=str(gemma_path), n_ctx=512, n_threads=1, verbose=False)
+    yield model
+    model.close()
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_every_pick_is_the_full_vocabulary_chains(llm, name):
+    params, seed = SETTINGS[name], 1234
+    n_vocab = llama_c.llama_vocab_n_tokens(llm._model.vocab)
+    reference = full_vocabulary_chain(n_vocab, params, seed)
+    sampler = ReplySampler(llm, params, seed)
+    try:
+        llm.reset()
+        llm.eval(llm.tokenize(PROMPT, add_bos=True, special=True))
+        for step in range(TOKENS):
+            row = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
+            written = row.copy()
+            ours = sampler.sample(llm._ctx, -1)
+            assert np.array_equal(row, written, equal_nan=True), "the row was not put back as the model wrote it"
+            theirs = llama_c.llama_sampler_sample(reference, llm._ctx.ctx, -1)
+            assert ours == theirs, f"{name}: token {step} is {ours} where the full chain picked {theirs}"
+            llm.eval([theirs])
+    finally:
+        sampler.close()
+        llama_c.llama_sampler_free(reference)
