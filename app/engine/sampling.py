@@ -31,7 +31,12 @@ class SamplingParams:
     top_k: int = 40
     top_p: float = 0.95
     min_p: float = 0.05
-    repeat_penalty: float = 1.1
+    # No repeat penalty by default (#31): llama.cpp's own default turned it off (1.0), current
+    # model cards recommend none or a presence penalty (Gemma 3, Llama 3, Qwen 3), and it steers a
+    # reply away from the very copies prompt lookup drafts (a code snippet repeated, a quote):
+    # under 1.1 over 64 tokens lookup gained nothing (bench/reference_speed.py). Where a model
+    # loops, Parameters and --repeat-penalty still set one.
+    repeat_penalty: float = 1.0
     repeat_last_n: int = 64
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
@@ -123,6 +128,8 @@ BOUNDS: dict[str, Bounds] = {
 PRESETS: dict[str, SamplingParams] = {
     # Deterministic: the likeliest token every time. For facts, code, extraction.
     "Precise": SamplingParams(temperature=0.0, top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0),
+    # Hearth's defaults: temperature 0.7 within top-k 40, top-p 0.95 and min-p 0.05, and no repeat
+    # penalty (why: SamplingParams.repeat_penalty), so prompt lookup speeds up what it can.
     "Balanced": SamplingParams(),
     # Looser: more varied wording, for brainstorming and fiction.
     "Creative": SamplingParams(temperature=1.0, top_k=100, top_p=0.98, min_p=0.02, repeat_penalty=1.05),
