@@ -144,8 +144,8 @@ def served(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> d
 
 def chat_rate(model: Path, threads: int, tokens: int) -> float:
     done = subprocess.run([sys.executable, "-m", "app", "chat", str(model), PROMPT, "--temperature", "0",
-                           "--repeat-penalty", "1", "--draft", "none", "--max-tokens", str(tokens), "--threads",
-                           str(threads), "--stats", "json"], cwd=ROOT, capture_output=True, text=True, check=True)
+                           "--repeat-penalty", "1", "--draft", "none", "--max-tokens", str(tokens), "--stats", "json"],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(done.stderr.strip().splitlines()[-1])["tokens_per_s"]
 
 
@@ -157,6 +157,8 @@ def bench_rate(binary: Path, model: Path, threads: int, tokens: int) -> float:
 
 
 def against_bench(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> dict:
+    """`hearth chat` decodes with Hearth's own thread count (it has no flag for it), so llama-bench
+    is given the same: `threads` here is always Hearth's choice."""
     rates = {"hearth chat": [], "llama-bench": []}
     for run in range(runs):
         sides = [("hearth chat", lambda: chat_rate(model, threads, tokens)),
@@ -212,8 +214,11 @@ def budget(model: Path, threads: int, tokens: int) -> dict:
     finally:
         engine.close()
     gui = ROOT / "bench" / "results" / "gui_path.json"
-    if gui.exists():
-        results["signal_hop_from_gui_path_json"] = json.loads(gui.read_text()).get("per_token_hop_us")
+    if gui.exists():  # bench/gui_path.py's last run: the window's rate against the engine's, per token
+        window = json.loads(gui.read_text())
+        hop = 1 / window["gui_tokens_per_s"] - 1 / window["engine_tokens_per_s"]
+        results["window_hop_us_from_gui_path_json"] = {"per_token": round(hop * 1e6, 1), "gui_path_ratio":
+                                                       window["ratio"]}
     return results
 
 
@@ -270,7 +275,7 @@ def main() -> int:
     if "served" in parts:
         results["served"] = served(model, binary, threads, args.runs, args.tokens)
     if "bench" in parts:
-        results["chat_vs_llama_bench"] = against_bench(model, binary, threads, args.runs, args.tokens)
+        results["chat_vs_llama_bench"] = against_bench(model, binary, cpu_threads().generate, args.runs, args.tokens)
     if "budget" in parts:
         results["per_token_us"] = budget(model, threads, args.tokens)
     if "lookup" in parts:

@@ -52,7 +52,7 @@ class DraftVerifier:
     def advance(self, token: int, room: int) -> int:
         """`token` joins the reply, which has room for `room` more tokens after it."""
         if self._context is None:
-            self._llm.eval([token])
+            self._decode([token])
             return -1
         if self._drafter is None:
             self._drafter = Drafter(self._context)
