@@ -11,7 +11,9 @@ per physical core), llama.cpp's default batch, and the same flags.
 
 1. Served decode: the same prompt to `hearth serve` and to `llama-server`, streamed
    /v1/completions read by the official openai client, 128 tokens, taken in turns; tokens/s from
-   the times the pieces arrived, (pieces - 1) ÷ (last - first). Twice: greedy, and the Balanced
+   the times the pieces arrived, (pieces - 1) ÷ (last - first). Hearth decodes one token at a
+   time here (the request's `draft: "none"`), as llama-server does without a draft model; its
+   rate with prompt lookup (what a request gets by default) is shown beside it. Twice: greedy, and the Balanced
    preset (temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, seed 7) sent to both as the same
    request fields; repeat penalty 1 on both (Hearth's default since #31, llama.cpp's too). Target
    ≥ 0.97.
@@ -89,8 +91,8 @@ class LlamaServer:
         self._process.wait(30)
 
 
-def completion_times(client, model: str, prompt: str, tokens: int, sampling: dict) -> list[float]:
-    fields = dict(sampling)
+def completion_times(client, model: str, prompt: str, tokens: int, sampling: dict, **extra) -> list[float]:
+    fields = dict(sampling, **extra)
     temperature = fields.pop("temperature")
     seed = fields.pop("seed", None)
     stream = client.completions.create(model=model, prompt=prompt, max_tokens=tokens, temperature=temperature,
@@ -123,13 +125,17 @@ def served(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> d
             for name, sampling in (("greedy", GREEDY), ("balanced", BALANCED)):
                 for client, model_id in ((ours, hearth.model_id), (theirs, model.name)):  # warm both
                     completion_times(client, model_id, PROMPT, 8, sampling)
-                rates = {"hearth": [], "llama-server": []}
+                rates = {"hearth": [], "hearth with lookup": [], "llama-server": []}
                 for run in range(runs):
-                    sides = [("hearth", ours, hearth.model_id), ("llama-server", theirs, model.name)]
-                    for side, client, model_id in (sides if run % 2 == 0 else sides[::-1]):
-                        times = completion_times(client, model_id, PROMPT, tokens, sampling)
+                    sides = [("hearth", ours, hearth.model_id, {"draft": "none"}),
+                             ("hearth with lookup", ours, hearth.model_id, {}),
+                             ("llama-server", theirs, model.name, {})]
+                    for side, client, model_id, extra in (sides if run % 2 == 0 else sides[::-1]):
+                        times = completion_times(client, model_id, PROMPT, tokens, sampling, **extra)
                         rates[side].append(rate(times))
                 results[name] = _pairs(rates["hearth"], rates["llama-server"], "tokens/s")
+                results[name + ", as served (prompt lookup on)"] = _pairs(rates["hearth with lookup"],
+                                                                         rates["llama-server"], "tokens/s")
             firsts = {"hearth": [], "llama-server": []}
             for run in range(runs):
                 prompt = f"Note {run} of the day, for room {run % 5}. {BRIEF}"

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 
 from ..engine.logprobs import MAX_TOP_LOGPROBS
-from ..engine.sampling import BOUNDS, SamplingError, SamplingParams
+from ..engine.sampling import BOUNDS, Drafting, SamplingError, SamplingParams
 from ..engine.tools.types import PLAIN, ToolsError, ToolUse
 from ..engine.tools.wire import tool_use_from_openai
 from .completions import MAX_CHOICES
@@ -181,6 +181,12 @@ def _sampling(data: dict, defaults: SamplingParams) -> SamplingParams:
     bias = _logit_bias(data.get("logit_bias"))
     if bias:
         changes["logit_bias"] = bias
+    draft = data.get("draft")  # Hearth's own field: prompt lookup on (the default) or off for this request
+    if draft is not None:
+        if draft not in [way.value for way in Drafting]:
+            raise bad_request(f"draft must be {' or '.join(repr(way.value) for way in Drafting)}, not {str(draft)[:40]!r}.",
+                              param="draft")
+        changes["draft"] = Drafting(draft)
     try:
         return defaults.with_changes(**changes)
     except SamplingError as exc:  # every field was checked alone; this is a safety net

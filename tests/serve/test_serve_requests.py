@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from app.engine.sampling import PRESETS, SamplingParams
+from app.engine.sampling import PRESETS, Drafting, SamplingParams
 from app.serve.addresses import is_loopback
 from app.serve.errors import ApiError
 from app.serve.requests import parse_chat, parse_completion
@@ -36,6 +36,18 @@ def test_fields_left_out_or_null_take_the_servers_defaults():
     assert parse_chat(body(), DEFAULTS).params == DEFAULTS
     assert parse_chat(body(temperature=None, stop=None, seed=None, stream=None), DEFAULTS).params == DEFAULTS
     assert parse_chat(body(), SamplingParams()).params == SamplingParams()
+
+
+def test_prompt_lookup_may_be_turned_off_per_request_and_nothing_else_is_taken():
+    """Hearth's own `draft` field: "none" decodes one token at a time (a benchmark's fair side,
+    bench/reference_speed.py), "lookup" is the default."""
+    assert parse_chat(body(draft="none"), DEFAULTS).params.draft is Drafting.NONE
+    assert parse_completion(json.dumps({"model": "m", "prompt": "x", "draft": "lookup"}).encode(),
+                            DEFAULTS).params.draft is Drafting.LOOKUP
+    for wrong in ("fast", 1, True):
+        with pytest.raises(ApiError) as refused:
+            parse_chat(body(draft=wrong), DEFAULTS)
+        assert refused.value.param == "draft" and "'lookup' or 'none'" in refused.value.message
 
 
 def test_max_completion_tokens_is_the_newer_name_for_max_tokens():
