@@ -7,7 +7,8 @@ llama-server and llama-bench are built once per machine from the very llama.cpp 
 llama-cpp-python 0.3.36 vendors, with Hearth's portable flags (scripts/llama-reference.sh, about
 10 minutes on 2 cores; cached by version and flags; not part of `make test`). Every side runs the
 same model with the same thread count (--threads, default: Hearth's own choice for decoding, one
-per physical core), llama.cpp's default batch, and the same flags.
+per physical core), llama.cpp's default batch, the same flags, and flash attention as Hearth's
+Auto has it on a CPU (off; FLASH_ATTN).
 
 1. Served decode: the same prompt to `hearth serve` and to `llama-server`, streamed
    /v1/completions read by the official openai client, 128 tokens, taken in turns; tokens/s from
@@ -58,6 +59,10 @@ from serve_speed import BRIEF, paired, rate  # noqa: E402
 PROMPT = "Once upon a time, in a lighthouse on a rock far out at sea, there lived a keeper who"
 BALANCED = {"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": 7}
 GREEDY = {"temperature": 0.0}
+# Hearth's Auto resolves flash attention off on a CPU with an f16 cache (engine/load_checks.py);
+# llama.cpp's auto turns it on there. Matched: off on every side (on, llama-bench measured
+# 1.5-2% faster here, within its noise).
+FLASH_ATTN = "off"
 
 
 def reference_bin() -> Path:
@@ -74,7 +79,7 @@ class LlamaServer:
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self._process = subprocess.Popen(
             [str(binary), "-m", str(model), "--port", str(port), "-t", str(threads), "-tb", str(threads), "-c", "4096",
-             "--parallel", "1", "--no-webui"], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--parallel", "1", "--no-webui", "--flash-attn", FLASH_ATTN], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -157,7 +162,7 @@ def chat_rate(model: Path, threads: int, tokens: int) -> float:
 
 def bench_rate(binary: Path, model: Path, threads: int, tokens: int) -> float:
     done = subprocess.run([str(binary / "llama-bench"), "-m", str(model), "-t", str(threads), "-n", str(tokens),
-                           "-p", "0", "-r", "1", "-o", "json"], env=dict(os.environ, LD_LIBRARY_PATH=str(binary)),
+                           "-p", "0", "-r", "1", "-fa", FLASH_ATTN, "-o", "json"], env=dict(os.environ, LD_LIBRARY_PATH=str(binary)),
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)[0]["avg_ts"]
 
