@@ -68,7 +68,7 @@ class ServingDisplay(QObject):
         row.addWidget(self.serving_label)
         row.addWidget(self.copy_address_button)
         self.serving_status.hide()
-        status_bar.insertPermanentWidget(0, self.serving_status)
+        status_bar.addPermanentWidget(self.serving_status)  # the first permanent widget: made before the others
 
         self.serve_action = menu_actions.make("Serve the loaded model…", self.toggle_serving, tip=SERVE_TIP)
         self.serve_action.setCheckable(True)
