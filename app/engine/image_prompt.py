@@ -39,15 +39,11 @@ def placeholder(digest: str) -> str:
 def with_placeholders(messages: list[dict]) -> tuple[list[dict], dict[str, Image]]:
     """The messages as the template renders them (each image a placeholder before the text,
     no "images" key) and the images by digest. Every string in them that spells a placeholder's
-    opening (a message's text, a tool call's arguments, a name) is broken up first; messages
-    with neither images nor such text come back as they are."""
+    opening (a message's text, a tool call's arguments, a name) is broken up first."""
     images: dict[str, Image] = {}
     rendered = []
     for message in messages:
         attached = message.get("images") or ()
-        if not attached and not _spells_opening(message):
-            rendered.append(message)
-            continue
         changed = {key: _escaped(value) for key, value in message.items() if key != "images"}
         for image in attached:
             images[image.digest] = image
@@ -69,16 +65,6 @@ def check_images_written(messages: list[dict], text: str, images: dict[str, Imag
             raise ImageError(f"The chat template ({template}) does not write a message's image into the prompt "
                              "as it was given; the model would not see it. Choose another template, or send "
                              "the message without images.")
-
-
-def _spells_opening(value) -> bool:
-    if isinstance(value, str):
-        return _OPENING in value
-    if isinstance(value, dict):
-        return any(_spells_opening(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_spells_opening(item) for item in value)
-    return False
 
 
 def _escaped(value):

@@ -493,4 +493,3 @@ class Engine(Backend):
     def cached_tokens(self) -> list[int]:
         """The token sequence of the last prompt and reply (what the next prompt should extend)."""
         return self._prefix.tokens
-

@@ -33,7 +33,7 @@ class LogitAdjustments:
 
     def __init__(self, params: SamplingParams, n_vocab: int):
         biased = sorted((token, bias) for token, bias in params.logit_bias.items() if 0 <= token < n_vocab)
-        self._bias_ids = np.array([token for token, _ in biased], dtype=np.int64)
+        self.bias_ids = np.array([token for token, _ in biased], dtype=np.int64)  # sorted, in the vocabulary
         self._bias = np.array([bias for _, bias in biased], dtype=np.float32)
         self._last_n = params.repeat_last_n
         penalizes = not (params.repeat_last_n == 0 or (params.repeat_penalty == 1.0 and params.frequency_penalty == 0.0
@@ -45,15 +45,15 @@ class LogitAdjustments:
         self._counts: Counter[int] = Counter()
         self._cur = np.empty(max(params.repeat_last_n, 1) if penalizes else 1, dtype=_TOKEN_DATA)
         self._saved: tuple[np.ndarray, np.ndarray] | None = None
-        self.active = bool(len(self._bias_ids)) or penalizes
+        self.active = bool(len(self.bias_ids)) or penalizes
 
     def apply(self, row: np.ndarray) -> None:
         """Bias, then penalize, the tokens they touch in `row` (the chain's order before #31)."""
         recent = np.fromiter(self._counts, dtype=np.int64, count=len(self._counts)) if self._penalties else None
-        touched = self._bias_ids if recent is None or not len(recent) else np.union1d(self._bias_ids, recent)
+        touched = self.bias_ids if recent is None or not len(recent) else np.union1d(self.bias_ids, recent)
         self._saved = (touched, row[touched].copy())
-        if len(self._bias_ids):
-            row[self._bias_ids] += self._bias
+        if len(self.bias_ids):
+            row[self.bias_ids] += self._bias
         if recent is not None and len(recent):
             cur = self._cur[:len(recent)]
             cur["id"], cur["logit"], cur["p"] = recent, row[recent], 0.0

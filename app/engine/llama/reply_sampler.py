@@ -98,8 +98,6 @@ class ReplySampler:
             self._active = not grammar.lazy
             self._triggers = _Triggers(grammar.trigger_patterns) if grammar.lazy else None
             self._cur = np.empty(self._n_vocab, dtype=_TOKEN_DATA)
-            # Only ids in the vocabulary: llama.cpp skips others, and so must the resample's index.
-            self._biased = np.array(sorted(t for t in params.logit_bias if 0 <= t < self._n_vocab), dtype=np.int64)
             self._ids = np.arange(self._n_vocab, dtype=np.int32)
             self._one = llama_c.llama_token_data()
             self._one_array = llama_c.llama_token_data_array(
@@ -190,7 +188,7 @@ class ReplySampler:
         logits = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(ctx.ctx, index), shape=(self._n_vocab,))
         if grammar:
             head = min(RESAMPLE_SHORTLIST, self._n_vocab)
-            shortlist = np.union1d(np.argpartition(logits, -head)[-head:], self._biased)
+            shortlist = np.union1d(np.argpartition(logits, -head)[-head:], self._adjust.bias_ids)
             token = self._pick(logits, shortlist.astype(np.int32), grammar=True)
             if token is not None:
                 return token

@@ -106,13 +106,13 @@ class Vision:
         self._marker = mtmd.mtmd_default_marker()
         self._entries: OrderedDict[str, list[int]] = OrderedDict()
         self._pending: dict[int, int] = {}  # run id -> an mtmd_input_chunk (owned: a copy), not yet evaluated
-        self._by_run: dict[int, Image] = {}  # the prompt's images, by every run id they may have
+        self._images: tuple[Image, ...] = ()  # the prompt's images
         self.encode_seconds: list[float] = []  # each image evaluated for the prompt being made
 
     def begin(self, images: Iterable[Image]) -> None:
         """A new prompt is being made, with these images: chunks left from the last are freed."""
         self._free_pending()
-        self._by_run = {position_id(image.digest, chunk): image for image in images for chunk in range(MAX_CHUNKS)}
+        self._images = tuple(images)
         self.encode_seconds = []
 
     def entries(self, image: Image) -> list[int]:
@@ -182,8 +182,11 @@ class Vision:
     def evaluate(self, run: int, n_past: int) -> int:
         """Encode the image chunk of `run` and decode it into the KV cache at `n_past`; the
         position after it. Raises RuntimeError where llama.cpp fails."""
-        if run not in self._pending and run in self._by_run:
-            self._tokenize(self._by_run[run])
+        if run not in self._pending:  # rare: its entries were reused, its chunk long freed
+            owner = next((image for image in self._images
+                          if any(position_id(image.digest, chunk) == run for chunk in range(MAX_CHUNKS))), None)
+            if owner is not None:
+                self._tokenize(owner)
         chunk = self._pending.pop(run, None)
         if chunk is None:
             raise RuntimeError("an image in the prompt is not among the request's images")  # the engine's mistake
