@@ -17,6 +17,7 @@ import pytest
 from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
+from app.engine.llama.logits_rows import LogitsRows
 from app.engine.llama.reply_sampler import ReplySampler
 from app.engine.sampling import SamplingParams
 
@@ -83,7 +84,7 @@ def test_every_pick_is_the_full_vocabulary_chains(llm, name):
         for step in range(TOKENS):
             row = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
             written = row.copy()
-            ours = sampler.sample(llm._ctx, -1)
+            ours = sampler.sample(-1)
             assert np.array_equal(row, written, equal_nan=True), "the row was not put back as the model wrote it"
             theirs = llama_c.llama_sampler_sample(reference, llm._ctx.ctx, -1)
             assert ours == theirs, f"{name}: token {step} is {ours} where the full chain picked {theirs}"
@@ -91,3 +92,34 @@ def test_every_pick_is_the_full_vocabulary_chains(llm, name):
     finally:
         sampler.close()
         llama_c.llama_sampler_free(reference)
+
+
+def test_a_kept_row_view_reads_what_llama_cpp_holds_after_its_buffer_grows(llm):
+    """LogitsRows keeps a view per row address: after a batch with more rows than llama.cpp's
+    output buffer held (it grows it, at new addresses), and after a lone token again, every
+    row read is the one llama_get_logits_ith points at now, never a stale copy."""
+    n_vocab = llama_c.llama_vocab_n_tokens(llm._model.vocab)
+    rows = LogitsRows(llm._ctx, n_vocab)
+
+    def fresh(index: int) -> np.ndarray:
+        return np.ctypeslib.as_array(llama_c.llama_get_logits_ith(llm._ctx.ctx, index), shape=(n_vocab,)).copy()
+
+    llm.reset()
+    llm.eval(llm.tokenize(PROMPT, add_bos=True, special=True))
+    first = rows.row(-1)
+    assert np.array_equal(first, fresh(-1)) and first.flags.writeable
+    batch = llama_c.llama_batch_init(8, 0, 1)
+    try:  # eight rows with logits, where the buffer held one
+        for i, token in enumerate(llm.tokenize(b" one two three four five six seven eight", add_bos=False)[:8]):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, llm.n_tokens + i, 1, True
+            batch.seq_id[i][0] = 0
+        batch.n_tokens = 8
+        assert llama_c.llama_decode(llm._ctx.ctx, batch) == 0
+        for index in range(8):
+            assert np.array_equal(rows.row(index), fresh(index)), f"row {index} is not what llama.cpp holds"
+        assert len({rows.row(index).ctypes.data for index in range(8)}) == 8
+        llm.n_tokens += 8
+    finally:
+        llama_c.llama_batch_free(batch)
+    llm.eval(llm.tokenize(b" nine", add_bos=False))
+    assert np.array_equal(rows.row(-1), fresh(-1))

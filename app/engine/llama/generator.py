@@ -107,6 +107,7 @@ class Engine(Backend):
         self._prefix = PrefixReuse(self.tokenize, self._is_special)
         self._last_fit: tuple[int, list[dict]] = (0, [])  # its budget, and the turns it left out
         self._piece_buffer = ctypes.create_string_buffer(64)
+        self._pieces: dict[tuple[int, bool], bytes] = {}  # (token, as text) -> its bytes: _piece
         self.last_draft_stats: DraftStats | None = None  # the last reply's drafting (None: it did not draft)
         self._keeper = StateKeeper(self._llm, states, self._prefix, self.info.path, self.device.gpu_layers,
                                    self._evaluate_prompt, Path(options.mmproj) if options.mmproj else None)
@@ -393,7 +394,7 @@ class Engine(Backend):
                     break
                 if verifier.evaluated >= self.n_ctx:
                     break  # the window is full: stop with "length"
-                token = sampler.sample(self._llm._ctx, index)
+                token = sampler.sample(index)
                 last_token_at = time.perf_counter()
                 if first_token_at is None:
                     first_token_at = last_token_at
@@ -480,14 +481,18 @@ class Engine(Backend):
 
     def _piece(self, token: int, shown: bool = False) -> bytes:
         """The bytes of one token, however long (llama_token_to_piece says when to grow).
-        `shown`: a control token whose text the reply shows."""
-        buffer = self._piece_buffer
+        `shown`: a control token whose text the reply shows. Kept once asked: a reply asks for
+        the same few thousand tokens again and again, and a dict is cheaper than the call."""
         text_token = shown or token in self._eog_text_tokens  # retyped control by llama.cpp: ask for its text
-        n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, text_token)
-        if n < 0:
-            self._piece_buffer = buffer = ctypes.create_string_buffer(-n)
+        piece = self._pieces.get((token, text_token))
+        if piece is None:
+            buffer = self._piece_buffer
             n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, text_token)
-        return buffer.raw[:n]
+            if n < 0:
+                self._piece_buffer = buffer = ctypes.create_string_buffer(-n)
+                n = llama_c.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, text_token)
+            piece = self._pieces[token, text_token] = buffer.raw[:n]
+        return piece
 
     @property
     def cached_tokens(self) -> list[int]:

@@ -12,17 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from llama_cpp import llama_cpp as llama_c
 
 from ..logprobs import Alternative, TokenLogprob, token_text
+from .logits_rows import LogitsRows
 
 
 class LogprobReader:
     """The log-probabilities of one reply's tokens, with `top` alternatives each."""
 
     def __init__(self, ctx, n_vocab: int, top: int, piece: Callable[[int], bytes]):
-        self._ctx = ctx  # a llama_cpp LlamaContext: its logits rows are read before the next decode
-        self._n_vocab = n_vocab
+        self._rows = LogitsRows(ctx, n_vocab)  # a LlamaContext's: each row read before the next decode
         self._top = top
         self._piece = piece  # a token's bytes, control tokens as their text
         self._pending: list[TokenLogprob] = []
@@ -30,7 +29,7 @@ class LogprobReader:
     def note(self, index: int, token: int) -> None:
         """The reply kept `token`, sampled from batch row `index`: read its row now, while
         the row still holds the logits it was picked from (the next decode overwrites them)."""
-        logits = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(self._ctx.ctx, index), shape=(self._n_vocab,))
+        logits = self._rows.row(index)
         shifted = logits - logits.max()
         log_total = float(np.log(np.exp(shifted, dtype=np.float64).sum()))
         top = ()

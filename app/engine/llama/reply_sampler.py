@@ -43,6 +43,7 @@ from llama_cpp import llama_cpp as llama_c
 from ..sampling import SamplingParams
 from .grammar import Grammar
 from .logit_adjust import LogitAdjustments
+from .logits_rows import LogitsRows
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,8 @@ class ReplySampler:
         self._buffer = ctypes.create_string_buffer(64)
         self._owned: dict[str, int | None] = {"chain": build_chain(params, seed), "grammar": None}
         self._adjust = LogitAdjustments(params, self._n_vocab)
+        self._ctx = llm._ctx.ctx  # the llama_context its picks read
+        self._rows = LogitsRows(llm._ctx, self._n_vocab)
         self._finalizer = weakref.finalize(self, _free, self._owned, self._adjust)
         self._greedy = params.temperature == 0
         self._grammar = grammar
@@ -114,35 +117,35 @@ class ReplySampler:
 
     # --- picking -------------------------------------------------------------------------------
 
-    def sample(self, ctx, index: int) -> int:
-        """The next token, from the logits of batch row `index` of `ctx` (a LlamaContext): the
-        row biased and penalized in place (logit_adjust.py) while the token is picked, then put
-        back; the token kept counts against repeats from then on."""
-        row = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(ctx.ctx, index), shape=(self._n_vocab,))
+    def sample(self, index: int) -> int:
+        """The next token, from the logits of the model's batch row `index`: the row biased
+        and penalized in place (logit_adjust.py) while the token is picked, then put back; the
+        token kept counts against repeats from then on."""
+        row = self._rows.row(index)
         if self._adjust.active:
             self._adjust.apply(row)
         try:
-            token = self._picked(ctx, index, row)
+            token = self._picked(index, row)
         finally:
             self._adjust.restore(row)
         self._adjust.accept(token)
         return token
 
-    def _picked(self, ctx, index: int, row: np.ndarray) -> int:
+    def _picked(self, index: int, row: np.ndarray) -> int:
         chain = self._owned["chain"]
         if self._grammar is None:
             if self._greedy:  # the greedy sampler's pick (the first of the largest), without its copy of the row
                 return int(np.argmax(row))
-            return llama_c.llama_sampler_sample(chain, ctx.ctx, index)
+            return llama_c.llama_sampler_sample(chain, self._ctx, index)
         snapshot = llama_c.llama_sampler_clone(chain)
-        token = llama_c.llama_sampler_sample(chain, ctx.ctx, index)
+        token = llama_c.llama_sampler_sample(chain, self._ctx, index)
         if self._active:
             if self._allows(self._owned["grammar"], token):
                 llama_c.llama_sampler_free(snapshot)
                 return self._keep(token)
             self._restore(snapshot)
             self.rejections += 1
-            return self._keep(self._resample(ctx, index, grammar=True))
+            return self._keep(self._resample(index, grammar=True))
         refused: list[int] = []
         piece = self._piece(token)
         while (start := self._triggers.fires(piece)) is not None:  # pending: not yet recorded
@@ -157,7 +160,7 @@ class ReplySampler:
                 return self._end  # nothing the model wants to write fits: end the reply
             self._restore(snapshot)
             snapshot = llama_c.llama_sampler_clone(self._owned["chain"])
-            token = self._resample(ctx, index, grammar=False, banned=refused)
+            token = self._resample(index, grammar=False, banned=refused)
             piece = self._piece(token)
         llama_c.llama_sampler_free(snapshot)
         self._triggers.record(token, piece)
@@ -176,7 +179,7 @@ class ReplySampler:
         llama_c.llama_sampler_free(self._owned["chain"])
         self._owned["chain"] = snapshot
 
-    def _resample(self, ctx, index: int, grammar: bool, banned: list[int] = ()) -> int:
+    def _resample(self, index: int, grammar: bool, banned: list[int] = ()) -> int:
         """Pick again, with the grammar applied first (or the banned tokens removed), and
         accept the pick into the chain.
 
@@ -185,7 +188,7 @@ class ReplySampler:
         the chain never reaches further down in practice (top-k, top-p and min-p keep the
         head; greedy takes the first); only when none of them fits does the grammar go
         through the whole vocabulary."""
-        logits = np.ctypeslib.as_array(llama_c.llama_get_logits_ith(ctx.ctx, index), shape=(self._n_vocab,))
+        logits = self._rows.row(index)
         if grammar:
             head = min(RESAMPLE_SHORTLIST, self._n_vocab)
             shortlist = np.union1d(np.argpartition(logits, -head)[-head:], self._adjust.bias_ids)
