@@ -10,7 +10,6 @@ import pytest
 from app.conversation.context_use import ContextUse
 from app.engine.sampling import SamplingParams
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
-from app.owners import replies
 from app.owners.chat_session import NO_MODEL_MESSAGE, SERVED_WAIT_MESSAGE, ChatSession
 from app.owners.replies import FinishedReply
 from app.serve.completions import Job
@@ -189,28 +188,6 @@ def test_the_context_meter_estimates_while_the_reply_grows_and_counts_at_the_end
     assert uses[-1] == counted  # the engine's count when the reply ends
     session.open(session.conversation_id)  # opened again: the engine's count, from the store
     assert uses[-1] == counted
-
-
-def test_the_meter_follows_a_streaming_reply_at_its_first_chunk_then_at_most_every_interval(monkeypatch, qtbot,
-                                                                                             session, script):
-    """Each estimate relays out the window's status bar (#31), so a fast reply's chunks do not
-    each move the meter. The clock is the test's, so the interval is exact."""
-    clock = [100.0]
-    monkeypatch.setattr(replies.time, "monotonic", lambda: clock[0])
-    script.hold = True
-    uses = []
-    session.contextChanged.connect(uses.append)
-    assert session.send("Count me")
-    sent = len(uses)  # the estimate at sending
-    for seconds in (0.0, 0.1, 0.2, 0.25, 0.3, 0.6):  # a chunk at each of these times after the first
-        clock[0] = 100.0 + seconds
-        session.bridge.chunk.emit("word ")  # as the engine worker's chunk arrives
-    estimates = uses[sent:]
-    assert len(estimates) == 3  # at 0 (the first chunk), at 0.25 (an interval on) and at 0.6
-    assert estimates[0].tokens < estimates[-1].tokens and all(use.estimated for use in estimates)
-    with qtbot.waitSignal(session.replyFinished, timeout=WAIT_MS):
-        session.stop()
-    assert not uses[-1].estimated  # the engine's count, at the end, whenever it comes
 
 
 def test_the_next_reply_is_estimated_from_the_last_count_and_the_new_message(qtbot, session, script):

@@ -62,8 +62,8 @@ class ChatSession(QObject):
         replyFinished(FinishedReply): the reply ended and was stored.
         busyChanged(bool): a reply started (True) or ended (False).
         contextChanged(ContextUse): how much of the context window the open conversation fills
-            changed: another conversation was opened, its reply grew (estimated; at most every
-            replies.METER_INTERVAL_S) or ended (the engine's count).
+            changed: another conversation was opened, its reply grew (estimated) or ended
+            (the engine's count).
         error(str): something the user should read (the reply could not start, …).
         conversationsChanged(): titles or the list changed (a new or renamed conversation).
         storeFailed(StoreError): saving the streaming reply failed (a damaged or full
@@ -454,7 +454,7 @@ class ChatSession(QObject):
         if reply is not None:
             reply.add(text)
             self.replyChunk.emit(text)
-            if reply.conversation_id == self._conversation_id and reply.meter_due():
+            if reply.conversation_id == self._conversation_id:
                 self.contextChanged.emit(self.context_use())
 
     def _on_tool_call(self, call: ToolCall) -> None:

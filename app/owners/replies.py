@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass, field
 
 from ..conversation.exchange import StoredReply
 from ..engine.tools.types import ToolCall
 from ..engine.types import ReplyStats, ReplyStatus
 from ..tool_servers.catalog import ToolCatalog
-
-# How often the context meter's estimate follows a streaming reply: its first chunk, then at
-# most this often. Each update relays out the window's status bar (measured, #31: 0.65 ms of
-# the GUI thread per chunk, 40% of what a chunk cost it, taken from a generating thread on a
-# small machine), and nobody reads a count that changes 40 times a second.
-METER_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -47,24 +39,14 @@ class ReplyInProgress:
     model: str | None
     prompt_estimate: int  # tokens, until the engine's count comes with the finished reply
     pieces: list[str]
-    length: int = 0  # characters so far: the meter reads it, without a join
+    length: int = 0  # characters so far: the meter reads it at every chunk, without a join
     catalog: ToolCatalog | None = None  # the tools it may call (None: none)
     step: int = 0  # of its turn: 0 answers the user, each later one follows tool results
     calls: list[ToolCall] = field(default_factory=list)
-    metered_at: float = -math.inf  # when the meter last followed it (time.monotonic)
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
         self.length += len(piece)
-
-    def meter_due(self) -> bool:
-        """Whether the context meter should follow the reply now (METER_INTERVAL_S); True
-        counts as done."""
-        now = time.monotonic()
-        if now - self.metered_at < METER_INTERVAL_S:
-            return False
-        self.metered_at = now
-        return True
 
     @property
     def text(self) -> str:

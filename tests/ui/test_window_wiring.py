@@ -11,7 +11,9 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QTextBrowser
 from support.flow_harness import MODEL, WAIT_MS, FlowWindow, GatedScript
 
+from app.conversation.context_use import ContextUse
 from app.ui.chat.welcome import BASE_PROMPTS
+from app.ui.window.context_meter import METER_INTERVAL_MS
 from app.ui.window.splitter import CHAT_WIDTH, LIST_WIDTHS, SIDE_WIDTHS
 
 MAX_LINKS = 30
@@ -150,3 +152,20 @@ def test_the_view_menu_hides_and_shows_each_side_panel(flow, qtbot):
     assert not window.left_panel.isHidden() and window.side_panel.isHidden()
     window.panel_action.trigger()
     qtbot.waitUntil(lambda: window.splitter.sizes() == [list_width, chat_width, side_width], timeout=WAIT_MS)
+
+
+def test_the_meter_shows_a_burst_of_estimates_at_its_first_and_its_last(flow, qtbot):
+    """A streaming reply estimates at every chunk; each new text relays out the status bar (#31),
+    so the meter writes the first of a burst at once and the latest when its interval ends,
+    and the engine's count at once, whenever it comes."""
+    label, meter = flow.window.context_label, flow.window.model_display.context_meter
+    qtbot.wait(METER_INTERVAL_MS * 2)  # whatever the window showed last has had its interval
+    for tokens in range(100, 110):  # ten estimates within one interval, as ten chunks send them
+        meter.show(ContextUse(tokens, estimated=True))
+    assert label.text() == "Context ≈100 / 4,096"
+    qtbot.waitUntil(lambda: label.text() == "Context ≈109 / 4,096", timeout=WAIT_MS)
+    meter.show(ContextUse(120, estimated=True))  # within the next interval: waits for its end
+    meter.show(ContextUse(118, estimated=False))  # the engine's count: at once, and final
+    assert label.text() == "Context 118 / 4,096"
+    qtbot.wait(METER_INTERVAL_MS * 2)
+    assert label.text() == "Context 118 / 4,096"  # the estimate it replaced never shows

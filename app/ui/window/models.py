@@ -27,7 +27,6 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDialog, QLabel, QMessageBox, QStatusBar, QVBoxLayout, QWidget
 
 from ...common.text import printable, shorten
-from ...conversation.context_use import ContextUse
 from ...engine.memory_plan import MemoryPlan
 from ...engine.types import LocalModel, ModelDescription, ModelSettings, ModelSource, RemoteModel
 from ...owners.chat_session import ChatSession
@@ -41,6 +40,7 @@ from ..models import plan_text
 from ..models.picker import ModelPicker
 from ..models.remote_rows import RemoteEntry
 from ..widgets.tooltips import plain_tooltip
+from .context_meter import ContextMeter
 from .engine_status import EngineStatus
 from .store_problems import StoreProblemBanner, guarded
 
@@ -71,7 +71,7 @@ class ModelDisplay(QObject):
 
     Slots (connected here): ModelSession's loadStarted, loadProgress, modelLoaded,
     modelUnloaded, loadFailed, loadNeedsConfirmation, settingsChanged (the fit column),
-    templateChanged and templateFailed; the session's contextChanged; the picker's
+    templateChanged and templateFailed; the session's contextChanged (its ContextMeter); the picker's
     modelChosen, scanFinished, loadCancelRequested and unloadRequested; the selector's
     modelChosen; the downloads' modelDownloaded; offloadSupportChanged (the fit column again).
     The engine's crashes are EngineStatus's (engine_status.py). MessageSending (sending.py) connects what is
@@ -87,7 +87,8 @@ class ModelDisplay(QObject):
         super().__init__(window)
         self._models, self._servers, self._downloads, self._session = models, servers, downloads, session
         self._picker, self._chat_header, self._chat = picker, chat_header, chat
-        self._status_bar, self._model_label, self._context_label = status_bar, model_label, context_label
+        self._status_bar, self._model_label = status_bar, model_label
+        self.context_meter = ContextMeter(context_label, models, self)
         self._store_banner, self._window = store_banner, window
         self._model_names: dict[str, str] = {}  # a reply's recorded model (its file name) -> the model's own name
         self.get_models_dialog: QDialog | None = None
@@ -111,7 +112,7 @@ class ModelDisplay(QObject):
             changed.connect(self.fits_are_stale)
         models.settingsChanged.connect(self.replan_fits)
         models.modelUnloaded.connect(self.on_model_unloaded)
-        session.contextChanged.connect(self.show_context)
+        session.contextChanged.connect(self.context_meter.show)
         models.offloadSupportChanged.connect(lambda _support: (self.fits_are_stale(), self.replan_fits(models.settings)))
         self.engine_status = EngineStatus(models, status_bar, self.model_name, self)
         if models.current is not None:  # a window opened over a model loaded before it
@@ -124,16 +125,6 @@ class ModelDisplay(QObject):
         the model list say), found from the file name a reply records; the file name when the
         file is no longer listed."""
         return self._model_names.get(record, record) if record else record
-
-    def show_context(self, use: ContextUse) -> None:
-        """The status bar's count of the context the conversation fills, of the model's."""
-        current = self._models.current
-        if current is None:
-            self._context_label.setText("")
-            return
-        about = "≈" if use.estimated else ""
-        limit = f" / {current.n_ctx:,}" if current.n_ctx else ""  # a server may not say its context length
-        self._context_label.setText(f"Context {about}{use.tokens:,}{limit}")
 
     def _on_models_found(self) -> None:
         entries, remote = self._picker.entries(), self._picker.remote_entries()
@@ -187,7 +178,7 @@ class ModelDisplay(QObject):
         notes = [printable(note, limit=None) for note in loaded.load_notes]  # llama.cpp's words among them
         self._model_label.setToolTip(plain_tooltip("\n".join(
             [loaded.location, f"Template: {loaded.template_name}", *notes])))
-        guarded(lambda: self.show_context(self._session.context_use()), self._store_banner)()
+        guarded(lambda: self.context_meter.show(self._session.context_use()), self._store_banner)()
         loaded_line = f"Loaded {loaded.name} ({where_it_runs(loaded)})"
         if notes:
             self._status_bar.showMessage(" ".join([f"{loaded_line}.", *notes]), NOTES_SHOWN_MS)
@@ -216,7 +207,7 @@ class ModelDisplay(QObject):
         self._chat_header.set_current(None)
         self._model_label.setText("No model")
         self._model_label.setToolTip("")
-        self._context_label.setText("")
+        self.context_meter.clear()
         self._chat.set_welcome(Welcome(None))
 
     def on_load_failed(self, message: str) -> None:
