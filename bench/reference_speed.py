@@ -7,11 +7,13 @@ llama-server and llama-bench are built once per machine from the very llama.cpp 
 llama-cpp-python 0.3.36 vendors, with Hearth's portable flags (scripts/llama-reference.sh, about
 10 minutes on 2 cores; cached by version and flags; not part of `make test`). Every side runs the
 same model with the same thread count (--threads, default: Hearth's own choice for decoding, one
-per physical core), llama.cpp's default batch, the same flags, and flash attention as Hearth's
-Auto has it on a CPU (off; FLASH_ATTN).
+per physical core), llama.cpp's default batch, the same flags, flash attention as Hearth's
+Auto has it on a CPU (off; FLASH_ATTN), and the two servers the same context length
+(SERVED_CONTEXT).
 
 1. Served decode: the same prompt to `hearth serve` and to `llama-server`, streamed
-   /v1/completions read by the official openai client, 128 tokens, taken in turns; tokens/s from
+   /v1/completions read by the official openai client, 128 tokens, the two back to back and
+   taken in turns (Hearth's rate with lookup after them); tokens/s from
    the times the pieces arrived, (pieces - 1) ÷ (last - first). Hearth decodes one token at a
    time here (the request's `draft: "none"`), as llama-server does without a draft model; its
    rate with prompt lookup (what a request gets by default) is shown beside it. Twice: greedy, and the Balanced
@@ -63,6 +65,7 @@ GREEDY = {"temperature": 0.0}
 # llama.cpp's auto turns it on there. Matched: off on every side (on, llama-bench measured
 # 1.5-2% faster here, within its noise).
 FLASH_ATTN = "off"
+SERVED_CONTEXT = 4096  # both servers' context length, as both are given
 
 
 def reference_bin() -> Path:
@@ -78,7 +81,7 @@ class LlamaServer:
         environment = dict(os.environ, LD_LIBRARY_PATH=str(binary.parent))
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self._process = subprocess.Popen(
-            [str(binary), "-m", str(model), "--port", str(port), "-t", str(threads), "-tb", str(threads), "-c", "4096",
+            [str(binary), "-m", str(model), "--port", str(port), "-t", str(threads), "-tb", str(threads), "-c", str(SERVED_CONTEXT),
              "--parallel", "1", "--no-webui", "--flash-attn", FLASH_ATTN], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -121,7 +124,7 @@ def served(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> d
     import openai
     from support.served import Served
 
-    hearth = Served(model, "--threads", str(threads))
+    hearth = Served(model, "--threads", str(threads), "--ctx", str(SERVED_CONTEXT))
     reference = LlamaServer(binary / "llama-server", model, threads)
     results: dict = {}
     try:
@@ -132,10 +135,11 @@ def served(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> d
                     completion_times(client, model_id, PROMPT, 8, sampling)
                 rates = {"hearth": [], "hearth with lookup": [], "llama-server": []}
                 for run in range(runs):
-                    sides = [("hearth", ours, hearth.model_id, {"draft": "none"}),
-                             ("hearth with lookup", ours, hearth.model_id, {}),
-                             ("llama-server", theirs, model.name, {})]
-                    for side, client, model_id, extra in (sides if run % 2 == 0 else sides[::-1]):
+                    # The pair compared runs back to back, in turns; the rate with lookup after it.
+                    pair = [("hearth", ours, hearth.model_id, {"draft": "none"}),
+                            ("llama-server", theirs, model.name, {})]
+                    sides = [*(pair if run % 2 == 0 else pair[::-1]), ("hearth with lookup", ours, hearth.model_id, {})]
+                    for side, client, model_id, extra in sides:
                         times = completion_times(client, model_id, PROMPT, tokens, sampling, **extra)
                         rates[side].append(rate(times))
                 results[name] = _pairs(rates["hearth"], rates["llama-server"], "tokens/s")
@@ -144,8 +148,9 @@ def served(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> d
             firsts = {"hearth": [], "llama-server": []}
             for run in range(runs):
                 prompt = f"Note {run} of the day, for room {run % 5}. {BRIEF}"
-                firsts["hearth"].append(first_piece(ours, hearth.model_id, "A. " + prompt) * 1000)
-                firsts["llama-server"].append(first_piece(theirs, model.name, "B. " + prompt) * 1000)
+                sides = [("hearth", ours, hearth.model_id, "A. "), ("llama-server", theirs, model.name, "B. ")]
+                for side, client, model_id, head in (sides if run % 2 == 0 else sides[::-1]):
+                    firsts[side].append(first_piece(client, model_id, head + prompt) * 1000)
             results["ttft_ms"] = _pairs(firsts["hearth"], firsts["llama-server"], "ms")
     finally:
         reference.stop()
