@@ -26,6 +26,7 @@ from app.documents.indexing import Progress
 from app.ui.chat.composer import Composer
 from app.ui.chat.documents.picker import DocumentsPicker
 from app.ui.chat.tools_picker import ToolsPicker
+from app.ui.widgets import drop_hint
 from app.ui.window import documents
 from app.ui.window.documents import DROP_TEXT
 
@@ -79,9 +80,11 @@ def answer_name(qtbot, typed: str | None, offered: list) -> None:
 
 @pytest.fixture
 def heard(monkeypatch) -> list[str]:
-    """What the window's documents side says to a screen reader."""
+    """What the window's documents side says to a screen reader (its drop hint is said by the
+    DropTarget that shows it)."""
     said: list[str] = []
-    monkeypatch.setattr(documents, "announce", lambda _widget, text, urgent=False: said.append(text))
+    for module in (documents, drop_hint):
+        monkeypatch.setattr(module, "announce", lambda _widget, text, urgent=False: said.append(text))
     return said
 
 

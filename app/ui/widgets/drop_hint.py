@@ -1,14 +1,21 @@
 """Over a part of the window while something is dragged over it: what a drop there does. The
 documents' drop covers the chat (ui/window/documents.py), images' the message box
-(ui/window/images.py); each says it to a screen reader as it shows it (announced())."""
+(ui/window/images.py); each says it to a screen reader as it shows it (announced()).
+`DropTarget` takes one kind of drag wherever it lands in the window and shows its hint.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QEvent, QMimeData, QObject, QRectF, Qt, QTimer
 from PySide6.QtGui import QDropEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QLabel, QWidget
 
+from .announce import announce
 from .colors import mix
+
+_DRAGS = (QEvent.Type.DragEnter, QEvent.Type.DragMove)
 
 
 class DropHint(QLabel):
@@ -78,3 +85,46 @@ def accept_as_copy(event: QDropEvent) -> None:
         event.accept()
     else:
         event.acceptProposedAction()
+
+
+class DropTarget(QObject):
+    """Takes the drags over `watched` whose data `wants` (a drag bubbles up to the window from
+    whatever is under the pointer when that does not take it, so the window and the message box
+    are watched); any other drag goes on to whoever takes it. While one is over, `hint` shows
+    (`before_showing` may change what it says first) and is said to a screen reader; a drop
+    goes to `take`, which must not keep the drag's source waiting. The hint hides a moment after
+    a drag leaves: one that moves between the message box and the rest of the window leaves one
+    and enters the other, and the hint stays up between them."""
+
+    def __init__(self, hint: DropHint, wants: Callable[[QMimeData], bool], take: Callable[[QMimeData], None],
+                 watched: Sequence[QWidget], parent: QObject, before_showing: Callable[[], None] = lambda: None):
+        super().__init__(parent)
+        self._hint, self._wants, self._take, self._before_showing = hint, wants, take, before_showing
+        self._hint_wanted = False
+        for widget in watched:
+            widget.setAcceptDrops(True)
+            widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind in _DRAGS or kind == QEvent.Type.Drop:
+            if not self._wants(event.mimeData()):
+                return False
+            accept_as_copy(event)
+            self._show_hint(kind != QEvent.Type.Drop)
+            if kind == QEvent.Type.Drop:
+                self._take(event.mimeData())
+            return True
+        if kind == QEvent.Type.DragLeave:
+            self._show_hint(False)
+        return False
+
+    def _show_hint(self, wanted: bool) -> None:
+        hint = self._hint
+        self._hint_wanted = wanted
+        if wanted and not hint.isVisible():
+            self._before_showing()
+            hint.show_over()
+            announce(hint, hint.announced())
+        elif not wanted:
+            QTimer.singleShot(0, self, lambda: self._hint_wanted or hint.hide())

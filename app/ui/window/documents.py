@@ -12,8 +12,8 @@ hint that says what a drop does (and a screen reader is told). A drag that carri
 (.gguf), a web link or text is left alone: whatever the window does with those stays as it is;
 one of image files alone is the message box's (images.py).
 The window takes the drop wherever the pointer is, message box included (it would otherwise
-paste the files' paths), through an event filter: drags bubble up from the widget under the
-pointer to the window when that widget does not take them.
+paste the files' paths), through DropTarget's event filter (widgets/drop_hint.py): drags bubble
+up from the widget under the pointer to the window when that widget does not take them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, QTimer
+from PySide6.QtCore import QMimeData, QObject, QTimer
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QStatusBar
 
 from ...common.text import shorten
@@ -32,7 +32,7 @@ from ..chat.documents.picker import DocumentsPicker
 from ..chat.images.attachments import image_files
 from ..chat.view import ChatView
 from ..widgets.announce import announce
-from ..widgets.drop_hint import DropHint, accept_as_copy
+from ..widgets.drop_hint import DropHint, DropTarget
 from ..widgets.tick_menu import plural
 
 DROP_TEXT = "Drop to add to your documents"
@@ -43,7 +43,6 @@ GONE_TEXT = "Nothing was added: what was dropped is no longer there."
 MODEL_SUFFIX = ".gguf"
 NAME_CHARS = 40
 MESSAGE_MS = 10_000
-_DRAGS = (QEvent.Type.DragEnter, QEvent.Type.DragMove)
 
 
 def dropped_documents(mime: QMimeData) -> list[Path]:
@@ -76,7 +75,6 @@ class DocumentsDisplay(QObject):
         self.picker = DocumentsPicker()
         composer.add_beside_send(self.picker)
         self.drop_hint = DropHint(chat, DROP_TEXT, DROP_DESCRIPTION)
-        self._hint_wanted = False
         documents = session.documents
         if documents is None:
             self.picker.hide()
@@ -94,9 +92,8 @@ class DocumentsDisplay(QObject):
         library.indexed.connect(self._on_indexed)
         documents.choiceChanged.connect(lambda _names: self._show_chosen())
         session.conversationChanged.connect(lambda _conversation_id: self._show_chosen())
-        window.setAcceptDrops(True)
-        for watched in (window, composer.edit.viewport()):
-            watched.installEventFilter(self)
+        self._drops = DropTarget(self.drop_hint, lambda mime: bool(dropped_documents(mime)), self._take,
+                                 (window, composer.edit.viewport()), self)
 
     # -- adding ---------------------------------------------------------------------------------
 
@@ -205,31 +202,8 @@ class DocumentsDisplay(QObject):
 
     # -- dropping ---------------------------------------------------------------------------------
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Drags of documents over the window (or the message box) are taken here; any other
-        drag goes on to whoever takes it."""
-        kind = event.type()
-        if kind in _DRAGS or kind == QEvent.Type.Drop:
-            paths = dropped_documents(event.mimeData())
-            if not paths:
-                return False
-            accept_as_copy(event)
-            if kind == QEvent.Type.Drop:
-                self._hint(False)
-                QTimer.singleShot(0, self, lambda: self.add_dropped(paths))  # the drag's source is not kept waiting
-            else:
-                self._hint(True)
-            return True
-        if kind == QEvent.Type.DragLeave:
-            self._hint(False)
-        return False
-
-    def _hint(self, wanted: bool) -> None:
-        """Show the hint, or hide it a moment later: a drag that moves from the message box to
-        the chat leaves one and enters the other, and the hint stays up between them."""
-        self._hint_wanted = wanted
-        if wanted and not self.drop_hint.isVisible():
-            self.drop_hint.show_over()
-            announce(self.drop_hint, self.drop_hint.announced())
-        elif not wanted:
-            QTimer.singleShot(0, self, lambda: self._hint_wanted or self.drop_hint.hide())
+    def _take(self, mime: QMimeData) -> None:
+        """Documents dropped on the window (or the message box): added once the drop has returned,
+        so the drag's source is not kept waiting."""
+        paths = dropped_documents(mime)
+        QTimer.singleShot(0, self, lambda: self.add_dropped(paths))

@@ -4,25 +4,23 @@ window, which go to the message box wherever they are dropped (a hint over the b
 
 A drag of image files alone is the message box's; one with a folder or another file among them
 stays the documents' (documents.py), and a model file's stays the model list's. The drop is
-taken through an event filter on the window and on the message box, as the documents' is: a
+taken by a DropTarget (widgets/drop_hint.py) on the window and the message box, as the documents' is: a
 drag bubbles up to the window from whatever is under the pointer when that does not take it.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QWidget
 
 from ...engine.types import ModelDescription
 from ...owners.model_session import ModelSession
 from ..chat.composer import Composer
 from ..chat.images.attachments import carries_images, image_files, picture_of
-from ..widgets.announce import announce
-from ..widgets.drop_hint import DropHint, accept_as_copy
+from ..widgets.drop_hint import DropHint, DropTarget
 
 DROP_TEXT = "Drop to attach to your message"
 DROP_DESCRIPTION = "Images dropped here go with the message you are writing; they are sent when you send it."
-_DRAGS = (QEvent.Type.DragEnter, QEvent.Type.DragMove)
 
 
 def images_refused(model: ModelDescription | None) -> str | None:
@@ -41,34 +39,16 @@ class ImageAttaching(QObject):
         super().__init__(window)
         self._composer, self._models = composer, models
         self.drop_hint = DropHint(composer, DROP_TEXT, DROP_DESCRIPTION, margin=0)
-        self._hint_wanted = False
+        self._drops = DropTarget(self.drop_hint, carries_images, self._take, (window, composer.edit.viewport()),
+                                 self, before_showing=self._say_why_not)
         for changed in (models.modelLoaded, models.descriptionChanged):
             changed.connect(lambda _description: self.follow_model())
         models.modelUnloaded.connect(self.follow_model)
         self.follow_model()
-        window.setAcceptDrops(True)
-        for watched in (window, composer.edit.viewport()):
-            watched.installEventFilter(self)
 
     def follow_model(self) -> None:
         """The Attach button on, or off saying why, for the model loaded now."""
         self._composer.images.set_refusal(images_refused(self._models.current))
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Drags of images over the window (or the message box) are taken here; any other drag
-        goes on to whoever takes it."""
-        kind = event.type()
-        if (kind in _DRAGS or kind == QEvent.Type.Drop) and carries_images(event.mimeData()):
-            accept_as_copy(event)
-            if kind == QEvent.Type.Drop:
-                self._hint(False)
-                self._take(event.mimeData())
-            else:
-                self._hint(True)
-            return True
-        if kind == QEvent.Type.DragLeave:
-            self._hint(False)
-        return False
 
     def _take(self, mime) -> None:
         """Attach what was dropped once the drop has returned (the drag's source is not kept
@@ -82,15 +62,7 @@ class ImageAttaching(QObject):
             picture = picture_of(mime).copy()
             QTimer.singleShot(0, self, lambda: attachments.attach_picture(picture))
 
-    def _hint(self, wanted: bool) -> None:
-        """Show the hint (saying why not, when the model reads no images), or hide it a moment
-        later: a drag that moves between the box and the rest of the window leaves one and enters
-        the other, and the hint stays up between them."""
-        self._hint_wanted = wanted
-        if wanted and not self.drop_hint.isVisible():
-            refusal = images_refused(self._models.current)
-            self.drop_hint.say(refusal or DROP_TEXT, "Nothing is attached." if refusal else DROP_DESCRIPTION)
-            self.drop_hint.show_over()
-            announce(self.drop_hint, self.drop_hint.announced())
-        elif not wanted:
-            QTimer.singleShot(0, self, lambda: self._hint_wanted or self.drop_hint.hide())
+    def _say_why_not(self) -> None:
+        """The hint says why nothing is attached when the model loaded reads no images."""
+        refusal = images_refused(self._models.current)
+        self.drop_hint.say(refusal or DROP_TEXT, "Nothing is attached." if refusal else DROP_DESCRIPTION)
