@@ -55,10 +55,10 @@ def main() -> int:
         """The time inside sample(), the sampler's own share of a token (what the grammar adds
         to it shows even where decode time varies more than the whole of it)."""
 
-        def sample(self, ctx, index):
+        def sample(self, index):
             started = time.perf_counter()
             try:
-                return super().sample(ctx, index)
+                return super().sample(index)
             finally:
                 spent["s"] = spent.get("s", 0.0) + time.perf_counter() - started
 

@@ -79,6 +79,8 @@ def through_gui(window, params) -> GuiReply:
     stats = window.session.messages()[-1].stats
     if stats.completion_tokens is None:
         raise SystemExit(f"the reply failed: {stats.error}")
+    if len(times) < 2:
+        raise SystemExit(f"the reply came in {len(times)} chunk(s): no rate to measure (ask for more --tokens)")
     # From the first chunk's arrival to the last's, as the engine alone is timed from its first
     # piece to its last: what the window does once the reply has ended (saving it, rendering its
     # last block as Markdown, listing the conversation) is not streaming, as the engine's own end

@@ -169,3 +169,5 @@ def test_the_meter_shows_a_burst_of_estimates_at_its_first_and_its_last(flow, qt
     assert label.text() == "Context 118 / 4,096"
     qtbot.wait(METER_INTERVAL_MS * 2)
     assert label.text() == "Context 118 / 4,096"  # the estimate it replaced never shows
+    meter.show(ContextUse(130, estimated=True))  # the count ended the interval: the next estimate shows at once
+    assert label.text() == "Context ≈130 / 4,096"

@@ -5,9 +5,10 @@ token.
 right after a forward pass, when the interpreter's caches are cold (#31 measured the decode
 loop's gap between forward passes, where every microsecond is the model's time). A row's address
 stays the same while llama.cpp keeps its output buffer, so the view made for an address serves
-every token that reads it; a buffer llama.cpp grows gives new addresses, and so new views. A view
-is read only right after `llama_get_logits_ith` has returned its address, so it never reads
-memory llama.cpp has let go.
+every token that reads it. The view for an address is handed out only when `llama_get_logits_ith`
+has just returned that address, and a row is never kept across a decode (the sampler and the
+logprob reader read theirs before the next one), so a view never reads memory llama.cpp has let
+go: a buffer it grows gives new addresses, or the same one with a whole row behind it again.
 """
 
 from __future__ import annotations

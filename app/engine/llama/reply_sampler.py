@@ -88,7 +88,7 @@ class ReplySampler:
         self._buffer = ctypes.create_string_buffer(64)
         self._owned: dict[str, int | None] = {"chain": build_chain(params, seed), "grammar": None}
         self._adjust = LogitAdjustments(params, self._n_vocab)
-        self._ctx = llm._ctx.ctx  # the llama_context its picks read
+        self._ctx_pointer = llm._ctx.ctx  # the llama_context its picks read
         self._rows = LogitsRows(llm._ctx, self._n_vocab)
         self._finalizer = weakref.finalize(self, _free, self._owned, self._adjust)
         self._greedy = params.temperature == 0
@@ -136,9 +136,9 @@ class ReplySampler:
         if self._grammar is None:
             if self._greedy:  # the greedy sampler's pick (the first of the largest), without its copy of the row
                 return int(np.argmax(row))
-            return llama_c.llama_sampler_sample(chain, self._ctx, index)
+            return llama_c.llama_sampler_sample(chain, self._ctx_pointer, index)
         snapshot = llama_c.llama_sampler_clone(chain)
-        token = llama_c.llama_sampler_sample(chain, self._ctx, index)
+        token = llama_c.llama_sampler_sample(chain, self._ctx_pointer, index)
         if self._active:
             if self._allows(self._owned["grammar"], token):
                 llama_c.llama_sampler_free(snapshot)
