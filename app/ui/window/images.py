@@ -4,8 +4,9 @@ window, which go to the message box wherever they are dropped (a hint over the b
 
 A drag of image files alone is the message box's; one with a folder or another file among them
 stays the documents' (documents.py), and a model file's stays the model list's. The drop is
-taken by a DropTarget (widgets/drop_hint.py) on the window and the message box, as the documents' is: a
-drag bubbles up to the window from whatever is under the pointer when that does not take it.
+taken by a DropTarget (widgets/drop_hint.py) on the window and the message box, as the
+documents' is: a drag bubbles up to the window from whatever is under the pointer when that
+does not take it.
 """
 
 from __future__ import annotations
