@@ -20,6 +20,7 @@ import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol, runtime_checkable
 
 from .kv.cache import SavedStates
 from .logprobs import TokenLogprob
@@ -140,6 +141,25 @@ def closing_reply(stream: Iterable[ReplyEvent]) -> Iterator[Iterator[ReplyEvent]
         close = getattr(stream, "close", None)
         if callable(close):
             close()
+
+
+@runtime_checkable
+class PolledReply(Protocol):
+    """A reply (what `stream` returns) whose events come over a file descriptor, as a model in a
+    process of its own sends them (engine/process/reply.py). It is read as any reply is, and a
+    caller with an event loop may instead wait for `fileno()` to be readable and take `ready()`'s
+    events on the loop: `hearth serve` does, so that no thread is woken per token only to hand
+    it over to the loop. One reader at a time, whichever way it reads."""
+
+    def __next__(self) -> ReplyEvent: ...
+
+    def fileno(self) -> int: ...
+
+    def ready(self) -> list[ReplyEvent]:
+        """The events that have come, at once, without waiting: none, some, or the last ones,
+        ending in the ReplyStats (after which there are no more)."""
+
+    def close(self) -> None: ...
 
 
 # What loads a model into a Backend: `open_backend` in Hearth; a scripted one in tests.

@@ -37,7 +37,7 @@ from ..engine.process.opening import ChildOpener
 from ..engine.sampling import SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolUse
 from ..engine.types import DeviceReport, LoadOptions, ModelDescription, ModelSource, ReplyStats
-from ..serve.completions import Deliver, Job, Refusal, Refused
+from ..serve.completions import Deliver, Follow, Job, Refusal, Refused
 from ..serve.served_job import ServedJob
 from .engine_worker import EngineWorker
 
@@ -175,10 +175,11 @@ class EngineBridge(QObject):
         folder, follows."""
         self._requestStates.emit(states, cleared)
 
-    def serve(self, job: Job, deliver: Deliver) -> ServedJob:
+    def serve(self, job: Job, deliver: Deliver, follow: Follow | None = None) -> ServedJob:
         """Queue another program's job behind every request made before it (the GUI's too);
-        its events go to `deliver`, on the engine thread. From any thread."""
-        served = ServedJob(job, deliver)
+        its events go to `deliver`, on the engine thread, or through `follow`
+        (serve/completions.py). From any thread."""
+        served = ServedJob(job, deliver, follow)
         with self._served_lock:
             self._served = [pending for pending in self._served if not pending.finished]
             self._served.append(served)

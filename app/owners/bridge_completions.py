@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 
 from ..engine.types import ModelDescription
-from ..serve.completions import Deliver, Job, QueueFull, Refusal, Refused, ServedModel
+from ..serve.completions import Deliver, Follow, Job, QueueFull, Refusal, Refused, ServedModel
 from ..serve.served_job import ServedJob
 from .bridge import EngineBridge
 
@@ -51,14 +51,14 @@ class BridgeCompletions:
             raise errors.unavailable(NO_MODEL)
         return model
 
-    def submit(self, job: Job, deliver: Deliver) -> ServedJob:
+    def submit(self, job: Job, deliver: Deliver, follow: Follow | None = None) -> ServedJob:
         with self._lock:
             if not self._closed:
                 self._jobs = [served for served in self._jobs if not served.finished]
                 # One job runs (or is about to); the others wait, at most max_waiting of them.
                 if len(self._jobs) > self._max_waiting:
                     raise QueueFull(len(self._jobs) - 1)
-                served = self._bridge.serve(job, deliver)
+                served = self._bridge.serve(job, deliver, follow)
                 self._jobs.append(served)
                 return served
         refused = ServedJob(job, deliver)

@@ -192,7 +192,7 @@ class EngineWorker(QObject):
             served.end(Refused(Refusal.UNAVAILABLE, NO_MODEL_SERVED))
             return
         self._noting_description(lambda: served.end(
-            run_job(self._backend, served.job, served.cancel_flag, served.deliver, self._use_template)))
+            run_job(self._backend, served.job, served.cancel_flag, served.deliver, self._use_template, served.follow)))
 
     def _noting_description(self, reply) -> None:
         """Run `reply`; say so if the model describes itself differently afterwards (unless it

@@ -19,6 +19,11 @@ or a single `Refused`, when the job could not start: its template failed, the co
 does not fit the context, or the server is shutting down. A job is refused before any text,
 so the server can still answer with an error status.
 
+A consumer with an event loop may also pass `follow`: then a reply that can be read without
+blocking (a PolledReply: a model in a process of its own) is handed to it after its first
+event, and read on the loop up to its end, instead of by the thread that runs the job, which
+would be woken for every token only to pass it on.
+
 A job with n choices is one job: it takes one place in line and runs its choices one after
 another on the engine (the 2nd..nth prompt is in the KV cache already, so only their replies
 cost anything), and one cancel stops it, the choices not begun included. A choice that does
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, Union
 
+from ..engine.backend import PolledReply, ReplyEvent
 from ..engine.logprobs import MAX_TOP_LOGPROBS, TokenLogprob
 from ..engine.sampling import BOUNDS, SamplingParams
 from ..engine.tools.types import PLAIN, ToolCall, ToolCallDelta, ToolUse
@@ -103,6 +109,10 @@ class ChoiceEnd:
 
 Event = Union[str, TokenLogprob, ToolCallDelta, ToolCall, ChoiceEnd, ReplyStats, Refused]
 Deliver = Callable[[Event], None]
+# Read a PolledReply's events on the consumer's loop, delivering them there, and return its last
+# (its ReplyStats), blocking the calling thread until then; None where it cannot (its loop has
+# closed): the caller reads on.
+Follow = Callable[[PolledReply], ReplyEvent | None]
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,7 @@ class Completions(Protocol):
     def model(self) -> ServedModel:
         """The model being served."""
 
-    def submit(self, job: Job, deliver: Deliver) -> Submission:
-        """Queue the job; its events go to `deliver`, from whichever thread runs it. Raises
-        QueueFull when the queue is full; a job submitted while shutting down is Refused."""
+    def submit(self, job: Job, deliver: Deliver, follow: Follow | None = None) -> Submission:
+        """Queue the job; its events go to `deliver`, from whichever thread runs it, or through
+        `follow` (see above). Raises QueueFull when the queue is full; a job submitted while
+        shutting down is Refused."""

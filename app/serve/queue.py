@@ -20,7 +20,7 @@ from collections import deque
 
 from ..engine.backend import Backend
 from ..engine.types import ReplyStats, StopReason
-from .completions import Deliver, Job, QueueFull, Refusal, Refused, ServedModel
+from .completions import Deliver, Follow, Job, QueueFull, Refusal, Refused, ServedModel
 from .run_job import RAW_TEMPLATE, run_job
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,11 @@ SHUTTING_DOWN = "Hearth is shutting down; the request was not served."
 class _Ticket:
     """One submitted job: its cancel flag and where its events go. The queue's Submission."""
 
-    def __init__(self, owner: "EngineQueue", job: Job, deliver: Deliver):
+    def __init__(self, owner: "EngineQueue", job: Job, deliver: Deliver, follow: Follow | None):
         self._owner = owner
         self.job = job
         self._deliver = deliver
+        self.follow = follow
         self.cancelled = threading.Event()
 
     def deliver(self, event) -> None:
@@ -69,8 +70,8 @@ class EngineQueue:
     def model(self) -> ServedModel:
         return self._model
 
-    def submit(self, job: Job, deliver: Deliver) -> _Ticket:
-        ticket = _Ticket(self, job, deliver)
+    def submit(self, job: Job, deliver: Deliver, follow: Follow | None = None) -> _Ticket:
+        ticket = _Ticket(self, job, deliver, follow)
         with self._changed:
             if not self._closed:
                 # One job runs (or is about to: the worker may not have taken it yet); the
@@ -125,7 +126,8 @@ class EngineQueue:
                     return
                 ticket = self._running = self._waiting.popleft()
             try:
-                last = run_job(self._backend, ticket.job, ticket.cancelled, ticket.deliver, self._use_raw_template)
+                last = run_job(self._backend, ticket.job, ticket.cancelled, ticket.deliver, self._use_raw_template,
+                               ticket.follow)
             finally:
                 with self._changed:
                     self._running = None

@@ -1,7 +1,9 @@
 """A job's events on the event loop, and a client that goes away while it waits.
 
 The worker thread delivers events with `call_soon_threadsafe` into an asyncio queue, so the
-loop never blocks on the engine. Until the reply's first event the client is watched for a
+loop never blocks on the engine. A reply from a model in a process of its own is read by the
+loop itself once it has begun (`follow`): each token is read from the engine's socket and put
+in the queue where the stream is written, with no thread woken to hand it over. Until the reply's first event the client is watched for a
 disconnect (it may wait in the queue, or through a long prompt), and a client that leaves
 cancels its job: a waiting one leaves the queue, a running one stops at its next token. Once
 a stream has started, Starlette's StreamingResponse watches instead, and closing the stream
@@ -12,10 +14,12 @@ never began is answered with a status instead (check_begun), whichever endpoint 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import AsyncIterator, Awaitable
 
 from starlette.types import Receive
 
+from ..engine.backend import PolledReply, ReplyEvent
 from ..engine.logprobs import TokenLogprob
 from ..engine.tools.types import ToolCall
 from ..engine.types import ReplyStats, StopReason
@@ -23,6 +27,8 @@ from . import errors
 from .completions import ChoiceEnd, Collected, Completions, Event, Job, Refusal, Refused
 from .errors import ApiError
 from .shapes import failure, finish_reason
+
+LOOP_CHECK_S = 1.0  # how often a worker waiting on the loop for a reply's end makes sure the loop is still there
 
 
 class ClientGone(Exception):
@@ -35,13 +41,49 @@ class Reply:
     def __init__(self, completions: Completions, job: Job):
         self._loop = asyncio.get_running_loop()
         self._events: asyncio.Queue[Event] = asyncio.Queue()
-        self._submission = completions.submit(job, self._deliver)
+        self._submission = completions.submit(job, self._deliver, self._follow)
 
     def _deliver(self, event: Event) -> None:  # on the worker thread
         try:
             self._loop.call_soon_threadsafe(self._events.put_nowait, event)
         except RuntimeError:
             pass  # the loop has closed: the server stopped, and nobody reads this reply
+
+    def _follow(self, reply: PolledReply) -> ReplyEvent | None:  # on the worker thread
+        """Read `reply` on the loop from now on, its events into the queue the stream is written
+        from, and return its last (the ReplyStats) to the worker, which waits meanwhile; None if
+        the loop closes first (the server stopped): the worker reads on."""
+        ended: concurrent.futures.Future = concurrent.futures.Future()
+        fd = reply.fileno()
+
+        def read() -> None:  # on the loop, whenever the engine's socket has more
+            try:
+                events = reply.ready()
+            except Exception as exc:  # the PolledReply contract says never; the worker ends the reply
+                self._loop.remove_reader(fd)
+                ended.set_exception(exc)
+                return
+            for event in events:
+                if isinstance(event, ReplyStats):
+                    self._loop.remove_reader(fd)
+                    ended.set_result(event)
+                    return
+                self._events.put_nowait(event)
+
+        def start() -> None:
+            self._loop.add_reader(fd, read)
+            read()  # what came before the reader was set (it may all be in the reply's buffer already)
+
+        try:
+            self._loop.call_soon_threadsafe(start)
+        except RuntimeError:
+            return None  # the loop has closed
+        while True:
+            try:
+                return ended.result(timeout=LOOP_CHECK_S)
+            except concurrent.futures.TimeoutError:
+                if self._loop.is_closed():
+                    return None  # it will not read on; what it read is delivered, the rest is the worker's
 
     def cancel(self) -> None:
         self._submission.cancel()

@@ -6,7 +6,9 @@ RAW_TEMPLATE for a raw prompt (/v1/completions) or to put the caller's own templ
 TemplateError from it refuses the job like a template that fails to render.
 
 A job's n choices run here, one after another on the same thread (completions.py says why),
-so whichever runs jobs runs them the same way and counts a job once.
+so whichever runs jobs runs them the same way and counts a job once. Given `follow`, a reply
+that can be read without blocking is read by the consumer's event loop after its first event
+(completions.py: Follow); this thread waits for its end.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..engine.backend import Backend, BackendUnavailable, closing_reply
+from ..engine.backend import Backend, BackendUnavailable, PolledReply, closing_reply
 from ..engine.context import ContextFullError
 from ..engine.logprobs import LogprobsUnavailable
 from ..engine.remote.errors import RemoteError, RemoteFailure
@@ -24,7 +26,7 @@ from ..engine.templates.chat_template import TemplateError
 from ..engine.tools.types import ToolsError
 from ..engine.types import ReplyStats, StopReason
 from ..images.image import ImageError
-from .completions import ChoiceEnd, Deliver, Job, Refusal, Refused
+from .completions import ChoiceEnd, Deliver, Follow, Job, Refusal, Refused
 from .shapes import finish_reason
 
 log = logging.getLogger(__name__)
@@ -33,23 +35,23 @@ RAW_TEMPLATE = "{{ messages[0]['content'] }}"  # a raw prompt, written as it is
 
 
 def run_job(backend: Backend, job: Job, cancel: threading.Event, deliver: Deliver,
-            use_template: Callable[[bool], None]) -> ReplyStats | Refused:
+            use_template: Callable[[bool], None], follow: Follow | None = None) -> ReplyStats | Refused:
     """Run the job's choices, delivering their events as they come, a ChoiceEnd between two;
     return its last event (the last choice's ReplyStats, or why it could not start), for the
     caller to deliver once the engine is free: a client that asks again on reading it must
     find the engine free. A choice that does not finish ends the job; one that cannot start
     after another has been delivered fails it (its client has had a 200 already)."""
     choice = 0
-    last = _run_choice(backend, job, job.params, cancel, deliver, use_template)
+    last = _run_choice(backend, job, job.params, cancel, deliver, use_template, follow)
     while choice + 1 < job.n and isinstance(last, ReplyStats) and finish_reason(last) is not None:
         deliver(ChoiceEnd(last))
         choice += 1
-        last = _run_choice(backend, job, job.choice_params(choice), cancel, deliver, use_template)
+        last = _run_choice(backend, job, job.choice_params(choice), cancel, deliver, use_template, follow)
     return ReplyStats.failed(last.message) if isinstance(last, Refused) and choice > 0 else last
 
 
 def _run_choice(backend: Backend, job: Job, params: SamplingParams, cancel: threading.Event, deliver: Deliver,
-                use_template: Callable[[bool], None]) -> ReplyStats | Refused:
+                use_template: Callable[[bool], None], follow: Follow | None) -> ReplyStats | Refused:
     """One reply, its events delivered up to its last, which is returned."""
     try:
         use_template(job.prompt is not None)
@@ -66,6 +68,10 @@ def _run_choice(backend: Backend, job: Job, params: SamplingParams, cancel: thre
             # The model's process died before the first token: nothing was sent, so "try again".
             return Refused(Refusal.UNAVAILABLE, str(BackendUnavailable.stopped(event.error or "")))
         try:
+            if not isinstance(event, ReplyStats):
+                deliver(event)
+                followed = follow(events) if follow is not None and isinstance(events, PolledReply) else None
+                event = next(events) if followed is None else followed  # None: its loop is gone, read on here
             while not isinstance(event, ReplyStats):
                 deliver(event)
                 event = next(events)

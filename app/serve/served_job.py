@@ -17,7 +17,7 @@ import threading
 from enum import Enum
 
 from ..engine.types import ReplyStats, StopReason
-from .completions import Deliver, Event, Job
+from .completions import Deliver, Event, Follow, Job
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +34,10 @@ class ServedJob:
     `cancel` is the flag the backend reads between tokens; `cancel()` sets it, or takes the job
     out of line at once if it has not started (its ReplyStats, CANCELLED, is delivered then)."""
 
-    def __init__(self, job: Job, deliver: Deliver):
+    def __init__(self, job: Job, deliver: Deliver, follow: Follow | None = None):
         self.job = job
         self._deliver = deliver
+        self.follow = follow
         self.cancel_flag = threading.Event()
         self._lock = threading.Lock()
         self._state = _State.WAITING

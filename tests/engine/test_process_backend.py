@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import threading
 import time
@@ -14,7 +15,7 @@ import time
 import pytest
 from support.engine_children import our_engine_children
 
-from app.engine.backend import closing_reply
+from app.engine.backend import PolledReply, closing_reply
 from app.engine.context import ContextFullError
 from app.engine.options import LoadOptions
 from app.engine.process.backend import ProcessBackend
@@ -45,6 +46,24 @@ def reply(backend, params=GREEDY, cancel=None, on_piece=None):
                 if on_piece is not None:
                     on_piece(len(pieces))
     return "".join(pieces), stats
+
+
+def test_a_reply_read_as_it_comes_is_the_one_read_blocking(backend):
+    """A ChildReply is a PolledReply (what `hearth serve`'s loop reads): `ready` gives what has
+    come at once, blocking reads and it mix, and the events end in the same ReplyStats."""
+    events = []
+    with closing_reply(backend.stream(MESSAGES, GREEDY, threading.Event())) as stream:
+        assert isinstance(stream, PolledReply)
+        events.append(next(stream))
+        while not isinstance(events[-1], ReplyStats):
+            select.select([stream.fileno()], [], [], 10)
+            events.extend(stream.ready())
+            if not isinstance(events[-1], ReplyStats):
+                events.append(next(stream))
+        assert stream.ready() == [] and next(stream, None) is None
+    text, stats = reply(backend)
+    assert "".join(e for e in events if isinstance(e, str)) == text
+    assert (events[-1].stop_reason, events[-1].completion_tokens) == (stats.stop_reason, stats.completion_tokens)
 
 
 def test_a_reply_is_the_in_process_engines_own(backend, gemma_path):

@@ -18,7 +18,14 @@ from app.engine.gguf.reading import inspect_model
 from app.engine.logprobs import Alternative, TokenLogprob
 from app.engine.options import LoadOptions
 from app.engine.process.codec import CLASSES, MAX_DEPTH, ProtocolError, decode, encode
-from app.engine.process.frames import MAX_FRAME_BYTES, ChannelClosed, read_frame, read_message, write_frame
+from app.engine.process.frames import (
+    MAX_FRAME_BYTES,
+    ChannelClosed,
+    FrameReader,
+    checked,
+    read_frame,
+    write_frame,
+)
 from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall, ToolCallDelta, ToolChoice, ToolUse
 from app.engine.types import DeviceInfo, LocalModel, ModelDescription, ReplyStats, StopReason
@@ -105,14 +112,51 @@ def test_only_the_protocol_classes_are_sent():
 
 def test_frames_go_over_a_socket_pair_in_order():
     parent, child = socket.socketpair()
-    with parent.makefile("rb") as reading, child.makefile("wb") as writing:
+    reading = FrameReader(parent)
+    with child.makefile("wb") as writing:
         sender = threading.Thread(target=lambda: [write_frame(writing, "event", event) for event in EVENTS])
         sender.start()
-        got = [read_message(reading, {"event": Any})[1] for _ in EVENTS]
+        got = [checked(reading.read(), {"event": Any})[1] for _ in EVENTS]
         sender.join()
     assert got == EVENTS
     parent.close()
     child.close()
+
+
+def test_a_frame_is_read_without_blocking_only_once_it_has_come_whole():
+    """An event loop reads what has come and returns at once; a frame begun without blocking is
+    finished by a blocking read, and the reader's buffer keeps the order (the served reply's
+    tokens are read so, and its end by the owner's thread)."""
+    parent, child = socket.socketpair()
+    reading = FrameReader(parent)
+    frames = io.BytesIO()
+    for text in ("one", "two", "three"):
+        write_frame(frames, "event", text)
+    data = frames.getvalue()
+    first_end = 4 + int.from_bytes(data[:4], "big")
+    assert reading.read_ready() is None  # nothing has come: None at once, not a wait
+    child.sendall(data[:first_end - 2])
+    assert reading.read_ready() is None  # most of a frame is not a frame
+    child.sendall(data[first_end - 2:first_end + 3])
+    assert reading.read_ready() == ("event", "one") and reading.read_ready() is None
+    child.sendall(data[first_end + 3:])
+    assert reading.read() == ("event", "two") and reading.read_ready() == ("event", "three")
+    child.close()
+    with pytest.raises(ChannelClosed):
+        reading.read_ready()
+    with pytest.raises(ChannelClosed):
+        reading.read()
+    parent.close()
+
+
+def test_a_frame_that_is_not_one_is_a_protocol_error_read_either_way():
+    for read in (FrameReader.read, FrameReader.read_ready):
+        parent, child = socket.socketpair()
+        child.sendall((2).to_bytes(4, "big") + b"[]")
+        with pytest.raises(ProtocolError):
+            read(FrameReader(parent))
+        parent.close()
+        child.close()
 
 
 def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone():
@@ -140,7 +184,7 @@ def test_a_kind_not_expected_is_a_protocol_error():
     write_frame(frame, "shutdown")
     frame.seek(0)
     with pytest.raises(ProtocolError, match="'shutdown' message"):
-        read_message(frame, {"event": ReplyStats})
+        checked(read_frame(frame), {"event": ReplyStats})
 
 
 def test_a_tool_choice_keeps_its_mode():

@@ -30,7 +30,7 @@ class FirstEvent:
     def model(self) -> ServedModel:
         return ServedModel(MODEL, 2048)
 
-    def submit(self, job, deliver):
+    def submit(self, job, deliver, follow=None):  # its replies are scripted events, none to follow
         deliver(self._event)
         return self
 

@@ -28,9 +28,9 @@ from app.images.intake import read_data_url, read_image
 from app.images.limits import MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE
 from app.serve.app import create_app
 from app.serve.completions import Refusal, Refused, ServedModel
-from app.serve.kept_responses import KeptResponses
 from app.serve.image_fetch import MAX_REDIRECTS, fetch_image_bytes
 from app.serve.image_reading import MAX_IMAGES_PER_REQUEST
+from app.serve.kept_responses import KeptResponses
 from app.serve.run_job import _refusal
 
 MODEL = "stand-in.gguf"
@@ -64,7 +64,7 @@ class Recorded:
     def model(self) -> ServedModel:
         return self._model
 
-    def submit(self, job, deliver):
+    def submit(self, job, deliver, follow=None):  # its replies are scripted events, none to follow
         self.jobs.append(job)
         if isinstance(self.event, Refused):
             deliver(self.event)

@@ -44,7 +44,7 @@ class Scripted:
     def model(self) -> ServedModel:
         return ServedModel(MODEL, 2048)
 
-    def submit(self, job, deliver):
+    def submit(self, job, deliver, follow=None):  # its replies are scripted events, none to follow
         self.jobs.append(job)
         for event in self.script:
             deliver(event)

@@ -11,7 +11,8 @@ When the child dies (llama.cpp aborted, the system killed it for memory, someone
 the reply being read ends as an interrupted reply saying so ("llama.cpp crashed (SIGABRT):
 GGML_ASSERT …", from the last lines the child wrote), its text so far kept, never as an exception
 mid-reply; `crashed` then says why, `when_gone` tells whoever asked (a child killed while idle
-too), and every later call raises EngineCrashed: the caller loads the model again.
+too), and every later call raises EngineCrashed: the caller loads the model again. A reply is
+a ChildReply (reply.py), which a caller with an event loop may read there without blocking.
 """
 
 from __future__ import annotations
@@ -19,17 +20,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
 from ..kv.cache import SavedStates
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
-from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats
+from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats, StopReason
 from .engine_process import EngineCrashed, EngineProcess
 from .protocol import LoadRequest, StatesChange, StreamRequest, raised
-
-ABANDON_WAIT_S = 30.0  # for a reply its reader left to end in the child (a long prompt reads on to a batch's end)
+from .reply import ChildReply, Watcher
 
 
 class ProcessBackend(Backend):
@@ -42,6 +41,7 @@ class ProcessBackend(Backend):
         self._child = child
         self._description: ModelDescription | None = None
         self._child_images: set[str] = set()  # the digests of the images the child holds (protocol.py: image)
+        self.answered = False  # a reply got through: the child works (RestartingBackend tells a quick death by it)
 
     # -- opening -----------------------------------------------------------------------------------
 
@@ -113,60 +113,11 @@ class ProcessBackend(Backend):
             return iter([ReplyStats.interrupted(str(exc))])
         if kind == "failed":
             raise raised(body)
-        return self._reply(kind, body, cancel, prompt_progress)
+        return ChildReply(self._child, (kind, body), cancel, prompt_progress, self._ended)
 
-    def _reply(self, kind: str, body: Any, cancel: threading.Event,
-               prompt_progress: PromptProgress | None) -> Iterator[ReplyEvent]:
-        """The reply's events, ending in exactly one ReplyStats whatever the child does: one it
-        sends, a failure it sends after the first piece, or its death."""
-        watcher = Watcher(cancel, lambda: self._child.send_quietly("stop"))
-        ended = False
-        try:
-            while True:
-                if kind == "prompt":
-                    if prompt_progress is not None:
-                        prompt_progress(*body)
-                elif kind == "event":
-                    ended = isinstance(body, ReplyStats)
-                    yield body
-                    if ended:
-                        return
-                elif kind == "failed":  # the child's reply failed after its first piece: the text so far stays
-                    ended = True
-                    yield ReplyStats.failed(body.message)
-                    return
-                else:  # an answer to no question: the child is out of step, so it is ended
-                    self._child.kill()
-                    ended = True
-                    yield ReplyStats.interrupted(f"the engine's process answered {kind!r} during a reply")
-                    return
-                try:
-                    kind, body = self._child.answer()
-                except EngineCrashed as exc:
-                    ended = True
-                    yield ReplyStats.interrupted(str(exc))
-                    return
-        finally:
-            watcher.done()
-            if not ended:
-                self._abandoned()
-
-    def _abandoned(self) -> None:
-        """The caller stopped reading before the reply's end: the child stops it and its last
-        answers are read here, so the next request's first answer is its own. A child that does
-        not end it within ABANDON_WAIT_S is killed."""
-        self._child.send_quietly("stop")
-        deadline = threading.Timer(ABANDON_WAIT_S, self._child.kill)
-        deadline.start()
-        try:
-            while True:
-                kind, body = self._child.answer()
-                if kind == "failed" or kind == "event" and isinstance(body, ReplyStats):
-                    return
-        except EngineCrashed:
-            pass
-        finally:
-            deadline.cancel()
+    def _ended(self, stats: ReplyStats) -> None:
+        if stats.stop_reason is not StopReason.INTERRUPTED:
+            self.answered = True
 
     def prepare(self, conversation_id: int | None) -> None:
         self._child.ask("prepare", conversation_id, "done")
@@ -206,20 +157,3 @@ class ProcessBackend(Backend):
     def pid(self) -> int:
         return self._child.pid
 
-
-class Watcher:
-    """Calls `act` once when `event` is set, until done() (a thread that waits on it)."""
-
-    def __init__(self, event: threading.Event, act):
-        self._event, self._act, self._done = event, act, threading.Event()
-        threading.Thread(target=self._watch, daemon=True).start()
-
-    def _watch(self) -> None:
-        while not self._done.is_set():
-            if self._event.wait(0.05):
-                if not self._done.is_set():
-                    self._act()
-                return
-
-    def done(self) -> None:
-        self._done.set()

@@ -27,7 +27,7 @@ from ..backend import BackendUnavailable
 from ..types import DeviceReport
 from . import CHILD_FLAG
 from .crash import TAIL_LINES, describe_status, hearth_command, hearth_folder, how_it_ended
-from .frames import ChannelClosed, read_message, write_frame
+from .frames import ChannelClosed, FrameReader, checked, write_frame
 from .protocol import ANSWERS, raised
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class EngineProcess:
     def __init__(self, process: subprocess.Popen, channel: socket.socket):
         self._process, self._channel = process, channel
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
-        self._reading, self._writing = channel.makefile("rb"), channel.makefile("wb")
+        self._frames, self._writing = FrameReader(channel), channel.makefile("wb")
         self._send_lock, self._gone_lock = threading.Lock(), threading.Lock()
         self._closing = False  # the end is ours (close, a cancelled load): nobody is told it died
         self._on_gone: Callable[[str], None] | None = None
@@ -112,10 +112,23 @@ class EngineProcess:
 
     def answer(self) -> tuple[str, Any]:
         """The next answer, checked (codec.py); EngineCrashed once the child is gone."""
+        return self._answer(self._frames.read)
+
+    def answer_ready(self) -> tuple[str, Any] | None:
+        """The next answer if it has come whole, else None at once: for an event loop that waits
+        on `fileno()` (answer's errors). Never mixed with `answer` by two threads at once."""
+        return self._answer(self._frames.read_ready)
+
+    def fileno(self) -> int:
+        """The socket answers come on: readable when `answer_ready` may have one."""
+        return self._frames.fileno()
+
+    def _answer(self, read: Callable[[], tuple[str, Any] | None]) -> tuple[str, Any] | None:
         if self.crashed is not None:
             raise EngineCrashed(self.crashed)
         try:
-            return read_message(self._reading, ANSWERS)
+            message = read()
+            return None if message is None else checked(message, ANSWERS)
         except (ChannelClosed, OSError):
             raise EngineCrashed(self._gone()) from None
         except Exception as exc:  # a child that speaks nonsense (a ProtocolError, or worse) is as good as gone

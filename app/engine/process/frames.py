@@ -6,17 +6,24 @@ A frame is a 4-byte big-endian length, then that many bytes of UTF-8 JSON. The l
 before anything is read (at most MAX_FRAME_BYTES: a description with a 262,144-token vocabulary's
 special tokens is about 150 KB), and a stream that ends inside a frame is the other side gone
 (ChannelClosed), not a half-read message. Nothing here knows what the kinds mean: protocol.py does.
+
+The parent reads its socket through a FrameReader, which keeps what it received in a buffer of
+its own, so the same frames can be read blocking (the owner's thread) or without blocking (an
+event loop that waits on the socket: `hearth serve` reads a reply's tokens so, a thread wake
+fewer per token).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import struct
 from typing import Any, BinaryIO
 
 from .codec import ProtocolError, decode, encode
 
 MAX_FRAME_BYTES = 64 * 2**20
+RECEIVE_BYTES = 64 * 2**10  # asked of the socket at a time: a token's frame is about 100 bytes
 _LENGTH = struct.Struct(">I")
 
 
@@ -38,25 +45,79 @@ def read_frame(stream: BinaryIO) -> tuple[str, Any]:
     """The next message: its kind and its body as data (decode it with codec.decode against the
     type the kind carries). ChannelClosed when the stream ends, ProtocolError for a frame that
     is not one."""
-    length = _LENGTH.unpack(_read_exactly(stream, _LENGTH.size))[0]
+    return _message(_read_exactly(stream, _length(_read_exactly(stream, _LENGTH.size))))
+
+
+def checked(message: tuple[str, Any], expected: dict[str, Any]) -> tuple[str, Any]:
+    """A message read, its body decoded against the type its kind carries (`expected`: kind ->
+    type); a kind not in `expected` is a ProtocolError."""
+    kind, body = message
+    if kind not in expected:
+        raise ProtocolError(f"a {kind!r} message where {sorted(expected)} were expected")
+    return kind, decode(body, expected[kind])
+
+
+class FrameReader:
+    """The messages arriving on a socket, read blocking (`read`) or as far as they have come
+    (`read_ready`), in any mix: a frame part-received by one is finished by the other. Read by
+    one thread at a time."""
+
+    def __init__(self, channel: socket.socket):
+        self._channel = channel
+        self._buffer = bytearray()
+
+    def fileno(self) -> int:
+        """The socket's, for a selector to wait on: readable when more may be read."""
+        return self._channel.fileno()
+
+    def read(self) -> tuple[str, Any]:
+        """The next message, waiting for it (read_frame's errors)."""
+        while (message := self._take()) is None:
+            self._receive(0)
+        return message
+
+    def read_ready(self) -> tuple[str, Any] | None:
+        """The next message if it has come whole, else None at once (read_frame's errors)."""
+        while (message := self._take()) is None:
+            try:
+                self._receive(socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return None
+        return message
+
+    def _receive(self, flags: int) -> None:
+        chunk = self._channel.recv(RECEIVE_BYTES, flags)
+        if not chunk:
+            raise ChannelClosed("the other process closed the channel")
+        self._buffer += chunk
+
+    def _take(self) -> tuple[str, Any] | None:
+        """The first whole frame in the buffer, taken out of it; None if none is whole yet."""
+        if len(self._buffer) < _LENGTH.size:
+            return None
+        end = _LENGTH.size + _length(self._buffer[:_LENGTH.size])
+        if len(self._buffer) < end:
+            return None
+        data = bytes(self._buffer[_LENGTH.size:end])
+        del self._buffer[:end]
+        return _message(data)
+
+
+def _length(prefix: bytes) -> int:
+    length = _LENGTH.unpack(prefix)[0]
     if length > MAX_FRAME_BYTES:
         raise ProtocolError(f"a frame of {length:,} bytes is more than a frame holds")
+    return length
+
+
+def _message(data: bytes) -> tuple[str, Any]:
     try:
-        message = json.loads(_read_exactly(stream, length).decode("utf-8"))
+        message = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"a frame that is not JSON ({exc})") from None
     if not isinstance(message, dict) or not isinstance(message.get("kind"), str) or set(message) != {"kind", "body"}:
         raise ProtocolError("a frame that is not a message")
     return message["kind"], message["body"]
-
-
-def read_message(stream: BinaryIO, expected: dict[str, Any]) -> tuple[str, Any]:
-    """The next message, its body decoded against the type its kind carries (`expected`: kind ->
-    type); a kind not in `expected` is a ProtocolError."""
-    kind, body = read_frame(stream)
-    if kind not in expected:
-        raise ProtocolError(f"a {kind!r} message where {sorted(expected)} were expected")
-    return kind, decode(body, expected[kind])
 
 
 def _read_exactly(stream: BinaryIO, size: int) -> bytes:

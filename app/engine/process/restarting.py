@@ -24,7 +24,7 @@ from typing import TypeVar
 from ..backend import Backend, BackendUnavailable, LoadCancelled, PromptProgress, ReplyEvent
 from ..sampling import SamplingParams
 from ..tools.types import PLAIN, ToolUse
-from ..types import DeviceReport, LoadOptions, ModelDescription, ReplyStats, StopReason
+from ..types import DeviceReport, LoadOptions, ModelDescription
 from .backend import ProcessBackend
 from .engine_process import EngineCrashed
 
@@ -51,7 +51,6 @@ class RestartingBackend(Backend):
         self._template: str | None = options.template_override
         self._why: str | None = None  # why there is no child now
         self._next_delay = 0.0
-        self._answered = False  # the child now has answered a request
         self._child: ProcessBackend | None = None
         self._adopt(ProcessBackend.open(path, options))
         self._description = self._child.describe()
@@ -64,17 +63,8 @@ class RestartingBackend(Backend):
     def stream(self, messages: list[dict], params: SamplingParams, cancel: threading.Event,
                prompt_progress: PromptProgress | None = None, conversation_id: int | None = None,
                tools: ToolUse = PLAIN, logprobs: int | None = None) -> Iterator[ReplyEvent]:
-        events = self._on_child(lambda child: child.stream(messages, params, cancel, prompt_progress, conversation_id,
-                                                           tools, logprobs))
-        return self._noting_answers(events)
-
-    def _noting_answers(self, events: Iterator[ReplyEvent]) -> Iterator[ReplyEvent]:
-        """The child's events as they are; a reply that got through marks the child as one that
-        works, so its death later is not "again at once"."""
-        for event in events:
-            if isinstance(event, ReplyStats) and event.stop_reason is not StopReason.INTERRUPTED:
-                self._answered = True
-            yield event
+        return self._on_child(lambda child: child.stream(messages, params, cancel, prompt_progress, conversation_id,
+                                                         tools, logprobs))
 
     def set_template_override(self, source: str | None) -> str:
         name = self._on_child(lambda child: child.set_template_override(source))
@@ -113,7 +103,7 @@ class RestartingBackend(Backend):
         with self._ready:
             closing = self._closing.is_set()
             if not closing:
-                self._child, self._why, self._answered = child, None, False
+                self._child, self._why = child, None
                 self._ready.notify_all()
         if closing:
             child.close()
@@ -141,7 +131,7 @@ class RestartingBackend(Backend):
                 return
             self._child, self._why = None, why
         child.close()
-        at_once = lived_s < QUICK_DEATH_S and not self._answered
+        at_once = lived_s < QUICK_DEATH_S and not child.answered  # a reply that got through: it worked
         self._next_delay = _longer(self._next_delay) if at_once else 0.0
         if at_once:
             self._say(f"{why}. It stopped {lived_s:.0f} s after loading; loading it again in {self._next_delay:.0f} s.")
