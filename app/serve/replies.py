@@ -71,7 +71,11 @@ class Reply:
                 self._events.put_nowait(event)
 
         def start() -> None:
-            self._loop.add_reader(fd, read)
+            try:
+                self._loop.add_reader(fd, read)
+            except NotImplementedError:  # a loop that cannot watch a descriptor (Windows' proactor)
+                ended.set_result(None)
+                return
             read()  # what came before the reader was set (it may all be in the reply's buffer already)
 
         try:

@@ -21,7 +21,7 @@ from app.engine.process.codec import CLASSES, MAX_DEPTH, ProtocolError, decode, 
 from app.engine.process.frames import (
     MAX_FRAME_BYTES,
     ChannelClosed,
-    FrameReader,
+    FrameSocket,
     checked,
     read_frame,
     write_frame,
@@ -112,7 +112,7 @@ def test_only_the_protocol_classes_are_sent():
 
 def test_frames_go_over_a_socket_pair_in_order():
     parent, child = socket.socketpair()
-    reading = FrameReader(parent)
+    reading = FrameSocket(parent)
     with child.makefile("wb") as writing:
         sender = threading.Thread(target=lambda: [write_frame(writing, "event", event) for event in EVENTS])
         sender.start()
@@ -128,7 +128,7 @@ def test_a_frame_is_read_without_blocking_only_once_it_has_come_whole():
     finished by a blocking read, and the reader's buffer keeps the order (the served reply's
     tokens are read so, and its end by the owner's thread)."""
     parent, child = socket.socketpair()
-    reading = FrameReader(parent)
+    reading = FrameSocket(parent)
     frames = io.BytesIO()
     for text in ("one", "two", "three"):
         write_frame(frames, "event", text)
@@ -149,12 +149,28 @@ def test_a_frame_is_read_without_blocking_only_once_it_has_come_whole():
     parent.close()
 
 
+def test_frames_go_whole_both_ways_over_a_socket_an_event_loop_left_non_blocking():
+    """libuv (uvloop) sets a socket it watches non-blocking and leaves it so: a frame larger
+    than the socket's buffer still goes whole, and a read still waits for what has not come."""
+    parent, child = socket.socketpair()
+    parent.setblocking(False)
+    child.setblocking(False)
+    ours, theirs = FrameSocket(parent), FrameSocket(child)
+    big = "x" * (8 * 2**20)  # far more than a socket pair buffers
+    sender = threading.Thread(target=lambda: [theirs.send("event", big), theirs.send("event", "after")])
+    sender.start()
+    assert ours.read() == ("event", big) and ours.read() == ("event", "after")
+    sender.join()
+    parent.close()
+    child.close()
+
+
 def test_a_frame_that_is_not_one_is_a_protocol_error_read_either_way():
-    for read in (FrameReader.read, FrameReader.read_ready):
+    for read in (FrameSocket.read, FrameSocket.read_ready):
         parent, child = socket.socketpair()
         child.sendall((2).to_bytes(4, "big") + b"[]")
         with pytest.raises(ProtocolError):
-            read(FrameReader(parent))
+            read(FrameSocket(parent))
         parent.close()
         child.close()
 

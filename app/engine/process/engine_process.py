@@ -27,7 +27,7 @@ from ..backend import BackendUnavailable
 from ..types import DeviceReport
 from . import CHILD_FLAG
 from .crash import TAIL_LINES, describe_status, hearth_command, hearth_folder, how_it_ended
-from .frames import ChannelClosed, FrameReader, checked, write_frame
+from .frames import ChannelClosed, FrameSocket, checked
 from .protocol import ANSWERS, raised
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class EngineProcess:
     def __init__(self, process: subprocess.Popen, channel: socket.socket):
         self._process, self._channel = process, channel
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
-        self._frames, self._writing = FrameReader(channel), channel.makefile("wb")
+        self._frames = FrameSocket(channel)
         self._send_lock, self._gone_lock = threading.Lock(), threading.Lock()
         self._closing = False  # the end is ours (close, a cancelled load): nobody is told it died
         self._on_gone: Callable[[str], None] | None = None
@@ -99,7 +99,7 @@ class EngineProcess:
             raise EngineCrashed(self.crashed)
         try:
             with self._send_lock:
-                write_frame(self._writing, kind, body)
+                self._frames.send(kind, body)
         except OSError:
             raise EngineCrashed(self._gone()) from None
 

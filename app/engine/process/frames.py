@@ -7,8 +7,8 @@ before anything is read (at most MAX_FRAME_BYTES: a description with a 262,144-t
 special tokens is about 150 KB), and a stream that ends inside a frame is the other side gone
 (ChannelClosed), not a half-read message. Nothing here knows what the kinds mean: protocol.py does.
 
-The parent reads its socket through a FrameReader, which keeps what it received in a buffer of
-its own, so the same frames can be read blocking (the owner's thread) or without blocking (an
+The parent talks over its socket through a FrameSocket, which keeps what it received in a buffer
+of its own, so the same frames can be read blocking (the owner's thread) or without blocking (an
 event loop that waits on the socket: `hearth serve` reads a reply's tokens so, a thread wake
 fewer per token).
 """
@@ -16,6 +16,7 @@ fewer per token).
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 from typing import Any, BinaryIO
@@ -33,12 +34,17 @@ class ChannelClosed(EOFError):
 
 def write_frame(stream: BinaryIO, kind: str, body: Any = None) -> None:
     """Send one message: `kind` names it, `body` is any value codec.encode takes."""
+    stream.write(frame(kind, body))
+    stream.flush()
+
+
+def frame(kind: str, body: Any = None) -> bytes:
+    """One message, as the bytes of its frame."""
     data = json.dumps({"kind": kind, "body": encode(body)}, ensure_ascii=False, allow_nan=False,
                       separators=(",", ":")).encode("utf-8")
     if len(data) > MAX_FRAME_BYTES:
         raise ProtocolError(f"a {kind} message of {len(data):,} bytes is more than a frame holds")
-    stream.write(_LENGTH.pack(len(data)) + data)
-    stream.flush()
+    return _LENGTH.pack(len(data)) + data
 
 
 def read_frame(stream: BinaryIO) -> tuple[str, Any]:
@@ -57,10 +63,12 @@ def checked(message: tuple[str, Any], expected: dict[str, Any]) -> tuple[str, An
     return kind, decode(body, expected[kind])
 
 
-class FrameReader:
-    """The messages arriving on a socket, read blocking (`read`) or as far as they have come
-    (`read_ready`), in any mix: a frame part-received by one is finished by the other. Read by
-    one thread at a time."""
+class FrameSocket:
+    """The messages on a socket, both ways. Sent whole, and read either waiting (`read`) or as
+    far as they have come (`read_ready`), in any mix: a frame part-received by one is finished
+    by the other. Sending and waiting work however the socket is set: an event loop that watched
+    it may have left it non-blocking (libuv, under uvloop, does). One reader at a time; senders
+    take turns (the caller's lock)."""
 
     def __init__(self, channel: socket.socket):
         self._channel = channel
@@ -70,11 +78,28 @@ class FrameReader:
         """The socket's, for a selector to wait on: readable when more may be read."""
         return self._channel.fileno()
 
+    def send(self, kind: str, body: Any = None) -> None:
+        """Send one message whole (OSError when the other side is gone)."""
+        data = memoryview(frame(kind, body))
+        while data:
+            try:
+                data = data[self._channel.send(data):]
+            except BlockingIOError:
+                self._wait(select.POLLOUT)
+
     def read(self) -> tuple[str, Any]:
         """The next message, waiting for it (read_frame's errors)."""
         while (message := self._take()) is None:
-            self._receive(0)
+            try:
+                self._receive(0)
+            except BlockingIOError:
+                self._wait(select.POLLIN)
         return message
+
+    def _wait(self, event: int) -> None:
+        poll = select.poll()  # not select(): a process with many files has descriptors past its 1,024
+        poll.register(self._channel, event)
+        poll.poll()
 
     def read_ready(self) -> tuple[str, Any] | None:
         """The next message if it has come whole, else None at once (read_frame's errors)."""
