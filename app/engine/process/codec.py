@@ -115,6 +115,8 @@ def _decode(data: Any, expected: Any, depth: int) -> Any:
         return data
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(expected)
+        if type(data) is options[0] and options[0] in (str, bool):  # what the first option takes as it is:
+            return data  # a reply's text, every token
         if data is None and type(None) in options:
             return None
         for option in (option for option in options if option is not type(None)):

@@ -119,6 +119,11 @@ class EngineProcess:
         on `fileno()` (answer's errors). Never mixed with `answer` by two threads at once."""
         return self._answer(self._frames.read_ready)
 
+    def answer_received(self) -> tuple[str, Any] | None:
+        """The next answer if what was received already holds it, else None: the socket is not
+        read (answer's errors)."""
+        return self._answer(self._frames.read_received)
+
     def fileno(self) -> int:
         """The socket answers come on: readable when `answer_ready` may have one."""
         return self._frames.fileno()

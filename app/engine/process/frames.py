@@ -101,6 +101,12 @@ class FrameSocket:
         poll.register(self._channel, event)
         poll.poll()
 
+    def read_received(self) -> tuple[str, Any] | None:
+        """The next message if what was received already holds it whole, else None: the socket is
+        not read (one read per wake of a selector is enough, and a read that finds nothing costs
+        a system call and an exception)."""
+        return self._take()
+
     def read_ready(self) -> tuple[str, Any] | None:
         """The next message if it has come whole, else None at once (read_frame's errors)."""
         while (message := self._take()) is None:

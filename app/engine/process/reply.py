@@ -22,7 +22,10 @@ from ..types import ReplyStats
 from .engine_process import EngineCrashed, EngineProcess
 
 ABANDON_WAIT_S = 30.0  # for a reply its reader left to end in the child (a long prompt reads on to a batch's end)
-CANCEL_POLL_S = 0.05  # how often a Watcher looks at its flag: a Stop reaches the child within this
+# How long a Watcher's thread may outlive what it watched: a set flag wakes it at once, and it
+# wakes this often only to see whether it is done. Each wake of a thread costs the decoding cores
+# (#31: at 50 ms, about 30 µs of a token while a reply streams).
+WATCHER_LINGER_S = 1.0
 
 Answer = tuple[str, Any]
 _NOT_YET = object()  # nothing more has come: `ready` returns what it has
@@ -56,7 +59,9 @@ class ChildReply:
         """The events that have come, without waiting (PolledReply): the last of them is the
         ReplyStats once the reply has ended."""
         events = []
-        while not self._over and (event := self._step(self._child.answer_ready)) is not _NOT_YET:
+        read = self._child.answer_ready  # reads the socket once; then only what that read brought
+        while not self._over and (event := self._step(read)) is not _NOT_YET:
+            read = self._child.answer_received
             if event is not None:
                 events.append(event)
         return events
@@ -117,7 +122,8 @@ class ChildReply:
 
 
 class Watcher:
-    """Calls `act` once when `event` is set, until done() (a thread that waits on it)."""
+    """Calls `act` once when `event` is set, until done() (a thread that waits on it, and ends
+    within WATCHER_LINGER_S of done())."""
 
     def __init__(self, event: threading.Event, act: Callable[[], None]):
         self._event, self._act, self._done = event, act, threading.Event()
@@ -125,7 +131,7 @@ class Watcher:
 
     def _watch(self) -> None:
         while not self._done.is_set():
-            if self._event.wait(CANCEL_POLL_S):
+            if self._event.wait(WATCHER_LINGER_S):
                 if not self._done.is_set():
                     self._act()
                 return
