@@ -149,7 +149,10 @@ class PolledReply(Protocol):
     process of its own sends them (engine/process/reply.py). It is read as any reply is, and a
     caller with an event loop may instead wait for `fileno()` to be readable and take `ready()`'s
     events on the loop: `hearth serve` does, so that no thread is woken per token only to hand
-    it over to the loop. One reader at a time, whichever way it reads."""
+    it over to the loop. One reader at a time, whichever way it reads; closed when done with
+    (closing_reply), as every reply is, which also closes what `fileno()` names."""
+
+    waits: bool  # what comes next must be read with next(), which may wait (how its process ended)
 
     def __next__(self) -> ReplyEvent: ...
 
@@ -157,7 +160,8 @@ class PolledReply(Protocol):
 
     def ready(self) -> list[ReplyEvent]:
         """The events that have come, at once, without waiting: none, some, or the last ones,
-        ending in the ReplyStats (after which there are no more)."""
+        ending in the ReplyStats (after which there are no more). Where what comes next cannot
+        be had without waiting, `waits` is set and ready() gives nothing more."""
 
     def close(self) -> None: ...
 

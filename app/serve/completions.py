@@ -110,8 +110,9 @@ class ChoiceEnd:
 Event = Union[str, TokenLogprob, ToolCallDelta, ToolCall, ChoiceEnd, ReplyStats, Refused]
 Deliver = Callable[[Event], None]
 # Read a PolledReply's events on the consumer's loop, delivering them there, and return its last
-# (its ReplyStats), blocking the calling thread until then; None where it cannot (its loop has
-# closed): the caller reads on.
+# (its ReplyStats), blocking the calling thread until then; None where the loop cannot read it to
+# its end (it has closed, cannot watch the reply, or the model's process is gone): the caller
+# reads on.
 Follow = Callable[[PolledReply], ReplyEvent | None]
 
 

@@ -2,13 +2,15 @@
 
 The worker thread delivers events with `call_soon_threadsafe` into an asyncio queue, so the
 loop never blocks on the engine. A reply from a model in a process of its own is read by the
-loop itself once it has begun (`follow`): each token is read from the engine's socket and put
-in the queue where the stream is written, with no thread woken to hand it over. Until the reply's first event the client is watched for a
-disconnect (it may wait in the queue, or through a long prompt), and a client that leaves
-cancels its job: a waiting one leaves the queue, a running one stops at its next token. Once
-a stream has started, Starlette's StreamingResponse watches instead, and closing the stream
-cancels the job the same way (`Reply.pieces`' finally). A reply whose first event says it
-never began is answered with a status instead (check_begun), whichever endpoint asked.
+loop itself once it has begun (`follow`): each token is read from the engine's socket and put in
+the queue the stream is written from, with no thread woken to hand it over.
+
+Until the reply's first event the client is watched for a disconnect (it may wait in the queue,
+or through a long prompt), and a client that leaves cancels its job: a waiting one leaves the
+queue, a running one stops at its next token. Once a stream has started, Starlette's
+StreamingResponse watches instead, and closing the stream cancels the job the same way
+(`Reply.rest`'s finally). A reply whose first event says it never began is answered with a
+status instead (check_begun), whichever endpoint asked.
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ class Reply:
 
     def _follow(self, reply: PolledReply) -> ReplyEvent | None:  # on the worker thread
         """Read `reply` on the loop from now on, its events into the queue the stream is written
-        from, and return its last (the ReplyStats) to the worker, which waits meanwhile; None if
-        the loop closes first (the server stopped): the worker reads on."""
+        from, and return its last (the ReplyStats) to the worker, which waits meanwhile. None
+        where the loop cannot read it to its end: it has closed (the server stopped), it cannot
+        watch the reply, or what comes next must be waited for (the engine's process is gone):
+        the worker reads on."""
         ended: concurrent.futures.Future = concurrent.futures.Future()
-        fd = reply.fileno()
 
         def read() -> None:  # on the loop, whenever the engine's socket has more
             try:
@@ -69,25 +72,29 @@ class Reply:
                     ended.set_result(event)
                     return
                 self._events.put_nowait(event)
+            if reply.waits:
+                self._loop.remove_reader(fd)
+                ended.set_result(None)
 
         def start() -> None:
             try:
                 self._loop.add_reader(fd, read)
-            except NotImplementedError:  # a loop that cannot watch a descriptor (Windows' proactor)
+            except Exception:  # a loop that cannot watch it (Windows' proactor), or a socket gone
                 ended.set_result(None)
                 return
             read()  # what came before the reader was set (it may all be in the reply's buffer already)
 
         try:
+            fd = reply.fileno()
             self._loop.call_soon_threadsafe(start)
-        except RuntimeError:
-            return None  # the loop has closed
+        except (OSError, RuntimeError):  # its process's socket is gone; the loop has closed
+            return None
         while True:
             try:
                 return ended.result(timeout=LOOP_CHECK_S)
             except concurrent.futures.TimeoutError:
-                if self._loop.is_closed():
-                    return None  # it will not read on; what it read is delivered, the rest is the worker's
+                if self._loop.is_closed():  # it will not read on: the rest is the worker's
+                    return ended.result() if ended.done() else None
 
     def cancel(self) -> None:
         self._submission.cancel()

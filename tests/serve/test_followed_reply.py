@@ -11,6 +11,8 @@ it to its end, never waiting forever, so the next job runs.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 
 import pytest
@@ -117,3 +119,48 @@ def test_a_loop_that_closes_mid_reply_leaves_the_worker_to_read_it_and_the_next_
                  lambda event: isinstance(event, ReplyStats) and ended.set())
     assert ended.wait(WAIT_S), "the worker is still waiting on a loop that has closed"
 
+
+
+@pytest.fixture
+def doomed(gemma_path):
+    """A queue whose engine's process the test kills."""
+    backend = ProcessBackend.open(gemma_path, LoadOptions(n_ctx=1024))
+    served = EngineQueue(backend)
+    yield served, backend
+    served.close()
+
+
+@pytest.mark.parametrize("closed_at_once", [False, True], ids=["killed", "killed and closed"])
+def test_a_process_that_dies_mid_reply_ends_it_and_the_loop_never_waits_for_it(doomed, closed_at_once, monkeypatch):
+    """The loop finds the engine's process gone (its socket at end of file) and hands the reply
+    back: how the process ended, which may wait for it to be reaped and for its last words, is
+    found on the worker's thread, never the loop's. Its owner closing the channel at once (as
+    RestartingBackend does when told of the death) leaves the loop's copy of the socket to say so."""
+    queue, backend = doomed
+    child = backend._child
+    found_on = []
+    gone = type(child)._gone
+
+    def noted_gone(*why):
+        found_on.append(threading.current_thread().name)
+        return gone(child, *why)
+
+    monkeypatch.setattr(child, "_gone", noted_gone)
+    loop = asyncio.new_event_loop()
+
+    async def kill_after_a_piece() -> list:
+        reply = Reply(queue, Job(GREEDY.with_changes(max_tokens=400), messages=MESSAGES))
+        events = [await reply._events.get(), await reply._events.get()]  # the second read by the loop
+        os.kill(backend.pid, signal.SIGKILL)
+        if closed_at_once:
+            child._channel.close()
+        while not isinstance(events[-1], ReplyStats):
+            events.append(await asyncio.wait_for(reply._events.get(), WAIT_S))
+        return events
+
+    try:
+        events = loop.run_until_complete(kill_after_a_piece())
+    finally:
+        loop.close()
+    assert events[-1].stop_reason is StopReason.INTERRUPTED and "SIGKILL" in events[-1].error, events[-1]
+    assert found_on and "serve-engine" in found_on, found_on

@@ -4,7 +4,8 @@ a socket pair, and what the parent needs to talk to it and to know when it died.
 The model it holds is its owner's business: ProcessBackend (backend.py) has it load a chat model,
 ProcessEmbedder (embedder.py) an embedding model. Requests and answers are protocol.py's, framed
 by frames.py and checked by codec.py. Only one thread asks at a time (its owner's), except `send`
-of a "stop", which may come from another while a reply streams.
+of a "stop", which may come from another while a reply streams; a reply's answers may be read by
+an event loop meanwhile (`answer_ready`, which never waits), the owner's thread waiting for it.
 
 When the child dies by itself (llama.cpp aborted, the system killed it for memory, kill -9), the
 next answer read raises EngineCrashed saying how ("llama.cpp crashed (SIGABRT): GGML_ASSERT …",
@@ -38,6 +39,7 @@ TAIL_LINE_BYTES = 4096  # of one stderr line kept: a child cannot grow the paren
 # Every child: no backtrace from ggml_abort, which would push the GGML_ASSERT line (what the user
 # is told) out of the tail of stderr kept.
 CHILD_ENVIRONMENT = {"GGML_NO_BACKTRACE": "1"}
+LATER = object()  # answer_ready's word for "the child is gone or out of step: `answer` will say how"
 NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "GGML_VK_VISIBLE_DEVICES": ""}
 
 
@@ -53,6 +55,7 @@ class EngineProcess:
         self._process, self._channel = process, channel
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._frames = FrameSocket(channel)
+        self._deferred: Exception | None = None  # what answer_ready met, for answer to raise
         self._send_lock, self._gone_lock = threading.Lock(), threading.Lock()
         self._closing = False  # the end is ours (close, a cancelled load): nobody is told it died
         self._on_gone: Callable[[str], None] | None = None
@@ -114,26 +117,41 @@ class EngineProcess:
         """The next answer, checked (codec.py); EngineCrashed once the child is gone."""
         return self._answer(self._frames.read)
 
-    def answer_ready(self) -> tuple[str, Any] | None:
-        """The next answer if it has come whole, else None at once: for an event loop that waits
-        on `fileno()` (answer's errors). Never mixed with `answer` by two threads at once."""
-        return self._answer(self._frames.read_ready)
+    def answer_ready(self) -> tuple[str, Any] | None | object:
+        """For an event loop that waits on `watched()`: the next answer if it has come whole, else
+        None, at once. It never waits, not even for a child that is gone or speaks nonsense:
+        that answers LATER, and the next `answer` (on the owner's thread) raises what `answer`
+        would have, finding out how the child ended, which may wait for it."""
+        return self._answer_now(self._frames.read_ready)
 
-    def answer_received(self) -> tuple[str, Any] | None:
-        """The next answer if what was received already holds it, else None: the socket is not
-        read (answer's errors)."""
-        return self._answer(self._frames.read_received)
+    def answer_received(self) -> tuple[str, Any] | None | object:
+        """As answer_ready, from what was received already: the socket is not read."""
+        return self._answer_now(self._frames.read_received)
 
-    def fileno(self) -> int:
-        """The socket answers come on: readable when `answer_ready` may have one."""
-        return self._frames.fileno()
+    def watched(self) -> socket.socket:
+        """A socket for a selector to wait on, readable when `answer_ready` may have an answer: a
+        copy of the channel's, for its caller to close, so that it stays the same socket while
+        watched even if the child's end comes and this one closes the channel."""
+        return self._channel.dup()
 
-    def _answer(self, read: Callable[[], tuple[str, Any] | None]) -> tuple[str, Any] | None:
-        if self.crashed is not None:
-            raise EngineCrashed(self.crashed)
+    def _answer_now(self, read: Callable[[], tuple[str, Any] | None]) -> tuple[str, Any] | None | object:
+        if self.crashed is not None or self._deferred is not None:
+            return LATER
         try:
             message = read()
             return None if message is None else checked(message, ANSWERS)
+        except Exception as exc:  # told by `answer`, on the owner's thread
+            self._deferred = exc
+            return LATER
+
+    def _answer(self, read: Callable[[], tuple[str, Any]]) -> tuple[str, Any]:
+        if self.crashed is not None:
+            raise EngineCrashed(self.crashed)
+        try:
+            if self._deferred is not None:  # what answer_ready met, raised here where it may wait
+                deferred, self._deferred = self._deferred, None
+                raise deferred
+            return checked(read(), ANSWERS)
         except (ChannelClosed, OSError):
             raise EngineCrashed(self._gone()) from None
         except Exception as exc:  # a child that speaks nonsense (a ProtocolError, or worse) is as good as gone

@@ -74,10 +74,6 @@ class FrameSocket:
         self._channel = channel
         self._buffer = bytearray()
 
-    def fileno(self) -> int:
-        """The socket's, for a selector to wait on: readable when more may be read."""
-        return self._channel.fileno()
-
     def send(self, kind: str, body: Any = None) -> None:
         """Send one message whole (OSError when the other side is gone)."""
         data = memoryview(frame(kind, body))

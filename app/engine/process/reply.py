@@ -13,13 +13,14 @@ one it sends, a failure it sends after the first piece, an answer out of step, o
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..backend import PromptProgress, ReplyEvent
 from ..types import ReplyStats
-from .engine_process import EngineCrashed, EngineProcess
+from .engine_process import LATER, EngineCrashed, EngineProcess
 
 ABANDON_WAIT_S = 30.0  # for a reply its reader left to end in the child (a long prompt reads on to a batch's end)
 # How long a Watcher's thread may outlive what it watched: a set flag wakes it at once, and it
@@ -43,6 +44,8 @@ class ChildReply:
         self._prompt_progress = prompt_progress
         self._ended = ended
         self._over = False
+        self.waits = False  # what comes next must be read with next(): the child is gone or out of step
+        self._watched: socket.socket | None = None  # what fileno() gave a selector, closed with the reply
         self._watcher = Watcher(cancel, lambda: child.send_quietly("stop"))
 
     def __iter__(self) -> ChildReply:
@@ -57,7 +60,8 @@ class ChildReply:
 
     def ready(self) -> list[ReplyEvent]:
         """The events that have come, without waiting (PolledReply): the last of them is the
-        ReplyStats once the reply has ended."""
+        ReplyStats once the reply has ended. A child found gone or out of step sets `waits`:
+        next() says how it ended, which may wait for it."""
         events = []
         read = self._child.answer_ready  # reads the socket once; then only what that read brought
         while not self._over and (event := self._step(read)) is not _NOT_YET:
@@ -67,13 +71,17 @@ class ChildReply:
         return events
 
     def fileno(self) -> int:
-        return self._child.fileno()
+        if self._watched is None:
+            self._watched = self._child.watched()
+        return self._watched.fileno()
 
     def close(self) -> None:
         """Done with it: a reply left before its end is stopped, and its last answers read here, so
         the next request's first answer is its own. A child that does not end it within
         ABANDON_WAIT_S is killed."""
         self._watcher.done()
+        if self._watched is not None:
+            self._watched.close()
         if self._over:
             return
         self._over = True
@@ -90,9 +98,9 @@ class ChildReply:
         finally:
             deadline.cancel()
 
-    def _step(self, read: Callable[[], Answer | None]) -> ReplyEvent | None | object:
+    def _step(self, read: Callable[[], Answer | None | object]) -> ReplyEvent | None | object:
         """The event of the next answer `read` gives: None for an answer that is none (the
-        prompt's progress), _NOT_YET where `read` has nothing yet."""
+        prompt's progress), _NOT_YET where `read` has nothing yet (or LATER: `waits`)."""
         if self._first is not None:
             answer, self._first = self._first, None
         else:
@@ -100,6 +108,9 @@ class ChildReply:
                 answer = read()
             except EngineCrashed as exc:
                 return self._end(ReplyStats.interrupted(str(exc)))
+            if answer is LATER:
+                self.waits = True
+                return _NOT_YET
             if answer is None:
                 return _NOT_YET
         kind, body = answer
