@@ -39,8 +39,8 @@ TAIL_LINE_BYTES = 4096  # of one stderr line kept: a child cannot grow the paren
 # Every child: no backtrace from ggml_abort, which would push the GGML_ASSERT line (what the user
 # is told) out of the tail of stderr kept.
 CHILD_ENVIRONMENT = {"GGML_NO_BACKTRACE": "1"}
-LATER = object()  # answer_ready's word for "the child is gone or out of step: `answer` will say how"
 NO_GPU_ENVIRONMENT = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "GGML_VK_VISIBLE_DEVICES": ""}
+LATER = object()  # answer_ready's word for "the child is gone or speaks nonsense: `answer` will say how"
 
 
 class EngineCrashed(BackendUnavailable):

@@ -53,7 +53,7 @@ class ChildReply:
 
     def __next__(self) -> ReplyEvent:
         while not self._over:
-            event = self._step(self._child.answer)
+            event = self._step(self._child.answer, may_wait=True)
             if event is not None:
                 return event
         raise StopIteration
@@ -61,10 +61,10 @@ class ChildReply:
     def ready(self) -> list[ReplyEvent]:
         """The events that have come, without waiting (PolledReply): the last of them is the
         ReplyStats once the reply has ended. A child found gone or out of step sets `waits`:
-        next() says how it ended, which may wait for it."""
+        next() ends the reply, which may wait for the child."""
         events = []
         read = self._child.answer_ready  # reads the socket once; then only what that read brought
-        while not self._over and (event := self._step(read)) is not _NOT_YET:
+        while not self._over and (event := self._step(read, may_wait=False)) is not _NOT_YET:
             read = self._child.answer_received
             if event is not None:
                 events.append(event)
@@ -98,9 +98,11 @@ class ChildReply:
         finally:
             deadline.cancel()
 
-    def _step(self, read: Callable[[], Answer | None | object]) -> ReplyEvent | None | object:
+    def _step(self, read: Callable[[], Answer | None | object], may_wait: bool) -> ReplyEvent | None | object:
         """The event of the next answer `read` gives: None for an answer that is none (the
-        prompt's progress), _NOT_YET where `read` has nothing yet (or LATER: `waits`)."""
+        prompt's progress), _NOT_YET where `read` has nothing yet. Where ending the reply may
+        wait for the child (it is gone, or out of step and to be killed) and `may_wait` is False,
+        _NOT_YET too, with `waits` set and the answer kept for next()."""
         if self._first is not None:
             answer, self._first = self._first, None
         else:
@@ -114,6 +116,9 @@ class ChildReply:
             if answer is None:
                 return _NOT_YET
         kind, body = answer
+        if kind not in ("prompt", "event", "failed") and not may_wait:
+            self._first, self.waits = answer, True
+            return _NOT_YET
         if kind == "prompt":
             if self._prompt_progress is not None:
                 self._prompt_progress(*body)
