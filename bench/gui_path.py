@@ -13,7 +13,9 @@
    chunks between. On 2 cores every millisecond of it is taken from a generating thread.
 2. Time from launch to the window being painted, and the idle window's RSS with no model
    loaded: `python -m app` with HEARTH_STARTUP_PROBE, a fresh profile per run.
-Medians; results also go to bench/results/gui_path.json.
+Medians; the ratio is the median of per-pair ratios (each pair back to back, in turns, so a
+machine that slows for a while slows both sides of a pair). Results also go to
+bench/results/gui_path.json.
 """
 
 from __future__ import annotations
@@ -146,11 +148,14 @@ def main() -> None:
     gui, alone, gui_cpu = [], [], []
     through_gui(window, params)  # warm both paths once
     engine_alone(engine, params)
-    for _ in range(args.runs):
+    for run in range(args.runs):  # the two back to back, in turns: each pair under the same load
+        if run % 2:
+            alone.append(engine_alone(engine, params))
         measured = through_gui(window, params)
         gui.append(measured.tokens_per_s)
         gui_cpu.append(measured.gui_ms_per_chunk)
-        alone.append(engine_alone(engine, params))
+        if not run % 2:
+            alone.append(engine_alone(engine, params))
     engine.close()
     window.close()
     bridge.shutdown()
@@ -160,7 +165,7 @@ def main() -> None:
     results = {
         "tokens": args.tokens, "runs": args.runs,
         "gui_tokens_per_s": statistics.median(gui), "engine_tokens_per_s": statistics.median(alone),
-        "ratio": statistics.median(gui) / statistics.median(alone), "gui_samples": gui, "engine_samples": alone,
+        "ratio": statistics.median(g / e for g, e in zip(gui, alone)), "gui_samples": gui, "engine_samples": alone,
         "gui_thread_ms_per_chunk": statistics.median(gui_cpu), "gui_thread_ms_samples": gui_cpu,
         "launch_to_window_s": statistics.median(shown), "launch_samples": shown,
         "idle_rss_mb": statistics.median(rss), "rss_samples": rss,
