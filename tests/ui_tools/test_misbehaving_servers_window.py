@@ -12,20 +12,12 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from support.mcp_servers.configs import misbehaving
-from support.stall import StallMeter
+from support.stall import STALL_LIMIT_MS, StallMeter
 from support.tool_window import WAIT_MS, card_asking, exchange, tick, turn_over, weather, window_with_tools
 
 from app.tool_servers.limits import RESULT_CAP_BYTES
 from app.tool_servers.types import ServerState
 from app.ui.chat.tool_card import CardState
-
-# The window never waits on a server: a wait would be the server's own time (seconds, or for
-# ever). The ≤ 100 ms figure is bench/tool_stalls.py's, measured on a quiet machine: here a
-# second test process and the servers' own start-ups share two cores, and their scheduling is
-# not the window's doing.
-STALL_LIMIT_MS = 1000
-
-
 
 
 @pytest.mark.parametrize(("mode", "timeout_s", "said"), [
