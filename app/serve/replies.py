@@ -59,22 +59,27 @@ class Reply:
         the worker reads on."""
         ended: concurrent.futures.Future = concurrent.futures.Future()
 
+        def hand_back(last: ReplyEvent | None | Exception) -> None:
+            """The reply is the worker's again: the loop reads it no more before the worker resumes."""
+            self._loop.remove_reader(fd)
+            if isinstance(last, Exception):
+                ended.set_exception(last)
+            else:
+                ended.set_result(last)
+
         def read() -> None:  # on the loop, whenever the engine's socket has more
             try:
                 events = reply.ready()
             except Exception as exc:  # the PolledReply contract says never; the worker ends the reply
-                self._loop.remove_reader(fd)
-                ended.set_exception(exc)
+                hand_back(exc)
                 return
             for event in events:
                 if isinstance(event, ReplyStats):
-                    self._loop.remove_reader(fd)
-                    ended.set_result(event)
+                    hand_back(event)
                     return
                 self._events.put_nowait(event)
             if reply.waits:
-                self._loop.remove_reader(fd)
-                ended.set_result(None)
+                hand_back(None)
 
         def start() -> None:
             try:
