@@ -4,7 +4,6 @@ ChannelClosed, never a value of the wrong shape or an exception from inside a co
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import socket
@@ -23,8 +22,7 @@ from app.engine.process.frames import (
     ChannelClosed,
     FrameSocket,
     checked,
-    read_frame,
-    write_frame,
+    frame,
 )
 from app.engine.sampling import SamplingParams
 from app.engine.tools.types import ToolCall, ToolCallDelta, ToolChoice, ToolUse
@@ -112,12 +110,11 @@ def test_only_the_protocol_classes_are_sent():
 
 def test_frames_go_over_a_socket_pair_in_order():
     parent, child = socket.socketpair()
-    reading = FrameSocket(parent)
-    with child.makefile("wb") as writing:
-        sender = threading.Thread(target=lambda: [write_frame(writing, "event", event) for event in EVENTS])
-        sender.start()
-        got = [checked(reading.read(), {"event": Any})[1] for _ in EVENTS]
-        sender.join()
+    reading, writing = FrameSocket(parent), FrameSocket(child)
+    sender = threading.Thread(target=lambda: [writing.send("event", event) for event in EVENTS])
+    sender.start()
+    got = [checked(reading.read(), {"event": Any})[1] for _ in EVENTS]
+    sender.join()
     assert got == EVENTS
     parent.close()
     child.close()
@@ -129,10 +126,7 @@ def test_a_frame_is_read_without_blocking_only_once_it_has_come_whole():
     tokens are read so, and its end by the owner's thread)."""
     parent, child = socket.socketpair()
     reading = FrameSocket(parent)
-    frames = io.BytesIO()
-    for text in ("one", "two", "three"):
-        write_frame(frames, "event", text)
-    data = frames.getvalue()
+    data = b"".join(frame("event", text) for text in ("one", "two", "three"))
     first_end = 4 + int.from_bytes(data[:4], "big")
     assert reading.read_ready() is None  # nothing has come: None at once, not a wait
     child.sendall(data[:first_end - 2])
@@ -175,13 +169,19 @@ def test_a_frame_that_is_not_one_is_a_protocol_error_read_either_way():
         child.close()
 
 
+def arrived(raw: bytes) -> FrameSocket:
+    """The reading end of a socket pair `raw` was sent on, the other end closed after it."""
+    reading, sending = socket.socketpair()
+    sending.sendall(raw)
+    sending.close()
+    return FrameSocket(reading)
+
+
 def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone():
-    whole = io.BytesIO()
-    write_frame(whole, "event", ReplyStats())
     with pytest.raises(ChannelClosed):
-        read_frame(io.BytesIO(whole.getvalue()[:-3]))
+        arrived(frame("event", ReplyStats())[:-3]).read()
     with pytest.raises(ChannelClosed):
-        read_frame(io.BytesIO(b""))
+        arrived(b"").read()
 
 
 @pytest.mark.parametrize("raw", [
@@ -192,15 +192,12 @@ def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone():
 ], ids=["too long", "not UTF-8", "not an object", "no body"])
 def test_a_frame_that_is_not_one_is_a_protocol_error(raw):
     with pytest.raises(ProtocolError):
-        read_frame(io.BytesIO(raw + b"\x00" * 8))
+        arrived(raw + b"\x00" * 8).read()
 
 
 def test_a_kind_not_expected_is_a_protocol_error():
-    frame = io.BytesIO()
-    write_frame(frame, "shutdown")
-    frame.seek(0)
     with pytest.raises(ProtocolError, match="'shutdown' message"):
-        checked(read_frame(frame), {"event": ReplyStats})
+        checked(arrived(frame("shutdown")).read(), {"event": ReplyStats})
 
 
 def test_a_tool_choice_keeps_its_mode():

@@ -18,7 +18,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ..backend import Backend, closing_reply
 from ..embedding.types import Embedder
 from ..kv.cache import StateCache
 from .codec import ProtocolError, decode
-from .frames import ChannelClosed, read_frame, write_frame
+from .frames import ChannelClosed, FrameSocket
 from .protocol import REQUESTS, EmbedderInfo, LoadRequest, StreamRequest, Vectors, failure_of
 
 _STOPPED = object()  # the reader's last word: the parent is gone
@@ -37,10 +37,10 @@ def run_engine_child(fd: int) -> int:
     """Serve requests until "close" or until the parent goes; the exit status."""
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     channel = socket.socket(fileno=fd)
-    reading, writing = channel.makefile("rb"), channel.makefile("wb")
-    child = _Child(writing)
+    frames = FrameSocket(channel)
+    child = _Child(frames)
     requests: queue.Queue = queue.Queue()
-    threading.Thread(target=_read, args=(reading, requests, child), daemon=True).start()
+    threading.Thread(target=_read, args=(frames, requests, child), daemon=True).start()
     try:
         while (request := requests.get()) is not _STOPPED:
             kind, body = request
@@ -53,10 +53,10 @@ def run_engine_child(fd: int) -> int:
     return 0
 
 
-def _read(reading: BinaryIO, requests: queue.Queue, child: _Child) -> None:
+def _read(frames: FrameSocket, requests: queue.Queue, child: _Child) -> None:
     try:
         while True:
-            kind, data = read_frame(reading)
+            kind, data = frames.read()
             try:
                 if kind not in REQUESTS:
                     raise ProtocolError(f"no request is called {kind!r}")
@@ -73,8 +73,8 @@ def _read(reading: BinaryIO, requests: queue.Queue, child: _Child) -> None:
 
 
 class _Child:
-    def __init__(self, writing: BinaryIO):
-        self._writing = writing
+    def __init__(self, frames: FrameSocket):
+        self._frames = frames  # read by _read's thread, written here: one reader, senders under the lock
         self._lock = threading.Lock()
         self.backend: Backend | None = None
         self.embedder: Embedder | None = None
@@ -84,7 +84,7 @@ class _Child:
 
     def send(self, kind: str, body: Any = None) -> None:
         with self._lock:
-            write_frame(self._writing, kind, body)
+            self._frames.send(kind, body)
 
     def answer(self, kind: str, body: Any) -> None:
         try:

@@ -1,16 +1,16 @@
 """Messages between the window's process and the engine's (#29): length-prefixed frames over a
-stream (a socket pair or a pipe), each one JSON object {"kind": …, "body": …}, the body made by
-codec.py.
+socket pair, each one JSON object {"kind": …, "body": …}, the body made by codec.py.
 
 A frame is a 4-byte big-endian length, then that many bytes of UTF-8 JSON. The length is checked
 before anything is read (at most MAX_FRAME_BYTES: a description with a 262,144-token vocabulary's
 special tokens is about 150 KB), and a stream that ends inside a frame is the other side gone
 (ChannelClosed), not a half-read message. Nothing here knows what the kinds mean: protocol.py does.
 
-The parent talks over its socket through a FrameSocket, which keeps what it received in a buffer
-of its own, so the same frames can be read blocking (the owner's thread) or without blocking (an
-event loop that waits on the socket: `hearth serve` reads a reply's tokens so, a thread wake
-fewer per token).
+Both processes talk over their end through a FrameSocket, which keeps what it received in a
+buffer of its own, so the same frames can be read blocking (the owner's thread, the child's
+reader) or without blocking (an event loop that waits on the socket: `hearth serve` reads a
+reply's tokens so, a thread wake fewer per token). A frame goes out in one `send`, from one
+encoder made once: the child sends one per token, between two forward passes.
 """
 
 from __future__ import annotations
@@ -19,39 +19,27 @@ import json
 import select
 import socket
 import struct
-from typing import Any, BinaryIO
+from typing import Any
 
 from .codec import ProtocolError, decode, encode
 
 MAX_FRAME_BYTES = 64 * 2**20
 RECEIVE_BYTES = 64 * 2**10  # asked of the socket at a time: a token's frame is about 100 bytes
 _LENGTH = struct.Struct(">I")
+# Made once: json.dumps with these arguments builds an encoder for every frame.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 class ChannelClosed(EOFError):
     """The other side closed the stream (it exited, or was killed): nothing more will come."""
 
 
-def write_frame(stream: BinaryIO, kind: str, body: Any = None) -> None:
-    """Send one message: `kind` names it, `body` is any value codec.encode takes."""
-    stream.write(frame(kind, body))
-    stream.flush()
-
-
 def frame(kind: str, body: Any = None) -> bytes:
     """One message, as the bytes of its frame."""
-    data = json.dumps({"kind": kind, "body": encode(body)}, ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":")).encode("utf-8")
+    data = _ENCODE({"kind": kind, "body": encode(body)}).encode("utf-8")
     if len(data) > MAX_FRAME_BYTES:
         raise ProtocolError(f"a {kind} message of {len(data):,} bytes is more than a frame holds")
     return _LENGTH.pack(len(data)) + data
-
-
-def read_frame(stream: BinaryIO) -> tuple[str, Any]:
-    """The next message: its kind and its body as data (decode it with codec.decode against the
-    type the kind carries). ChannelClosed when the stream ends, ProtocolError for a frame that
-    is not one."""
-    return _message(_read_exactly(stream, _length(_read_exactly(stream, _LENGTH.size))))
 
 
 def checked(message: tuple[str, Any], expected: dict[str, Any]) -> tuple[str, Any]:
@@ -84,7 +72,8 @@ class FrameSocket:
                 self._wait(select.POLLOUT)
 
     def read(self) -> tuple[str, Any]:
-        """The next message, waiting for it (read_frame's errors)."""
+        """The next message, waiting for it: ChannelClosed once the other side has closed the
+        socket, ProtocolError for a frame that is not a message."""
         while (message := self._take()) is None:
             try:
                 self._receive(0)
@@ -104,7 +93,7 @@ class FrameSocket:
         return self._take()
 
     def read_ready(self) -> tuple[str, Any] | None:
-        """The next message if it has come whole, else None at once (read_frame's errors)."""
+        """The next message if it has come whole, else None at once (read's errors)."""
         while (message := self._take()) is None:
             try:
                 self._receive(socket.MSG_DONTWAIT)
@@ -145,14 +134,3 @@ def _message(data: bytes) -> tuple[str, Any]:
     if not isinstance(message, dict) or not isinstance(message.get("kind"), str) or set(message) != {"kind", "body"}:
         raise ProtocolError("a frame that is not a message")
     return message["kind"], message["body"]
-
-
-def _read_exactly(stream: BinaryIO, size: int) -> bytes:
-    chunks, left = [], size
-    while left:
-        chunk = stream.read(left)
-        if not chunk:
-            raise ChannelClosed("the other process closed the channel")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
