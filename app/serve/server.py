@@ -43,10 +43,10 @@ class _Server(uvicorn.Server):
 
 
 def config(app) -> uvicorn.Config:
-    """How Hearth runs uvicorn: httptools (pyproject says why) and asyncio, what the bundle
-    carries; the app's lifespan, no access log, logging left to Hearth's own set-up (the log file)."""
+    """How Hearth runs uvicorn: h11 and asyncio (what the bundle carries), the app's lifespan,
+    no access log, logging left to Hearth's own set-up (the log file)."""
     return uvicorn.Config(
-        app, http="httptools", loop="asyncio", ws="none", lifespan="on", interface="asgi3",
+        app, http="h11", loop="asyncio", ws="none", lifespan="on", interface="asgi3",
         log_config=None, log_level="warning", access_log=False, timeout_graceful_shutdown=GRACE_S,
     )
 
