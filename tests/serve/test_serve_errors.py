@@ -140,6 +140,37 @@ def test_a_body_over_the_limit_is_413(http, served):
     assert http.post("/chat/completions", json=chat_body(served)).status_code == 200  # still serving
 
 
+def test_a_request_head_that_never_ends_is_refused_and_nothing_of_it_is_kept(http, served):
+    """A header line sent on and on: h11 refuses a head past 16 KB with a 400 and closes. (uvicorn
+    on httptools keeps such a line whole as it comes: #31 measured 200 MB sent, the server 283 MB
+    larger and no answer, and went back to h11.)"""
+    import socket
+    from urllib.parse import urlsplit
+
+    import psutil
+
+    address = urlsplit(served.base_url)
+    server = psutil.Process(served.pid)
+    before = server.memory_info().rss
+    sent, answer = 0, b""
+    with socket.create_connection((address.hostname, address.port), timeout=10) as connection:
+        connection.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Endless: ")
+        try:
+            while sent < 64 * 2**20:  # far past any limit, and past what the server may keep
+                connection.sendall(b"a" * 2**16)
+                sent += 2**16
+        except OSError:  # refused and closed midway, as it should be
+            pass
+        try:
+            answer = connection.recv(200)
+        except OSError:  # the reset came before the answer could be read
+            pass
+    assert sent < 64 * 2**20, "the server read 64 MB of one header line"
+    assert not answer or answer.startswith(b"HTTP/1.1 400")
+    assert server.memory_info().rss - before < 16 * 2**20
+    assert http.get("/models").status_code == 200  # still serving
+
+
 def test_a_template_that_fails_is_400_with_its_reason(http, served):
     # Gemma's template requires user and assistant turns to alternate.
     body = chat_body(served, messages=USER + USER)
