@@ -169,15 +169,25 @@ def test_a_frame_that_is_not_one_is_a_protocol_error_read_either_way():
         child.close()
 
 
-def arrived(raw: bytes) -> FrameSocket:
-    """The reading end of a socket pair `raw` was sent on, the other end closed after it."""
-    reading, sending = socket.socketpair()
-    sending.sendall(raw)
-    sending.close()
-    return FrameSocket(reading)
+@pytest.fixture
+def arrived():
+    """arrived(raw): a FrameSocket on the reading end of a socket pair `raw` was sent on, the
+    other end closed after it; the reading ends are closed after the test."""
+    opened = []
+
+    def arrive(raw: bytes) -> FrameSocket:
+        reading, sending = socket.socketpair()
+        opened.append(reading)
+        sending.sendall(raw)
+        sending.close()
+        return FrameSocket(reading)
+
+    yield arrive
+    for reading in opened:
+        reading.close()
 
 
-def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone():
+def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone(arrived):
     with pytest.raises(ChannelClosed):
         arrived(frame("event", ReplyStats())[:-3]).read()
     with pytest.raises(ChannelClosed):
@@ -190,12 +200,12 @@ def test_a_stream_that_ends_inside_a_frame_is_the_other_side_gone():
     (2).to_bytes(4, "big") + b"[]",
     (13).to_bytes(4, "big") + b'{"kind": "x"}',
 ], ids=["too long", "not UTF-8", "not an object", "no body"])
-def test_a_frame_that_is_not_one_is_a_protocol_error(raw):
+def test_a_frame_that_is_not_one_is_a_protocol_error(raw, arrived):
     with pytest.raises(ProtocolError):
         arrived(raw + b"\x00" * 8).read()
 
 
-def test_a_kind_not_expected_is_a_protocol_error():
+def test_a_kind_not_expected_is_a_protocol_error(arrived):
     with pytest.raises(ProtocolError, match="'shutdown' message"):
         checked(arrived(frame("shutdown")).read(), {"event": ReplyStats})
 

@@ -140,9 +140,11 @@ def test_a_body_over_the_limit_is_413(http, served):
     assert http.post("/chat/completions", json=chat_body(served)).status_code == 200  # still serving
 
 
-def test_a_request_head_that_never_ends_is_refused_and_nothing_of_it_is_kept(http, served):
-    """A header line sent on and on: h11 refuses a head past 16 KB with a 400 and closes. (uvicorn
-    on httptools keeps such a line whole as it comes: #31 measured 200 MB sent, the server 283 MB
+def test_a_request_head_that_never_ends_is_cut_off_and_nothing_of_it_is_kept(http, served):
+    """A header line sent on and on: h11 refuses a head past 16 KB with a 400 and closes the
+    connection, and the reset may come before the 400 can be read, so what is checked is that
+    the sending is cut off, any answer is the 400, and the server kept nothing. (uvicorn on
+    httptools keeps such a line whole as it comes: #31 measured 200 MB sent, the server 283 MB
     larger and no answer, and went back to h11.)"""
     import socket
     from urllib.parse import urlsplit

@@ -34,10 +34,28 @@ def test_a_text_chunk_is_the_whole_chunks_bytes(kind, model):
             assert shown == text and data["choices"][0]["index"] == choice and data["model"] == model
 
 
+def test_a_text_chunk_is_openais_shape_as_before():
+    """The bytes the whole-chunk code wrote before #31, written out, for each shape."""
+    chat, completion = ChatShape("m.gguf", include_usage=False), CompletionShape("m.gguf", include_usage=False)
+    for shape in (chat, completion):
+        shape.id, shape.created = "x-1", 1
+        shape.start(0)
+    assert chat.piece(0, ' Hi "x"') == (b'data: {"id":"x-1","object":"chat.completion.chunk","created":1,"model":"m.gguf",'
+                                       b'"choices":[{"index":0,"delta":{"content":" Hi \\"x\\""},"logprobs":null,'
+                                       b'"finish_reason":null}]}\n\n')
+    assert completion.piece(0, " Hi") == (b'data: {"id":"x-1","object":"text_completion","created":1,"model":"m.gguf",'
+                                         b'"choices":[{"index":0,"text":" Hi","logprobs":null,"finish_reason":null}]}\n\n')
+
+
 def test_with_logprobs_a_text_chunk_carries_them():
     from app.engine.logprobs import TokenLogprob
 
-    shape = ChatShape("m.gguf", include_usage=False, logprobs=True)
-    shape.start(0)
-    data = json.loads(shape.piece(0, "Hi", [TokenLogprob("Hi", -0.25, b"Hi", ())]).removeprefix(b"data: "))
+    token = TokenLogprob("Hi", -0.25, b"Hi", ())
+    chat = ChatShape("m.gguf", include_usage=False, logprobs=True)
+    chat.start(0)
+    data = json.loads(chat.piece(0, "Hi", [token]).removeprefix(b"data: "))
     assert data["choices"][0]["logprobs"]["content"][0]["token"] == "Hi"
+    completion = CompletionShape("m.gguf", include_usage=False, logprobs=True)
+    completion.start(0)
+    data = json.loads(completion.piece(0, "Hi", [token]).removeprefix(b"data: "))
+    assert data["choices"][0]["text"] == "Hi" and data["choices"][0]["logprobs"]["tokens"] == ["Hi"]

@@ -9,8 +9,9 @@ special tokens is about 150 KB), and a stream that ends inside a frame is the ot
 Both processes talk over their end through a FrameSocket, which keeps what it received in a
 buffer of its own, so the same frames can be read blocking (the owner's thread, the child's
 reader) or without blocking (an event loop that waits on the socket: `hearth serve` reads a
-reply's tokens so, a thread wake fewer per token). A frame goes out in one `send`, from one
-encoder made once: the child sends one per token, between two forward passes.
+reply's tokens so, a thread wake fewer per token). A frame goes out whole from one
+`FrameSocket.send`, made by one encoder made once: the child sends one per token, between two
+forward passes.
 """
 
 from __future__ import annotations
