@@ -1,7 +1,7 @@
 """Longest stall of the GUI event loop while a fast model streams into the chat view.
 
 A producer thread stands in for the engine: it writes a synthetic reply at 2,000 tokens/s and
-hands it on the way the engine worker does (app.owners.bridge: one chunk per CHUNK_INTERVAL_S),
+hands it on as the engine worker does (one chunk per app.owners.engine_worker.CHUNK_INTERVAL_S),
 through a queued connection into ChatView.append_text. A second mode sends one signal per
 token, a harsher load than the app ever makes, and is reported beside it. A 1 ms
 QTimer heartbeat in the GUI thread records the gaps between its ticks: the longest gap is the

@@ -15,6 +15,7 @@ from support.remote_servers import free_port, stand_in  # noqa: F401 - a fixture
 from app.engine.sampling import SamplingParams
 from app.engine.types import LoadOptions, LocalModel, RemoteModel, ServerConfig
 from app.owners.bridge import EngineBridge
+from app.owners.engine_worker import CHUNK_INTERVAL_S
 
 PARAMS = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=12)
 
@@ -61,6 +62,26 @@ def test_reply_streams_in_chunks_and_finishes(bridge, loaded, qtbot):
         assert "".join(chunks) == text and text
         assert stats.completion_tokens == 12 and stats.stop_reason == "length"
         assert not bridge.generating
+    finally:
+        bridge.chunk.disconnect(chunks.append)
+
+
+def test_a_replys_text_reaches_the_window_at_the_pace_it_is_shown_not_per_token(bridge, loaded, qtbot):
+    """The worker asks the engine's process for text every CHUNK_INTERVAL_S, so the GUI thread
+    is woken at most that often however fast the model writes (#31): never more chunks than
+    intervals in the reply's time, plus the first and the last. A machine too slow to write two
+    tokens in an interval gets a chunk per token, and then the bound holds all the more."""
+    chunks = []
+    bridge.chunk.connect(chunks.append)
+    try:
+        started = time.perf_counter()
+        with qtbot.waitSignal(bridge.replyFinished, timeout=60_000) as finished:
+            assert bridge.generate(ask("Count from one to two hundred."),
+                                   SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=160))
+        elapsed = time.perf_counter() - started
+        text, stats = finished.args
+        assert "".join(chunks) == text and stats.completion_tokens >= 40
+        assert len(chunks) <= elapsed / CHUNK_INTERVAL_S + 2
     finally:
         bridge.chunk.disconnect(chunks.append)
 

@@ -17,7 +17,9 @@ between tokens, so a reply can be stopped while the thread that runs it is busy.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, runtime_checkable
@@ -64,6 +66,7 @@ class Backend(ABC):
         conversation_id: int | None = None,
         tools: ToolUse = PLAIN,
         logprobs: int | None = None,
+        text_interval_s: float = 0.0,
     ) -> Iterator[ReplyEvent]:
         """Yield the reply's text in pieces, then exactly one ReplyStats; never raise mid-reply.
 
@@ -88,6 +91,12 @@ class Backend(ABC):
         before the first piece. It is a request's question, not a sampling setting: it is
         not stored with the settings nor shown in the parameters panel, and only the server
         asks it, so the window's and the command line's replies carry no such events.
+
+        `text_interval_s`: how often the caller takes text. A piece that comes sooner than that
+        after the last one given waits, joined to the pieces after it (`paced`): the window shows
+        text 25 times a second, and a model writing 120 tokens a second would otherwise wake its
+        threads for each one, on cores the model needs (#31). 0 (the default) gives each piece
+        as it comes, as the server and the command line take them.
 
         The ReplyStats is the stream's last act, not just its last item: consumers stop when
         it comes and never ask for another (the window's worker, the server's run_job), so
@@ -141,6 +150,36 @@ def closing_reply(stream: Iterable[ReplyEvent]) -> Iterator[Iterator[ReplyEvent]
         close = getattr(stream, "close", None)
         if callable(close):
             close()
+
+
+def paced(events: Iterator[ReplyEvent], interval_s: float) -> Iterator[ReplyEvent]:
+    """`events` with each text piece that comes within `interval_s` of the last one given held,
+    joined to the next (Backend.stream's `text_interval_s`). The first piece goes at once (time
+    to first token is what a user waits on); any other event goes as it comes, after the text
+    held before it, so order is kept (a TokenLogprob still comes just before its token's text).
+    A piece waits for the next event at most: a model's next token, or the ReplyStats."""
+    if interval_s <= 0:
+        return events
+    return _paced(events, interval_s)
+
+
+def _paced(events: Iterator[ReplyEvent], interval_s: float) -> Iterator[ReplyEvent]:
+    held: list[str] = []
+    given = -math.inf
+    with closing_reply(events) as inner:  # closing this closes the reply it paces, on this thread
+        for event in inner:
+            if isinstance(event, str):
+                held.append(event)
+                now = time.perf_counter()
+                if now - given < interval_s:
+                    continue
+                event, given = "".join(held), now
+                held.clear()
+            elif held:
+                yield "".join(held)
+                held.clear()
+                given = time.perf_counter()
+            yield event
 
 
 @runtime_checkable

@@ -10,8 +10,6 @@ writing, if any, has ended as interrupted. What happens next (a reload) is Model
 from __future__ import annotations
 
 import logging
-import math
-import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
@@ -33,7 +31,11 @@ from ..serve.served_job import ServedJob
 
 log = logging.getLogger(__name__)
 
-CHUNK_INTERVAL_S = 0.025  # coalesce tokens into at most ~40 chunk signals a second
+# How often a reply's text is handed to the window, as the chat view writes it
+# (ui/chat/streaming_reply.py's FLUSH_INTERVAL_MS): the backend joins the tokens that come
+# sooner (Backend.stream's text_interval_s), in the engine's own process, so that neither this
+# thread nor the GUI's is woken per token on cores the model is decoding on (#31).
+CHUNK_INTERVAL_S = 0.040
 NO_MODEL = "No model is loaded."
 NO_MODEL_SERVED = "No model is loaded in Hearth: load one in its window, and this server serves it."
 
@@ -48,7 +50,7 @@ class EngineWorker(QObject):
         modelLoaded(Ticket, ModelDescription): the new model is ready (the old one was closed).
         loadFailed(Ticket, str): the reason, for the user; the previous model is still loaded.
         promptProgress(Ticket, int, int): prompt tokens read so far, and of how many.
-        chunk(Ticket, str): the next piece of reply text.
+        chunk(Ticket, str): the reply's text since the last chunk (at most one per CHUNK_INTERVAL_S).
         toolCall(Ticket, ToolCall): a call the reply wrote, complete (the text before it was
             sent first); a reply asked with tools ends with its calls (StopReason.TOOL_CALLS).
         replyFinished(Ticket, str, ReplyStats): the whole reply and its statistics.
@@ -221,8 +223,8 @@ class EngineWorker(QObject):
 
         try:
             self._use_template(False)
-            stream = self._backend.stream(messages, params, ticket.cancel, progress,
-                                          conversation_id=conversation_id, tools=tools)
+            stream = self._backend.stream(messages, params, ticket.cancel, progress, conversation_id=conversation_id,
+                                          tools=tools, text_interval_s=CHUNK_INTERVAL_S)
         except (TemplateError, ContextFullError, RemoteError, EngineCrashed) as exc:
             self.replyFailed.emit(ticket, str(exc))
             return
@@ -237,14 +239,10 @@ class EngineWorker(QObject):
             self.replyFailed.emit(ticket, f"The reply failed: {exc}")
 
     def _relay(self, ticket: Ticket, stream) -> None:
-        """Pass the stream's text on in coalesced chunks and its calls as each is complete, then
-        the whole reply and its stats. The first text goes at once (time to first token is what a
-        user waits on; a backend whose stream returns only once the prompt is read, as the
-        engine's process does, would otherwise hold it for a whole interval). A call's pieces as
-        it is written are not passed on: the window shows a call when it can be asked about."""
+        """Pass the stream's text on as it comes (paced by the backend) and its calls as each is
+        complete, then the whole reply and its stats. A call's pieces as it is written are not
+        passed on: the window shows a call when it can be asked about."""
         pieces: list[str] = []
-        pending: list[str] = []
-        last_emit = -math.inf
         stats = ReplyStats()
         with closing_reply(stream) as events:
             for event in events:
@@ -252,22 +250,10 @@ class EngineWorker(QObject):
                     stats = event
                     break
                 if isinstance(event, ToolCall):
-                    if pending:
-                        self.chunk.emit(ticket, "".join(pending))
-                        pending.clear()
                     self.toolCall.emit(ticket, event)
-                    continue
-                if not isinstance(event, str):
-                    continue  # a call's pieces as it is written
-                pieces.append(event)
-                pending.append(event)
-                now = time.perf_counter()
-                if now - last_emit >= CHUNK_INTERVAL_S:
-                    self.chunk.emit(ticket, "".join(pending))
-                    pending.clear()
-                    last_emit = now
-        if pending:
-            self.chunk.emit(ticket, "".join(pending))
+                elif isinstance(event, str):  # not a call's pieces as it is written
+                    pieces.append(event)
+                    self.chunk.emit(ticket, event)
         if stats.stop_reason is StopReason.INTERRUPTED and self._backend is not None:
             # What ran the model died: said before the reply's end, so a Send that follows it
             # finds the model already coming back, not a dead one.

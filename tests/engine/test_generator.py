@@ -66,6 +66,18 @@ def test_max_tokens_ends_with_length(engine):
     assert stats.completion_tokens == 5 and stats.stop_reason == "length"
 
 
+def test_a_reply_cut_at_max_tokens_ends_without_a_forward_pass_for_its_last_token(engine):
+    """No token follows the last one a reply has room for, so its logits would go unread: the
+    ReplyStats comes without evaluating it (a whole forward pass that held the reply's last words
+    back from the window, #31). The cache holds the prompt and the reply up to it; the next
+    prompt evaluates it, as test_multi_turn_reuses_the_prefix_including_the_generated_reply's
+    replies that end at their end of turn show the rest."""
+    question = ask("Count: one, two, three,")
+    _, stats = run(engine, question, GREEDY.with_changes(max_tokens=5, logit_bias={BYTE_C3: 5.0}))
+    assert stats.completion_tokens == 5 and stats.stop_reason == "length"
+    assert engine._llm.n_tokens == len(engine.prompt_tokens(question)) + 4  # what the KV cache holds
+
+
 def test_greedy_is_reproducible_and_seed_fixes_sampling(engine):
     assert run(engine, ask("Once upon a time"))[0] == run(engine, ask("Once upon a time"))[0]
     warm = SamplingParams(temperature=1.0, max_tokens=20, seed=1234)

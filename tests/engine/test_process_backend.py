@@ -81,6 +81,20 @@ def test_a_reply_is_the_in_process_engines_own(backend, gemma_path):
     assert backend.pid != os.getpid()
 
 
+def test_text_asked_at_a_pace_is_joined_in_the_child_and_is_the_same_text(backend):
+    """The window asks for text at most every 40 ms (text_interval_s), and the child joins what
+    comes sooner, so only that crosses the socket. With an interval longer than any reply, the
+    first token's text comes at once and the rest as one piece before the ReplyStats: the text
+    read token by token, the same tokens counted."""
+    by_token, stats = reply(backend)
+    with closing_reply(backend.stream(MESSAGES, GREEDY, threading.Event(), text_interval_s=3600.0)) as events:
+        paced = list(events)
+    pieces = [event for event in paced if isinstance(event, str)]
+    assert len(pieces) == 2 and "".join(pieces) == by_token
+    assert by_token.startswith(pieces[0]) and len(pieces[0]) < len(by_token) / 4
+    assert isinstance(paced[-1], ReplyStats) and paced[-1].completion_tokens == stats.completion_tokens == 24
+
+
 def test_stop_ends_the_reply_at_its_next_token(backend):
     cancel = threading.Event()
     text, stats = reply(backend, SamplingParams(temperature=0.0, max_tokens=400),

@@ -41,9 +41,10 @@ class GatedScript(Script):
 
 
 class GatedBackend(ScriptedBackend):
-    """Each piece let through comes no sooner than the bridge's coalescing interval after the
-    one before it, as a model's tokens take their time: the bridge passes it on at once instead
-    of holding it, unsent, for the piece after it (app/owners/bridge.py's CHUNK_INTERVAL_S)."""
+    """Each piece let through comes no sooner than the interval the window takes text at after
+    the one before it, as a model's tokens take their time: it is passed on at once instead of
+    held, unsent, for the piece after it (engine/backend.py's `paced`, at the engine worker's
+    CHUNK_INTERVAL_S)."""
 
     def _reply(self, text: str, cancel: threading.Event):
         previous = time.perf_counter()  # the bridge starts its interval as the reply starts

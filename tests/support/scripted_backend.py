@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from app.engine.backend import Backend, LoadCancelled
+from app.engine.backend import Backend, LoadCancelled, paced
 from app.engine.gguf.modelfile import ModelFileError, ModelInfo
 from app.engine.kv.cache import SavedStates
 from app.engine.sampling import SamplingParams
@@ -69,14 +69,15 @@ class ScriptedBackend(Backend):
         return self._description
 
     def stream(self, messages, params, cancel: threading.Event, prompt_progress=None, conversation_id=None,
-               tools=None, logprobs=None):
+               tools=None, logprobs=None, text_interval_s=0.0):
         script = self._script
         script.requests.append((messages, params))
         script.conversations.append(conversation_id)
         if script.fail_start is not None:
             message, script.fail_start = script.fail_start, None
             raise TemplateError(message)
-        return self._reply(script.replies.pop(0) if len(script.replies) > 1 else script.replies[0], cancel)
+        reply = self._reply(script.replies.pop(0) if len(script.replies) > 1 else script.replies[0], cancel)
+        return paced(reply, text_interval_s)  # as a Backend must
 
     def _reply(self, text: str, cancel: threading.Event):
         pieces = text.split(" ")

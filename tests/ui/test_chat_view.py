@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 from support.chat_helpers import WAIT_MS, browser, click_anchor, fragments, hrefs, plain_text, shown_view, stream
 
 from app.engine.types import ReplyStats, ReplyStatus, StopReason
+from app.ui.chat import streaming_reply
 from app.ui.chat.inline_editor import InlineEditor
 from app.ui.chat.markdown_render import LONG_RUN, BlockSplitter
 from app.ui.chat.paging import HISTORY_SHOWN_CHARS, HISTORY_SHOWN_MESSAGES
@@ -54,6 +55,26 @@ def test_many_chunks_are_coalesced_into_few_document_updates(view, qtbot):
     # At most one update per flush interval, however slow the machine running the test.
     assert 1 <= view.flush_count <= elapsed_ms / FLUSH_INTERVAL_MS + 1
     assert view.flush_count <= 20  # of 1,000 chunks
+
+
+def test_a_chunk_after_a_quiet_interval_is_written_at_once_and_one_sooner_waits_for_it(view, qtbot, monkeypatch):
+    """The engine worker hands text over every 40 ms, so each chunk is written in the wake that
+    brings it (no second wake for a timer, and the first words show as soon as they come); a
+    chunk that follows the last write sooner than FLUSH_INTERVAL_MS waits out the rest of it.
+    The interval is made half a second here, which no pause between two lines of a test on a
+    busy machine reaches."""
+    interval_ms = 500
+    monkeypatch.setattr(streaming_reply, "FLUSH_INTERVAL_MS", interval_ms)
+    view.begin_reply(1)
+    view.append_text("The sea")
+    assert view.text_of_reply() == "The sea" and view.flush_count == 1
+    view.append_text(" was calm.")
+    assert view.text_of_reply() == "The sea" and view.flush_count == 1
+    qtbot.waitUntil(lambda: view.text_of_reply() == "The sea was calm.", timeout=WAIT_MS)
+    assert view.flush_count == 2
+    qtbot.wait(interval_ms + 10)
+    view.append_text(" Then")
+    assert view.text_of_reply() == "The sea was calm. Then" and view.flush_count == 3
 
 
 def test_a_completed_block_is_rendered_while_the_tail_stays_plain(view, qtbot):

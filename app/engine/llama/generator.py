@@ -39,7 +39,7 @@ from llama_cpp import Llama
 from llama_cpp import llama_cpp as llama_c
 
 from ...images.image import Image, ImageError
-from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent
+from ..backend import Backend, LoadCancelled, PromptProgress, ReplyEvent, paced
 from ..context import ContextFullError, Fitted, fit_conversation
 from ..gguf.modelfile import ModelFileError, ModelInfo
 from ..gguf.reading import inspect_model
@@ -72,14 +72,9 @@ log = logging.getLogger(__name__)
 class Engine(Backend):
     """One model loaded by llama.cpp. Not thread-safe: one thread (the worker) drives it."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        options: LoadOptions = LoadOptions(),
-        progress: Callable[[float], None] | None = None,
-        cancel: threading.Event | None = None,
-        states: StateCache | None = None,
-    ):
+    def __init__(self, path: str | Path, options: LoadOptions = LoadOptions(),
+                 progress: Callable[[float], None] | None = None, cancel: threading.Event | None = None,
+                 states: StateCache | None = None):
         self.info: ModelInfo = inspect_model(path)
         check_load_options(options)  # before a byte of the weights is read
         self.options = options
@@ -287,8 +282,8 @@ class Engine(Backend):
         cancel: threading.Event | None = None,
         prompt_progress: PromptProgress | None = None,
         conversation_id: int | None = None,
-        tools: ToolUse = PLAIN,
-        logprobs: int | None = None,
+        tools: ToolUse = PLAIN, logprobs: int | None = None,
+        text_interval_s: float = 0.0,
     ) -> Iterator[ReplyEvent]:
         """Yield text chunks of the reply, then one ReplyStats. Never raises mid-reply.
 
@@ -338,7 +333,7 @@ class Engine(Backend):
             fitted.messages, self._generate(prompt, segments, params, stats, cancel, max_tokens, prompt_progress,
                                             sampler, shown_tokens, reader),
             with_tools.finished if with_tools else self._render_finished)
-        return with_tools.parsed(events) if with_tools else events
+        return paced(with_tools.parsed(events) if with_tools else events, text_interval_s)
 
     def _with_images(self, messages: list[dict]) -> list[dict]:
         """The messages with their images as placeholders, the images kept for the tokenizer;
@@ -417,6 +412,8 @@ class Engine(Backend):
                 if stopped:
                     stats.stop_reason = StopReason.STOP_STRING
                     break
+                if len(reply_tokens) == max_tokens:
+                    break  # no token follows it to read its logits: the next prompt evaluates it
                 index = verifier.advance(token, max_tokens - len(reply_tokens))
             tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason is not StopReason.STOP_STRING else ""
             if stats.stop_reason is not StopReason.STOP_STRING:

@@ -158,7 +158,7 @@ class _Child:
         stream = self._loaded().stream(messages, request.params, self.cancel,
                                        prompt_progress=lambda done, total: self.send("prompt", (done, total)),
                                        conversation_id=request.conversation_id, tools=request.tools,
-                                       logprobs=request.logprobs)
+                                       logprobs=request.logprobs, text_interval_s=request.text_interval_s)
         with closing_reply(stream) as events:
             for event in events:
                 self.send("event", event)

@@ -72,6 +72,7 @@ class StreamRequest:
     conversation_id: int | None = None
     tools: ToolUse = ToolUse()
     logprobs: int | None = None
+    text_interval_s: float = 0.0
 
     @classmethod
     def of(cls, messages: list[dict], params: SamplingParams, **rest) -> tuple[StreamRequest, dict[str, Image]]:

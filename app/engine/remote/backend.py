@@ -34,7 +34,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from ...common.text import shorten
-from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent
+from ..backend import Backend, LoadCancelled, LoadProgress, PromptProgress, ReplyEvent, paced
 from ..logprobs import LogprobsUnavailable
 from ..sampling import SamplingParams
 from ..templates.limits import TemplateError
@@ -141,6 +141,7 @@ class RemoteBackend(Backend):
         conversation_id: int | None = None,
         tools: ToolUse = PLAIN,
         logprobs: int | None = None,
+        text_interval_s: float = 0.0,
     ) -> Iterator[ReplyEvent]:
         """Send the request and return the reply's stream; raises RemoteError before the first
         piece if the server does not start one. `prompt_progress` is never called: a server
@@ -169,7 +170,7 @@ class RemoteBackend(Backend):
             watcher.stop()
             raise
         calls = RemoteCalls(lambda name, arguments: call_problem(tools, name, arguments))
-        return self._read(response, params, stats, started, cancel, watcher, calls)
+        return paced(self._read(response, params, stats, started, cancel, watcher, calls), text_interval_s)
 
     def _send(self, messages: list[dict], params: SamplingParams, seed: int, tools: ToolUse) -> httpx.Response:
         """POST the request and return the open response of a stream that began."""

@@ -1,13 +1,18 @@
 """A reply streaming in at the end of the chat pane's document.
 
-Its chunks are buffered and written on a short timer as plain text; each Markdown block is
+Its chunks are written as plain text at most every FLUSH_INTERVAL_MS: a chunk that comes
+sooner after the last write waits for the rest of the interval, joined to any that follow, and
+one that comes later is written at once (the engine worker hands text over at that pace, so
+each chunk is written as it comes, in the same wake of the GUI thread). Each Markdown block is
 rendered once, when it completes. The cost of an update therefore depends on the size of the
 chunk and of the block, not on the reply so far.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import time
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QTextCursor, QTextDocument
@@ -26,7 +31,8 @@ _REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
 
 
 class StreamingReply(QObject):
-    """A reply arriving in chunks, written to the end of the document on a short timer.
+    """A reply arriving in chunks, written to the end of the document at most every
+    FLUSH_INTERVAL_MS.
 
     A flush appends the buffered text as plain text (monospace inside a code fence). When that
     completes Markdown blocks, the plain tail is replaced by their HTML followed by the rest of
@@ -45,11 +51,12 @@ class StreamingReply(QObject):
         self._writer = writer
         self._document = document
         self._chunks: list[str] = []
+        self._written_at = -math.inf  # time.monotonic() of the last write
         self._raw: list[str] = []
         self._note = False  # a note (prompt progress) stands where the text will go
         self._run = 0  # the plain tail ends with this many characters offering no line break
         self._splitter = BlockSplitter()
-        self._timer = QTimer(self, singleShot=True, interval=FLUSH_INTERVAL_MS)
+        self._timer = QTimer(self, singleShot=True)
         self._timer.timeout.connect(self.flush)
         cursor = end_of(document)
         writer.label(cursor, shorten(model or "Assistant"), top_margin=16, message_id=message_id)
@@ -59,8 +66,13 @@ class StreamingReply(QObject):
 
     def append(self, text: str) -> None:
         self._chunks.append(text)
-        if not self._timer.isActive():
-            self._timer.start()
+        if self._timer.isActive():
+            return
+        wait_ms = FLUSH_INTERVAL_MS - (time.monotonic() - self._written_at) * 1000
+        if wait_ms <= 0:
+            self.flush()
+        else:
+            self._timer.start(math.ceil(wait_ms))
 
     def text_so_far(self) -> str:
         return "".join(self._raw) + "".join(self._chunks).replace("\r", "")
@@ -108,6 +120,7 @@ class StreamingReply(QObject):
 
     def _write(self, final: bool) -> None:
         self._timer.stop()
+        self._written_at = time.monotonic()
         text = "".join(self._chunks).replace("\r", "")
         self._chunks.clear()
         if not text and not final:
