@@ -157,7 +157,8 @@ def paced(events: Iterator[ReplyEvent], interval_s: float) -> Iterator[ReplyEven
     joined to the next (Backend.stream's `text_interval_s`). The first piece goes at once (time
     to first token is what a user waits on); any other event goes as it comes, after the text
     held before it, so order is kept (a TokenLogprob still comes just before its token's text).
-    A piece waits for the next event at most: a model's next token, or the ReplyStats."""
+    A piece waits for the next event at most: a model's next token, or the ReplyStats. A call's
+    deltas are not joined: a call is a few dozen tokens, and only the server reads them."""
     if interval_s <= 0:
         return events
     return _paced(events, interval_s)

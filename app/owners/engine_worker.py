@@ -50,7 +50,8 @@ class EngineWorker(QObject):
         modelLoaded(Ticket, ModelDescription): the new model is ready (the old one was closed).
         loadFailed(Ticket, str): the reason, for the user; the previous model is still loaded.
         promptProgress(Ticket, int, int): prompt tokens read so far, and of how many.
-        chunk(Ticket, str): the reply's text since the last chunk (at most one per CHUNK_INTERVAL_S).
+        chunk(Ticket, str): the reply's text since the last chunk: about one per CHUNK_INTERVAL_S
+            (the text before a call or the reply's end comes at once).
         toolCall(Ticket, ToolCall): a call the reply wrote, complete (the text before it was
             sent first); a reply asked with tools ends with its calls (StopReason.TOOL_CALLS).
         replyFinished(Ticket, str, ReplyStats): the whole reply and its statistics.

@@ -103,6 +103,18 @@ def test_max_tokens_ends_a_drafted_reply_at_the_same_token(engine):
     assert drafted.drafting.accepted > 0
 
 
+def test_a_copy_cut_at_max_tokens_drafts_up_to_its_last_token_and_counts_every_draft(engine):
+    """The last token a reply has room for is sampled from the row before it and evaluated by
+    nobody: drafts stop short of it, so it is neither decoded and taken out again nor left in a
+    draft whose accepted tokens go uncounted. Every drafted token of a greedy copy is accepted,
+    and the cache holds the prompt and the reply but that last token, as without drafting."""
+    for max_tokens in (30, 46):
+        plain, drafted = both(engine, COPY, GREEDY.with_changes(max_tokens=max_tokens))
+        assert_same_ending(plain, drafted)
+        assert drafted.drafting.drafted > 0 and drafted.drafting.accepted == drafted.drafting.drafted
+        assert drafted.n_tokens == drafted.stats.prompt_tokens + max_tokens - 1
+
+
 def test_a_stop_string_inside_a_draft_ends_the_reply_as_without(engine, greedy_copy):
     full = greedy_copy[0].text
     stop = full[full.index("result.append") + 3:][:9]  # well after drafting began

@@ -69,9 +69,11 @@ def test_what_is_not_text_goes_at_once_after_the_text_held_before_it():
 def test_closing_the_paced_reply_closes_the_reply_it_paces_at_once():
     """As a Backend's consumer does at the ReplyStats, or when it leaves a reply early
     (closing_reply): the engine's generator must end on this thread, now (its `finally` frees
-    what the reply held), not whenever it is collected."""
+    what the reply held), not whenever it is collected. The test holds the reply's generator,
+    so only a close can end it (collecting it would end it too)."""
     reply = Reply(["The", " sea", " was", " calm", STATS])
-    stream = paced(iter(reply), HOUR)
+    generator = iter(reply)
+    stream = paced(generator, HOUR)
     assert next(stream) == "The"
     stream.close()
     assert reply.closed and reply.given == 1

@@ -71,11 +71,8 @@ def click_anchor(qtbot, view: ChatView, href: str) -> None:
 
 
 def stream(qtbot, view: ChatView, chunks: list[str]) -> None:
-    """Send chunks all at once and wait until they are written: the first at once where the
-    last write is an interval old, the rest (or all) together when the interval is over."""
-    flushes = view.flush_count
+    """Send chunks all at once and wait until they are written (some at once where the last
+    write is an interval old, the rest when the interval is over)."""
     for chunk in chunks:
         view.append_text(chunk)
-    written = view.flush_count
-    if len(chunks) > 1 or written == flushes:
-        qtbot.waitUntil(lambda: view.flush_count > written, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not view.text_waiting, timeout=WAIT_MS)

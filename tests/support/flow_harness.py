@@ -47,7 +47,7 @@ class GatedBackend(ScriptedBackend):
     CHUNK_INTERVAL_S)."""
 
     def _reply(self, text: str, cancel: threading.Event):
-        previous = time.perf_counter()  # the bridge starts its interval as the reply starts
+        previous = time.perf_counter()  # the first piece goes at once; each after it, an interval on
         for piece in super()._reply(text, cancel):
             if self._script.gated and isinstance(piece, str):
                 while not (self._script._gate.acquire(timeout=0.01) or cancel.is_set()):

@@ -51,7 +51,9 @@ class DraftVerifier:
         return self._llm.n_tokens - len(self._pending)
 
     def advance(self, token: int, room: int) -> int:
-        """`token` joins the reply, which has room for `room` more tokens after it."""
+        """`token` joins the reply, which has room for `room` more tokens after it. A draft
+        stops short of the last of them: that token is sampled from the row before it and never
+        evaluated (nothing is sampled after it), so it is never decoded only to be taken out."""
         if self._context is None:
             self._decode([token])
             return -1
@@ -69,7 +71,7 @@ class DraftVerifier:
             drafter.checked(self._drafted - len(self._pending))
             self.finish()
         llm = self._llm
-        draft = drafter.propose(min(room, llm.n_batch - 1, llm.n_ctx() - llm.n_tokens - 1))
+        draft = drafter.propose(min(room - 1, llm.n_batch - 1, llm.n_ctx() - llm.n_tokens - 1))
         self._decode([token, *draft])
         self._pending, self._drafted = draft, len(draft)
         self._row = 0 if draft else -1

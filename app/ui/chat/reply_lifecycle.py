@@ -126,6 +126,9 @@ class ReplyLifecycle(QObject):
     def flush_count(self) -> int:
         return self._reply.flush_count if self._reply is not None else 0
 
+    def text_waiting(self) -> bool:
+        return self._reply is not None and self._reply.waiting
+
     def flush_now(self) -> None:
         if self._reply is not None:
             self._reply.flush()

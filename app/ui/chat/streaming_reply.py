@@ -24,6 +24,10 @@ from .markdown_render import THINK_OPEN, THINKING_CAPTION, BlockSplitter, break_
 # Long enough to coalesce a fast model's tokens into one document update, short enough that
 # text still appears to flow.
 FLUSH_INTERVAL_MS = 40
+# The engine's process times its own 40 ms between chunks, and their arrival here jitters by a
+# few ms: a chunk that comes this close to the end of the interval is written at once, not
+# after one more wake of the GUI thread for the rest of it.
+FLUSH_SLACK_MS = 5
 
 # A link definition can serve a reference in any block, so a reply that has one is rendered
 # as a whole when it finishes.
@@ -69,10 +73,15 @@ class StreamingReply(QObject):
         if self._timer.isActive():
             return
         wait_ms = FLUSH_INTERVAL_MS - (time.monotonic() - self._written_at) * 1000
-        if wait_ms <= 0:
+        if wait_ms <= FLUSH_SLACK_MS:
             self.flush()
         else:
             self._timer.start(math.ceil(wait_ms))
+
+    @property
+    def waiting(self) -> bool:
+        """Whether text has come that is not written yet."""
+        return bool(self._chunks)
 
     def text_so_far(self) -> str:
         return "".join(self._raw) + "".join(self._chunks).replace("\r", "")
@@ -120,11 +129,11 @@ class StreamingReply(QObject):
 
     def _write(self, final: bool) -> None:
         self._timer.stop()
-        self._written_at = time.monotonic()
         text = "".join(self._chunks).replace("\r", "")
         self._chunks.clear()
         if not text and not final:
             return
+        self._written_at = time.monotonic()
         self._raw.append(text)
         was_thinking = self._splitter.in_thinking
         done = self._splitter.feed(text)

@@ -361,6 +361,11 @@ class ChatView(QWidget):
         """Document updates made by the streaming reply so far (for tests and benchmarks)."""
         return self._reply.flush_count()
 
+    @property
+    def text_waiting(self) -> bool:
+        """Whether the streaming reply holds text not written yet (for tests)."""
+        return self._reply.text_waiting()
+
     def flush_now(self) -> None:
         """Write buffered chunks without waiting for the timer (benchmarks time one update)."""
         self._reply.flush_now()
