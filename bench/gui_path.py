@@ -113,7 +113,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from PySide6.QtCore import QEventLoop, QSettings
-    from PySide6.QtWidgets import QApplication
 
     from app.engine.llama.generator import Engine
     from app.engine.sampling import SamplingParams
@@ -125,12 +124,13 @@ def main() -> None:
     from app.owners.paths import default_model
     from app.owners.settings import Settings
     from app.store import ConversationStore
+    from app.ui.app.application import create_application
     from app.ui.window.main_window import MainWindow
 
     model = default_model()
     params = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=args.tokens,
                             logit_bias=banned_tokens(model))
-    app = QApplication.instance() or QApplication([])
+    create_application()  # as Hearth makes it: its style, and Qt's environment (QT_ENVIRONMENT)
     home = Path(os.environ["HEARTH_HOME"])
     store = ConversationStore(home / "bench.sqlite3")
     bridge = EngineBridge()
