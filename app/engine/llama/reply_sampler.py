@@ -44,6 +44,7 @@ from ..sampling import SamplingParams
 from .grammar import Grammar
 from .logit_adjust import LogitAdjustments
 from .logits_rows import LogitsRows
+from .top_k_head import TopKHead
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class ReplySampler:
         self._rows = LogitsRows(llm._ctx, self._n_vocab)
         self._finalizer = weakref.finalize(self, _free, self._owned, self._adjust)
         self._greedy = params.temperature == 0
+        # Without a grammar, a top-k chain reads only the candidates that can make its k best.
+        self._head = TopKHead.for_chain(params.top_k, params.temperature, self._n_vocab) if grammar is None else None
         self._grammar = grammar
         self._end = min(stop_tokens) if stop_tokens else llama_c.llama_vocab_eos(self._vocab)
         self._stop_tokens = stop_tokens
@@ -100,11 +103,16 @@ class ReplySampler:
             self._owned["grammar"] = self._compile(grammar)
             self._active = not grammar.lazy
             self._triggers = _Triggers(grammar.trigger_patterns) if grammar.lazy else None
-            self._cur = np.empty(self._n_vocab, dtype=_TOKEN_DATA)
             self._ids = np.arange(self._n_vocab, dtype=np.int32)
             self._one = llama_c.llama_token_data()
             self._one_array = llama_c.llama_token_data_array(
                 data=ctypes.pointer(self._one), size=1, selected=-1, sorted=False)
+        if grammar is not None or self._head is not None:  # candidates handed to the chain, in place
+            self._cur_buffer = (llama_c.llama_token_data * self._n_vocab)()
+            self._cur = np.frombuffer(self._cur_buffer, dtype=_TOKEN_DATA)
+            self._candidates = llama_c.llama_token_data_array(
+                data=ctypes.cast(self._cur_buffer, ctypes.POINTER(llama_c.llama_token_data)), size=0,
+                selected=-1, sorted=False)
         self.rejections = 0  # picks the grammar refused (how often the slow path ran)
 
     @property
@@ -136,6 +144,9 @@ class ReplySampler:
         if self._grammar is None:
             if self._greedy:  # the greedy sampler's pick (the first of the largest), without its copy of the row
                 return int(np.argmax(row))
+            head = self._head.candidates(row) if self._head is not None else None
+            if head is not None:
+                return self._pick(row, head, grammar=False)
             return llama_c.llama_sampler_sample(chain, self._ctx_pointer, index)
         snapshot = llama_c.llama_sampler_clone(chain)
         token = llama_c.llama_sampler_sample(chain, self._ctx_pointer, index)
@@ -206,9 +217,8 @@ class ReplySampler:
         cur["p"] = 0.0
         if banned:
             cur["logit"][banned] = -np.inf  # ids is the whole vocabulary here
-        candidates = llama_c.llama_token_data_array(
-            data=cur.ctypes.data_as(ctypes.POINTER(llama_c.llama_token_data)), size=len(ids),
-            selected=-1, sorted=False)
+        candidates = self._candidates
+        candidates.size, candidates.selected, candidates.sorted = len(ids), -1, False
         if grammar:
             llama_c.llama_sampler_apply(self._owned["grammar"], ctypes.byref(candidates))
             if not np.isfinite(cur["logit"]).any():
