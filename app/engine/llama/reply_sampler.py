@@ -1,8 +1,9 @@
 """How each token of a reply is picked: the logit bias and penalties applied to the logits they
 touch (logit_adjust.py), then llama.cpp's native sampler chain (greedy, or
 top-k/top-p/min-p/temperature/dist; greedy without a grammar is the row's argmax, as llama.cpp's
-greedy sampler takes it, without copying the row), and, for tool calls and structured output, a
-grammar the reply must follow.
+greedy sampler takes it, without copying the row, and a chain that starts with top-k is given
+only the candidates its k best are among, top_k_head.py), and, for tool calls and structured
+output, a grammar the reply must follow.
 
 The grammar is applied the way llama.cpp's own common_sampler does it, which is why
 constrained decoding costs almost nothing: the chain picks a token as if there were no
