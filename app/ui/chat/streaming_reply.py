@@ -1,8 +1,8 @@
 """A reply streaming in at the end of the chat pane's document.
 
-Its chunks are written as plain text at most every FLUSH_INTERVAL_MS: a chunk that comes
-sooner after the last write waits for the rest of the interval, joined to any that follow, and
-one that comes later is written at once (the engine worker hands text over at that pace, so
+Its chunks are written as plain text about every FLUSH_INTERVAL_MS: a chunk that comes sooner
+after the last write waits for the rest of the interval, joined to any that follow, and one
+that comes later, or within FLUSH_SLACK_MS of the interval's end, is written at once (the engine worker hands text over at that pace, so
 each chunk is written as it comes, in the same wake of the GUI thread). Each Markdown block is
 rendered once, when it completes. The cost of an update therefore depends on the size of the
 chunk and of the block, not on the reply so far.
@@ -35,8 +35,8 @@ _REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
 
 
 class StreamingReply(QObject):
-    """A reply arriving in chunks, written to the end of the document at most every
-    FLUSH_INTERVAL_MS.
+    """A reply arriving in chunks, written to the end of the document about every
+    FLUSH_INTERVAL_MS (never sooner than FLUSH_SLACK_MS before it).
 
     A flush appends the buffered text as plain text (monospace inside a code fence). When that
     completes Markdown blocks, the plain tail is replaced by their HTML followed by the rest of
