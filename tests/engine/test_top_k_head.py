@@ -1,14 +1,23 @@
 """TopKHead (engine/llama/top_k_head.py): the candidates it finds hold a row's k best logits,
 whatever the vocabulary's size, and it declines where the k best have no one order (equal
-logits, a NaN, fewer than k finite logits). That the picks made from them are llama.cpp's
-own, token for token on the real model, is tests/engine/test_sampler_equivalence.py's."""
+logits, a NaN, fewer than k finite logits, a logit llama.cpp's bucket sort misplaces). The
+chain given only them picks what llama.cpp's own chain picks from the whole row, on rows made
+here for each case (below) and token for token on the real model
+(tests/engine/test_sampler_equivalence.py)."""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
+from llama_cpp import llama_cpp as llama_c
 
+from app.engine.llama.reply_sampler import build_chain
 from app.engine.llama.top_k_head import GROUPS, TopKHead
+from app.engine.sampling import SamplingParams
+
+TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
 def row_of(n_vocab: int, seed: int) -> np.ndarray:
@@ -31,8 +40,8 @@ def test_the_candidates_hold_the_k_best_in_id_order(n_vocab, k):
         assert len(ids) < n_vocab // 4 or n_vocab == GROUPS  # a few, not the row
 
 
-def test_a_logit_past_the_last_whole_group_counts():
-    """32,000 is not a multiple of GROUPS: the last 256 logits join the first groups."""
+def test_a_logit_past_the_last_whole_group_is_a_candidate_when_it_is_among_the_best():
+    """32,000 is not a multiple of GROUPS: the last 256 logits are in no group, yet read."""
     row = row_of(32_000, 1)
     row[-1] = 100.0
     assert 31_999 in TopKHead.for_chain(40, 0.7, 32_000).candidates(row).tolist()
@@ -60,6 +69,64 @@ def test_a_nan_or_fewer_than_k_finite_logits_are_declined():
     banned = np.full(262_144, -np.inf, dtype=np.float32)
     banned[:20] = np.arange(20, dtype=np.float32)
     assert head.candidates(banned) is None
+
+
+def test_a_logit_beyond_what_llama_cpps_bucket_sort_places_is_declined():
+    head = TopKHead.for_chain(200, 0.7, 262_144)
+    for value in (np.inf, 3e38):
+        row = row_of(262_144, 4)
+        row[12_345] = value
+        assert head.candidates(row) is None
+
+
+def picked(chain: int, row: np.ndarray, ids: np.ndarray) -> int:
+    """The chain's pick from these candidates, accepted, as llama_sampler_sample takes it."""
+    cur = np.empty(len(ids), dtype=TOKEN_DATA)
+    cur["id"], cur["logit"], cur["p"] = ids, row[ids], 0.0
+    candidates = llama_c.llama_token_data_array(
+        data=cur.ctypes.data_as(ctypes.POINTER(llama_c.llama_token_data)), size=len(ids), selected=-1, sorted=False)
+    llama_c.llama_sampler_apply(chain, ctypes.byref(candidates))
+    token = int(cur[candidates.selected]["id"])
+    llama_c.llama_sampler_accept(chain, token)
+    return token
+
+
+def rows_for(case: str, n_vocab: int, rng: np.random.Generator) -> list[np.ndarray]:
+    rows = [row_of(n_vocab, int(rng.integers(1 << 30))) for _ in range(12)]
+    if case == "bans":  # the logit bias's -inf, among the best and elsewhere
+        for row in rows:
+            row[rng.choice(n_vocab, n_vocab // 50, replace=False)] = -np.inf
+            row[np.argsort(row)[-3:]] = -np.inf
+    elif case == "ties":
+        for row in rows:
+            best = np.argsort(row)[::-1]
+            row[best[int(rng.integers(1, 60))]] = row[best[0]]
+    elif case == "one +inf":
+        for row in rows:
+            row[rng.integers(n_vocab)] = np.inf
+    elif case == "all low":  # every logit in llama.cpp's lowest bucket
+        rows = [row - 40 for row in rows]
+    return rows
+
+
+@pytest.mark.parametrize("k", [1, 40, 200, 1024])
+@pytest.mark.parametrize("n_vocab", [262_144, 32_000, 1_500])
+@pytest.mark.parametrize("case", ["plain", "bans", "ties", "one +inf", "all low"])
+def test_the_chain_given_the_candidates_picks_what_it_picks_from_the_whole_row(k, n_vocab, case):
+    """Two chains with one seed: one given every logit, as llama_sampler_sample gives them, the
+    other the head's candidates where it has them (else the whole row too). Top-p and min-p
+    are off, so the k-th best can be drawn and a wrong k best would show."""
+    params = SamplingParams(top_k=k, temperature=1.0, top_p=1.0, min_p=0.0)
+    whole, headed = build_chain(params, 42), build_chain(params, 42)
+    head = TopKHead.for_chain(k, params.temperature, n_vocab)
+    every = np.arange(n_vocab, dtype=np.int32)
+    try:
+        for row in rows_for(case, n_vocab, np.random.default_rng(k + n_vocab)):
+            ids = head.candidates(row) if head is not None else None
+            assert picked(whole, row, every) == picked(headed, row, every if ids is None else ids)
+    finally:
+        llama_c.llama_sampler_free(whole)
+        llama_c.llama_sampler_free(headed)
 
 
 def test_only_a_chain_that_starts_with_top_k_has_a_head():

@@ -8,14 +8,18 @@ applied to any candidates that hold those k picks what it picks from the whole r
 same random numbers. reply_sampler.py applies it so.
 
 The candidates are the logits that reach a threshold that at least k logits reach. Deal the row
-into GROUPS groups (logit i into group i mod GROUPS): the k-th largest of the groups' maxima is
-one, since the k largest maxima are k logits that reach it, so each of the k best logits reaches
-it too. Finding it reads the row once (numpy takes the maxima of GROUPS columns at once) and
-sorts nothing larger than GROUPS.
+into GROUPS groups (logit i into group i mod GROUPS; the few past the last whole round are left
+out of the groups, which can only lower the threshold): the k-th largest of the groups' maxima
+is one, since the k largest maxima are k logits that reach it, so each of the k best logits
+reaches it too. Finding it reads the row once (numpy takes the maxima of GROUPS columns at once)
+and sorts nothing larger than GROUPS.
 
 llama.cpp's partial sort orders equal logits by where they lie in its input, which a shorter input
 changes. Where the k best hold two equal logits, or the k-th equals the next, there is no one
-order to match, and the caller samples the whole row as before. A row with a NaN goes there too.
+order to match, and the caller samples the whole row as before. A row with a NaN goes there too,
+and so does one whose best logit is beyond MAX_LOGIT: for k above 128 llama.cpp sorts by buckets,
+and a logit that overflows when scaled to its bucket (+inf, or above about 5e37) is put in the
+lowest one, which no candidate list could match.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 GROUPS = 1024  # Gemma 3's row: 256 logits each
+MAX_LOGIT = 1e37
 
 
 class TopKHead:
@@ -30,7 +35,7 @@ class TopKHead:
 
     def __init__(self, k: int, n_vocab: int):
         self._k = k
-        self._whole = n_vocab // GROUPS * GROUPS  # the rest, fewer than GROUPS, joins the first groups
+        self._whole = n_vocab // GROUPS * GROUPS  # the rest, fewer than GROUPS, is in no group
 
     @classmethod
     def for_chain(cls, top_k: int, temperature: float, n_vocab: int) -> TopKHead | None:
@@ -44,16 +49,13 @@ class TopKHead:
         """The ids of the logits that reach the threshold, in id order (as the whole row lists
         them); None where the k best cannot be told apart (equal logits, a NaN)."""
         maxima = row[:self._whole].reshape(-1, GROUPS).max(axis=0)
-        rest = row[self._whole:]
-        if len(rest):
-            maxima[:len(rest)] = np.maximum(maxima[:len(rest)], rest)
-        threshold = np.partition(maxima, GROUPS - self._k)[GROUPS - self._k]
-        if np.isnan(maxima).any() or threshold == np.inf:
+        if np.isnan(maxima).any() or np.isnan(row[self._whole:]).any():
             return None
+        threshold = np.partition(maxima, GROUPS - self._k)[GROUPS - self._k]
         ids = np.flatnonzero(row >= threshold)
         logits = row[ids]
         best = np.partition(logits, len(logits) - self._k - 1)[-self._k - 1:] if len(logits) > self._k else logits
         best = np.sort(best)
-        if (best[1:] == best[:-1]).any():
+        if (best[1:] == best[:-1]).any() or not best[-1] <= MAX_LOGIT:
             return None
         return ids.astype(np.int32, copy=False)
