@@ -19,7 +19,7 @@ import pytest
 import shiboken6
 from image_window import VisionScript, chip_names, chips, drag_and_drop, file_urls, paste, picture, picture_file
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QSize, Qt
-from PySide6.QtGui import QGuiApplication, QTextCursor
+from PySide6.QtGui import QColor, QGuiApplication, QImage, QTextCursor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support.chat_helpers import browser, click_anchor, fragments
@@ -31,7 +31,7 @@ from app.images.limits import MAX_IMAGES_PER_MESSAGE
 from app.ui.chat.images import attachments
 from app.ui.chat.images.chips import CHIP_PX
 from app.ui.chat.images.in_transcript import THUMBNAIL_BOX_PX
-from app.ui.dialogs.image_view import ImageViewDialog
+from app.ui.dialogs.image_view import ImageViewDialog, screen_sized
 from app.ui.widgets.thumbnails import thumbnail
 from app.ui.window import appearance
 from app.ui.window.images import DROP_TEXT
@@ -407,3 +407,18 @@ def test_chips_and_thumbnails_in_light_and_dark(opened, qapp, qtbot, tmp_path, d
         assert inside != pane.palette().color(pane.backgroundRole()), "the thumbnail is drawn in the bubble"
     finally:
         qapp.setPalette(palette)
+
+
+def test_a_photo_larger_than_the_screen_is_scaled_from_a_screen_sized_copy(qapp):
+    """The image view scales its picture again at each size a resize passes through, on the GUI
+    thread alone: it starts from a copy no larger than the screen shows, in the photo's shape;
+    a smaller picture is its own copy."""
+    screen = QGuiApplication.primaryScreen()
+    limit = screen.availableSize() * screen.devicePixelRatio()
+    photo = QImage(limit.width() * 4, limit.height() * 3, QImage.Format.Format_RGB32)
+    photo.fill(QColor(120, 80, 40))
+    copy = screen_sized(photo)
+    assert copy.width() <= limit.width() and copy.height() <= limit.height()
+    assert abs(copy.width() / copy.height() - photo.width() / photo.height()) < 0.01
+    small = photo.copy(0, 0, limit.width() // 2, limit.height() // 2)
+    assert screen_sized(small) is small
