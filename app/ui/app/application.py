@@ -61,7 +61,9 @@ def _ensure_streams() -> None:
 
 def create_application(choice: Appearance = Appearance.SYSTEM) -> QApplication:
     """The QApplication, in Hearth's style and in the appearance chosen (View → Appearance).
-    QT_ENVIRONMENT applies to one made here (a variable the user set is left as it is)."""
+    QT_ENVIRONMENT applies to one made here; a variable the user set is left as it is (Qt asks
+    only whether QT_NO_GUI_THREADPOOL is set, so any value keeps the pool off). Processes Hearth
+    starts (the engine's, tool servers) inherit them, and draw no widgets."""
     for name, value in QT_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
     app = QApplication.instance() or QApplication(sys.argv[:1])
