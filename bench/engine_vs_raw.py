@@ -59,9 +59,10 @@ def raw_llama(model: Path, default_threads: bool = False, **load):
     from llama_cpp import Llama
 
     from app.engine.llama.devices import cpu_threads
+    from app.engine.memory_plan import WHOLE_WINDOW_CACHE
 
     threads = {} if default_threads else {"n_threads": cpu_threads().generate, "n_threads_batch": cpu_threads().prompt}
-    return Llama(model_path=str(model), n_ctx=N_CTX, swa_full=True, verbose=False, **threads, **load)
+    return Llama(model_path=str(model), n_ctx=N_CTX, swa_full=WHOLE_WINDOW_CACHE, verbose=False, **threads, **load)
 
 
 def child_raw(model: Path, tokens: int, default_threads: bool = False) -> dict:

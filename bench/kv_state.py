@@ -50,6 +50,7 @@ from app.engine.gguf.reading import inspect_model  # noqa: E402
 from app.engine.kv.cache import StateCache, StateKey  # noqa: E402
 from app.engine.llama import kv_seq  # noqa: E402
 from app.engine.llama.devices import cpu_threads  # noqa: E402
+from app.engine.memory_plan import WHOLE_WINDOW_CACHE  # noqa: E402
 from app.engine.templates.chat_template import template_for  # noqa: E402
 
 N_CTX = 4096
@@ -69,10 +70,10 @@ def cpu_pressure() -> float | None:
 
 
 def open_llama(model: Path) -> Llama:
-    """A context set up as the engine's (generator.Engine._load): its threads, swa_full."""
+    """A context set up as the engine's (generator.Engine._load): its threads, its window cache."""
     threads = cpu_threads()
     return Llama(model_path=str(model), n_ctx=N_CTX, n_threads=threads.generate, n_threads_batch=threads.prompt,
-                 swa_full=True, verbose=False)
+                 swa_full=WHOLE_WINDOW_CACHE, verbose=False)
 
 
 def conversation(model: Path, llm: Llama) -> tuple[list[int], list[int], list[int]]:

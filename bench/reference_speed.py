@@ -19,7 +19,10 @@ Auto has it on a CPU (off; FLASH_ATTN), and the two servers the same context len
    rate with prompt lookup (what a request gets by default) is shown beside it. Twice: greedy, and the Balanced
    preset (temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, seed 7) sent to both as the same
    request fields; repeat penalty 1 on both (Hearth's default since #31, llama.cpp's too). Target
-   ≥ 0.97.
+   ≥ 0.97. Then greedy again deep in a conversation: after a prompt of about 3,000 tokens (the
+   same each run, so both servers keep it cached and decode only), where a sliding-window
+   model's cache layout shows: Gemma 3's window layers attend over 512 positions in llama.cpp's
+   window-sized cache, over all 3,000 in a whole one (swa_full, Hearth's before #31).
 2. Time to first token through each server: a ~190-token prompt whose first words change every
    run (no prefix either side reuses), request sent → first piece. Target: Hearth's ≤ llama-server's.
 3. `hearth chat --draft none` (greedy, 128 tokens, its --stats json tokens/s) ÷ `llama-bench -n 128`
@@ -59,6 +62,7 @@ from lookup_decoding import COPY_PROMPT  # noqa: E402
 from serve_speed import BRIEF, paired, rate  # noqa: E402
 
 PROMPT = "Once upon a time, in a lighthouse on a rock far out at sea, there lived a keeper who"
+DEEP_PROMPT = "\n\n".join(f"Draft {n} of the notes. {BRIEF}" for n in range(1, 15)) + "\n\nThe final notes:"
 BALANCED = {"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": 7}
 GREEDY = {"temperature": 0.0}
 # Hearth's Auto resolves flash attention off on a CPU with an f16 cache (engine/load_checks.py);
@@ -112,6 +116,22 @@ def completion_times(client, model: str, prompt: str, tokens: int, sampling: dic
     return times
 
 
+def deep(ours, our_model: str, theirs, their_model: str, runs: int, tokens: int) -> dict:
+    """Greedy decode after DEEP_PROMPT, in turns; each server evaluates the prompt once (the warm
+    run) and keeps it cached after that."""
+    sides = [("hearth", ours, our_model, {"draft": "none"}), ("llama-server", theirs, their_model, {})]
+    rates: dict[str, list[float]] = {"hearth": [], "llama-server": []}
+    for _side, client, model_id, extra in sides:  # warm both: the prompt evaluated once
+        completion_times(client, model_id, DEEP_PROMPT, 8, GREEDY, **extra)
+    for run in range(runs):
+        for side, client, model_id, extra in (sides if run % 2 == 0 else sides[::-1]):
+            rates[side].append(rate(completion_times(client, model_id, DEEP_PROMPT, tokens, GREEDY, **extra)))
+    result = _pairs(rates["hearth"], rates["llama-server"], "tokens/s")
+    result["prompt_tokens"] = ours.completions.create(model=our_model, prompt=DEEP_PROMPT, max_tokens=1,
+                                                      temperature=0).usage.prompt_tokens
+    return result
+
+
 def first_piece(client, model: str, prompt: str) -> float:
     started = time.perf_counter()
     for chunk in client.completions.create(model=model, prompt=prompt, max_tokens=2, temperature=0, stream=True):
@@ -145,6 +165,7 @@ def served(model: Path, binary: Path, threads: int, runs: int, tokens: int) -> d
                 results[name] = _pairs(rates["hearth"], rates["llama-server"], "tokens/s")
                 results[name + ", as served (prompt lookup on)"] = _pairs(rates["hearth with lookup"],
                                                                          rates["llama-server"], "tokens/s")
+            results["greedy after a 3,000-token prompt"] = deep(ours, hearth.model_id, theirs, model.name, runs, tokens)
             firsts = {"hearth": [], "llama-server": []}
             for run in range(runs):
                 prompt = f"Note {run} of the day, for room {run % 5}. {BRIEF}"

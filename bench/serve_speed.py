@@ -144,6 +144,7 @@ def main() -> int:
 
     from app.engine.gguf.reading import inspect_model
     from app.engine.llama.generator import Engine
+    from app.engine.memory_plan import WHOLE_WINDOW_CACHE
     from app.engine.sampling import PRESETS
     from app.engine.templates.chat_template import template_for
     from app.engine.types import LoadOptions
@@ -156,7 +157,7 @@ def main() -> int:
     try:
         reference = LlamaServer(model, n_ctx=N_CTX, threads=args.threads)
         llm = Llama(model_path=str(model), n_ctx=N_CTX, n_threads=args.threads, n_threads_batch=args.threads,
-                    swa_full=True, verbose=False)
+                    swa_full=WHOLE_WINDOW_CACHE, verbose=False)
         bos = llm.detokenize([llm.token_bos()], special=True).decode()
         raw_prompt = template_for(inspect_model(model)).render(STORY).removeprefix(bos)  # create_completion adds BOS
         engine = Engine(model, LoadOptions(n_ctx=N_CTX, n_threads=args.threads))

@@ -17,8 +17,10 @@ What is modelled, and how (llama.cpp source files named as in its src/):
 - KV cache (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp): per layer, cells x (n_embd_k_gqa x
   bytes(type_k) + n_embd_v_gqa x bytes(type_v)) with per-layer KV head counts and quantized
   block sizes (gguf's GGML_QUANT_SIZES). Cells: the context padded to 256. Sliding-window
-  layers hold min(cells, pad256(window + n_ubatch)) cells, or every cell with swa_full, which
-  Hearth's engine sets (it reuses prefixes). A layer's cache lives with its layer (CPU/GPU).
+  layers hold min(cells, pad256(window + n_ubatch)) cells (every cell with swa_full, which
+  Hearth's engine no longer sets: WHOLE_WINDOW_CACHE). A layer's cache lives with its layer
+  (CPU/GPU). The engine's window checkpoints (WINDOW_CHECKPOINTS of them) are copies of the
+  sliding layers' last `window` cells, in RAM wherever the layers are.
   Without flash attention a V cache of uneven widths is padded to the widest.
 - Compute buffers: on the GPU, the whole of what llama.cpp reserves (its worst case graph: a
   full ubatch asking logits for every row, n_ubatch x n_vocab floats, or the attention),
@@ -92,6 +94,14 @@ from .options import DEFAULT_CONTEXT, FlashAttention, KvCacheType, LoadOptions, 
 CELL_PAD = 256  # llama_context pads n_ctx, and the SWA cache, to 256 cells
 MAX_UBATCH = 512  # llama-cpp-python's n_batch and n_ubatch: min(n_ctx, 512)
 DRAFT_ROWS = max(BATCH_COST)  # the most rows a drafted batch asks logits for
+# Sliding-window layers get llama.cpp's window-sized cache (min(cells, pad256(window + n_ubatch))),
+# not a whole one (swa_full): with a whole cache every such layer attends over every position
+# held, masking all but its window, and Gemma 3 270M decoded 20% slower at 3,000 tokens
+# (43.8 vs 54.5 tokens/s, bench/reference_speed.py's deep run). What a whole cache gave, cutting
+# back further than the window (a Regenerate after a long reply), checkpoints of each prompt's
+# window give instead (llama/window_checkpoints.py): the last WINDOW_CHECKPOINTS, in RAM.
+WHOLE_WINDOW_CACHE = False
+WINDOW_CHECKPOINTS = 4
 # The plan's measured accuracy (bench/memory_plan.py): within 15% of the resident growth. A
 # plan at most free / ACCURACY fits even if it is 15% short; up to free it is tight.
 ACCURACY = 1.15
@@ -153,6 +163,12 @@ class MemoryPlan:
     projector_ram: int = 0  # a vision model's projector encoding one image: what it holds in RAM
     projector_vram: int = 0  # ...and on the GPU (its weights and buffers, with layers offloaded)
     image_tokens: int = 0  # context cells one image takes (0: no projector)
+    checkpoints_ram: int = 0  # the engine's window checkpoints of a sliding-window cache, at most
+
+    @property
+    def checkpoint_words(self) -> str:
+        """What the KV cache figure leaves out, for the lines that show it."""
+        return f" and {_size(self.checkpoints_ram)} of window checkpoints" if self.checkpoints_ram else ""
 
     @property
     def kv_bytes(self) -> int:
@@ -160,7 +176,8 @@ class MemoryPlan:
 
     @property
     def total_ram(self) -> int:
-        return self.weights_ram + self.kv_ram + self.compute_ram + self.runtime_ram + self.projector_ram
+        return (self.weights_ram + self.kv_ram + self.checkpoints_ram + self.compute_ram + self.runtime_ram
+                + self.projector_ram)
 
     @property
     def total_vram(self) -> int:
@@ -171,7 +188,7 @@ class MemoryPlan:
         """One line for a tooltip or the command line."""
         verdict = {Fit.FITS: "Fits", Fit.TIGHT: "Tight", Fit.DOES_NOT_FIT: "Does not fit"}[self.fit]
         line = (f"{verdict}: {_size(self.total_ram)} of {_size(self.free_ram)} free RAM "
-                f"(weights {_size(self.weights_ram)}, KV cache {_size(self.kv_ram)} for {self.n_ctx:,} tokens, "
+                f"(weights {_size(self.weights_ram)}, KV cache {_size(self.kv_ram)} for {self.n_ctx:,} tokens{self.checkpoint_words}, "
                 f"buffers {_size(self.compute_ram + self.runtime_ram)}{self._projector_words(self.projector_ram)})")
         if self.gpu_layers:
             free = "unknown free" if self.free_vram is None else f"{_size(self.free_vram)} free"
@@ -189,7 +206,8 @@ class MemoryPlan:
         return {
             "fit": str(self.fit), "summary": self.summary, "n_ctx": self.n_ctx, "n_ubatch": self.n_ubatch,
             "gpu_layers": self.gpu_layers, "total_layers": self.total_layers, "flash_attn": self.flash_attn,
-            "ram": {"weights": self.weights_ram, "kv_cache": self.kv_ram, "compute": self.compute_ram,
+            "ram": {"weights": self.weights_ram, "kv_cache": self.kv_ram, "window_checkpoints": self.checkpoints_ram,
+                    "compute": self.compute_ram,
                     "runtime": self.runtime_ram, "total": self.total_ram, "free": self.free_ram},
             "vram": {"weights": self.weights_vram, "kv_cache": self.kv_vram, "compute": self.compute_vram,
                      "total": self.total_vram, "free": self.free_vram},
@@ -200,14 +218,14 @@ class MemoryPlan:
 
 
 def plan(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-         gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = True,
+         gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = WHOLE_WINDOW_CACHE,
          projector: Projector = None) -> MemoryPlan:
     """The plan for loading `model` with `options`, `gpu_layers` of its layers offloaded.
 
     `gpu_layers`: how many llama.cpp offloads, already resolved (0 on a CPU build; the blocks
     and the output layer count, so n_layer + 1 is all); more than that is all of them.
-    `swa_full`: the engine keeps whole sliding-window caches (generator.py); False plans
-    llama.cpp's default window-sized ones. `projector`: the projector loaded with it (a vision
+    `swa_full`: whether sliding-window caches are whole (the engine's: WHOLE_WINDOW_CACHE);
+    False plans llama.cpp's default window-sized ones, and the engine's checkpoints of them. `projector`: the projector loaded with it (a vision
     model's; library/projectors.py finds and checks it), or None.
     """
     shape, projector = _shape(model), _projector(projector)
@@ -220,7 +238,7 @@ def plan(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions
 
 
 def largest_context(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-                    gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = True,
+                    gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = WHOLE_WINDOW_CACHE,
                     projector: Projector = None) -> int:
     """The largest context (a multiple of 256 cells, at most the trained one) whose plan fits
     with room for its error (Fit.FITS); 0 when not even 256 does."""
@@ -238,7 +256,7 @@ def largest_context(model: ModelShape | ModelInfo | str | os.PathLike, options: 
 
 
 def auto_gpu_layers(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-                    free_vram: int | None, swa_full: bool = True, projector: Projector = None) -> int:
+                    free_vram: int | None, swa_full: bool = WHOLE_WINDOW_CACHE, projector: Projector = None) -> int:
     """GPU layers: Auto. As many layers as the free VRAM holds with llama.cpp's 1 GiB margin
     (its `llama_params_fit` does the same by trial allocations; llama-cpp-python 0.3.36's
     library does not export it, so this asks the plan). 0 without a GPU."""
@@ -328,7 +346,7 @@ def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int,
 
     # KV cache, per layer, where the layer is.
     widest_v = max((h * shape.head_dim_v for h in shape.n_head_kv), default=0)
-    kv_ram = kv_vram = 0
+    kv_ram = kv_vram = checkpoints_ram = 0
     for il in range(shape.n_layer):
         heads = shape.n_head_kv[il]
         if not heads:
@@ -337,6 +355,8 @@ def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int,
         row = _row_bytes(options.kv_type_k, heads * shape.head_dim_k)
         row += _row_bytes(options.kv_type_v, v_width) if shape.head_dim_v else 0
         nbytes = (swa_cells if shape.swa_layers[il] else cells) * row
+        if shape.swa_layers[il] and not swa_full:  # a checkpoint holds the window's cells, in RAM
+            checkpoints_ram += WINDOW_CHECKPOINTS * min(cells, shape.n_swa) * row
         if il >= first_gpu:
             kv_vram += nbytes
         else:
@@ -363,6 +383,7 @@ def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int,
     return MemoryPlan(
         n_ctx=cells, n_ubatch=n_ubatch, gpu_layers=gpu_layers, total_layers=total_layers, flash_attn=flash_attn,
         weights_ram=weights_ram, weights_vram=weights_vram, kv_ram=kv_ram, kv_vram=kv_vram,
+        checkpoints_ram=checkpoints_ram,
         compute_ram=compute_ram, compute_vram=compute_vram, runtime_ram=runtime_ram,
         free_ram=0, free_vram=None, fit=Fit.DOES_NOT_FIT, largest_context=0,
         **_projector_sizes(projector, on_gpu=gpu_layers > 0),

@@ -389,18 +389,19 @@ class Restoring:
 
 @pytest.fixture(scope="module")
 def gemma(gemma_path, gemma_info):
-    """Two contexts on the default model set up as the engine's (swa_full); the history (about
+    """Two contexts on the default model set up as the engine's (its window cache); the history (about
     570 tokens: past the 512-token window, so a restored state lacks its start) is evaluated
     once for every test here (two seconds on one core)."""
     from llama_cpp import Llama
 
     from app.engine.llama import kv_seq
     from app.engine.llama.devices import cpu_threads
+    from app.engine.memory_plan import WHOLE_WINDOW_CACHE
     from app.engine.templates.chat_template import template_for
 
     threads = cpu_threads()
     contexts = [Llama(model_path=str(gemma_path), n_ctx=N_CTX, n_threads=threads.generate,
-                      n_threads_batch=threads.prompt, swa_full=True, verbose=False) for _ in range(2)]
+                      n_threads_batch=threads.prompt, swa_full=WHOLE_WINDOW_CACHE, verbose=False) for _ in range(2)]
     template = template_for(gemma_info)
     messages = [{"role": "system", "content": "Answer briefly."}]
     for index in range(8):

@@ -106,20 +106,20 @@ def test_auto_on_the_cpu_with_an_f16_cache_is_off_and_the_layout_says_so(f16):
     if supports_gpu_offload():
         pytest.skip("a GPU build hands Auto to llama.cpp; this CPU case is checked on the CPU build CI runs")
     assert any("flash_attn" in line and line.split("=")[-1].strip() == "disabled" for line in lines)
-    assert kv_seq.cache_layout(engine._llm) == "k=f16 v=f16 fa=off swa_full=1"
+    assert kv_seq.cache_layout(engine._llm) == "k=f16 v=f16 fa=off swa_full=0"
 
 
 def test_auto_with_a_quantized_v_cache_reaches_llama_cpp_as_auto(q8):
     engine, lines = q8
     # llama-cpp-python's flash_attn=False would have refused the quantized V cache instead.
     assert any("enabling flash_attn since it is required for quantized V cache" in line for line in lines)
-    assert kv_seq.cache_layout(engine._llm) == "k=q8_0 v=q8_0 fa=on swa_full=1"
+    assert kv_seq.cache_layout(engine._llm) == "k=q8_0 v=q8_0 fa=on swa_full=0"
 
 
 def test_a_q8_0_cache_reaches_llama_cpp_and_takes_about_half_the_bytes(f16, q8):
     (half, half_lines), (full, _) = q8, f16
     assert any("K (q8_0)" in line and "V (q8_0)" in line for line in half_lines)
-    assert kv_seq.cache_layout(half._llm) == "k=q8_0 v=q8_0 fa=on swa_full=1"  # Auto: on, for a quantized V
+    assert kv_seq.cache_layout(half._llm) == "k=q8_0 v=q8_0 fa=on swa_full=0"  # Auto: on, for a quantized V
     reply_tokens(full, PROMPTS[0], SHORT)
     reply_tokens(half, PROMPTS[0], SHORT)
     ratio = kv_bytes_per_token(half) / kv_bytes_per_token(full)
@@ -157,7 +157,7 @@ def test_flash_attention_off_no_mmap_and_a_quantized_k_reach_llama_cpp(gemma_pat
     try:
         assert any("flash_attn" in line and line.split("=")[-1].strip() == "disabled" for line in lines)
         assert any("load_mode = none" in line for line in lines)  # read into memory, not mapped
-        assert kv_seq.cache_layout(engine._llm) == "k=q8_0 v=f16 fa=off swa_full=1"
+        assert kv_seq.cache_layout(engine._llm) == "k=q8_0 v=f16 fa=off swa_full=0"
         assert len(reply_tokens(engine, PROMPTS[0], SHORT)) == SHORT.max_tokens
     finally:
         engine.close()

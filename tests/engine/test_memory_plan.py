@@ -29,6 +29,8 @@ from app.engine.memory_plan import (
     ACCURACY,
     MIB,
     VRAM_MARGIN,
+    WHOLE_WINDOW_CACHE,
+    WINDOW_CHECKPOINTS,
     Fit,
     auto_gpu_layers,
     gpu_layers_for,
@@ -51,8 +53,9 @@ def options(n_ctx: int, kv_k: KvCacheType = F16, kv_v: KvCacheType = F16, **more
 
 @pytest.fixture(scope="module")
 def llama_cpp_says(gemma_path):
-    """One real load of Gemma 3 as the engine makes it (swa_full, flash attention), K q8_0 and
-    V f16: what llama.cpp logs about its KV cache and its CPU compute buffer, in MiB."""
+    """One real load of Gemma 3 as the engine makes it (a window-sized sliding cache, flash
+    attention), K q8_0 and V f16: what llama.cpp logs about its KV cache and its CPU compute
+    buffer, in MiB."""
     from llama_cpp import Llama
     from llama_cpp import llama_cpp as llama_c
 
@@ -70,7 +73,7 @@ def llama_cpp_says(gemma_path):
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        llm = Llama(str(gemma_path), n_ctx=1024, flash_attn=True, swa_full=True, type_k=llama_c.GGML_TYPE_Q8_0,
+        llm = Llama(str(gemma_path), n_ctx=1024, flash_attn=True, swa_full=WHOLE_WINDOW_CACHE, type_k=llama_c.GGML_TYPE_Q8_0,
                     type_v=llama_c.GGML_TYPE_F16, verbose=True)
         llm.close()
     finally:
@@ -96,8 +99,8 @@ def test_reserved_compute_buffer_is_what_llama_cpp_reserves(gemma_path, llama_cp
 
 
 @pytest.mark.parametrize(("n_ctx", "swa_full", "full_mib", "window_mib"), [
-    (2048, True, 6.0, 30.0),  # every sliding-window cell kept, as Hearth's engine loads
-    (2048, False, 6.0, 15.0),  # llama.cpp's default: 512 window + 512 ubatch = 1024 cells
+    (2048, True, 6.0, 30.0),  # every sliding-window cell kept (swa_full, Hearth's engine before #31)
+    (2048, False, 6.0, 15.0),  # llama.cpp's default and the engine's: 512 window + 512 ubatch = 1024 cells
     (3000, False, 9.0, 15.0),  # the context padded to 3072 cells; the window stays 1024
     (100, True, 0.75, 3.75),  # padded to 256 cells
 ])
@@ -109,15 +112,32 @@ def test_sliding_window_layers_are_sized_as_llama_cpp_sizes_them(gemma_path, n_c
 
 
 def test_q8_0_cache_is_llama_cpp_s_at_32k(gemma_path):
-    """llama.cpp: 51.00 + 255.00 MiB for q8_0 K and V at 32768 cells (f16: 96 + 480)."""
-    assert plan(gemma_path, options(32768, Q8_0, Q8_0), free_ram=FREE).kv_bytes == 306 * MIB
-    assert plan(gemma_path, options(32768), free_ram=FREE).kv_bytes == 576 * MIB
+    """llama.cpp: 51.00 + 255.00 MiB for q8_0 K and V at 32768 cells with swa_full (f16: 96 +
+    480); with the engine's window-sized cache the 15 sliding layers hold 1024 cells each."""
+    assert plan(gemma_path, options(32768, Q8_0, Q8_0), free_ram=FREE, swa_full=True).kv_bytes == 306 * MIB
+    assert plan(gemma_path, options(32768), free_ram=FREE, swa_full=True).kv_bytes == 576 * MIB
+    assert plan(gemma_path, options(32768, Q8_0, Q8_0), free_ram=FREE).kv_bytes == 51 * MIB + 15 * 1024 * 2 * 272
+    assert plan(gemma_path, options(32768), free_ram=FREE).kv_bytes == (96 + 15) * MIB
+
+
+def test_window_checkpoints_are_planned_in_ram_for_sliding_layers_only(gemma_path, tmp_path):
+    """Each checkpoint holds the 15 sliding layers' 512 window cells (llama/window_checkpoints.py),
+    wherever the layers are; a whole window cache needs none, a model without a window has none."""
+    window = plan(gemma_path, options(4096), free_ram=FREE)
+    assert window.checkpoints_ram == WINDOW_CHECKPOINTS * 15 * 512 * 1024
+    assert window.total_ram == (window.weights_ram + window.kv_ram + window.checkpoints_ram + window.compute_ram
+                                + window.runtime_ram)
+    assert plan(gemma_path, options(4096), free_ram=FREE, swa_full=True).checkpoints_ram == 0
+    assert plan(gemma_path, options(256), free_ram=FREE).checkpoints_ram == WINDOW_CHECKPOINTS * 15 * 256 * 1024
+    none_slide = damaged_copy(read_real_header(gemma_path), tmp_path / "flags.gguf",
+                              {"gemma3.attention.sliding_window_pattern": array(BOOL, [False] * 18)})
+    assert plan(none_slide, options(4096), free_ram=FREE).checkpoints_ram == 0
 
 
 def test_per_layer_kv_heads_and_the_window_pattern_come_from_the_header(gemma_path, tmp_path):
     real = read_real_header(gemma_path)
     two_heads = damaged_copy(real, tmp_path / "two.gguf", {"gemma3.attention.head_count_kv": array(U32, [2] * 18)})
-    assert plan(two_heads, options(2048), free_ram=FREE).kv_bytes == 2 * 36 * MIB
+    assert plan(two_heads, options(2048), free_ram=FREE, swa_full=True).kv_bytes == 2 * 36 * MIB
 
     # A period of 3: layers 0,1 slide and 2 is global, six times. 6 global layers x 2048 cells
     # + 12 sliding ones x 1024 cells, 1 KiB a cell (256 K and 256 V values in f16).
@@ -260,8 +280,8 @@ def test_largest_context_is_the_largest_that_fits(gemma_path):
 
 def test_summary_says_the_verdict_and_the_numbers(gemma_path):
     tight = plan(gemma_path, options(32768), free_ram=plan(gemma_path, options(32768), free_ram=FREE).total_ram)
-    assert tight.summary.startswith("Tight: 973 MiB of 973 MiB free RAM")
-    assert "KV cache 576 MiB for 32,768 tokens" in tight.summary
+    assert tight.summary.startswith("Tight: 507 MiB of 507 MiB free RAM")
+    assert "KV cache 111 MiB for 32,768 tokens and 30 MiB of window checkpoints" in tight.summary
     assert f"up to {tight.largest_context:,} tokens fit" in tight.summary
 
 
@@ -296,7 +316,8 @@ def test_inspect_plan_prints_the_plan_as_json(gemma_path, capsys):
     assert run_plan(args) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["n_ctx"] == 2048 and shown["options"]["kv_type"] == "q8_0"
-    assert shown["ram"]["kv_cache"] == 2048 * 18 * 2 * 272  # q8_0: 256 values in 8 blocks of 34 bytes
+    assert shown["ram"]["kv_cache"] == (2048 * 3 + 1024 * 15) * 2 * 272  # q8_0: 256 values in 8 blocks of 34 bytes
+    assert shown["ram"]["window_checkpoints"] == WINDOW_CHECKPOINTS * 512 * 15 * 2 * 272
     assert shown["gpu_layers"] == 0  # this build cannot offload: the engine would load on the CPU
     assert shown["fit"] in {"fits", "tight", "does_not_fit"} and shown["summary"]
     with pytest.raises(SystemExit):

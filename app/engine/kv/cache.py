@@ -47,7 +47,7 @@ class StateKey:
 
     `model_size` and `model_digest`: gguf/fingerprint.model_fingerprint of the GGUF file (not its
     path). `kv_type`: the cache's element types and layout as the engine set them (the K and V
-    types, flash attention: it changes how V is laid out), e.g. "k=f16 v=f16 fa=off swa_full=1".
+    types, flash attention: it changes how V is laid out), e.g. "k=f16 v=f16 fa=off swa_full=0".
     `offloaded_layers`: layers computed on a GPU compute slightly different numbers than on
     the CPU, so a state is reused only with the same offload. `llama_version`: the llama.cpp
     and llama-cpp-python builds and llama.cpp's state format version.

@@ -19,8 +19,8 @@ Images (#30) are part of the prompt's token list (vision.py says how), evaluated
 at their place, so everything above holds for an image conversation too.
 
 Its other jobs live apart: prefix reuse (engine/kv/prefix_reuse.py: the next prompt reuses
-the tokens of the last one and its reply where the text still matches) and the saved KV state
-per conversation (state_keeper.py).
+the tokens of the last one and its reply where the text still matches; window_checkpoints.py
+where a sliding window's cache no longer holds them) and saved states (state_keeper.py).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from ..kv.prefix_reuse import PrefixReuse, common_prefix
 from ..kv.segments import Segment
 from ..load_checks import check_load_options, flash_attention_for, memlock_limit, mlock_refused_note
 from ..lookup import DraftStats
-from ..memory_plan import gpu_layers_for
+from ..memory_plan import WHOLE_WINDOW_CACHE, gpu_layers_for
 from ..options import context_for
 from ..sampling import Drafting, SamplingParams
 from ..stops import StopStringMatcher
@@ -65,6 +65,7 @@ from .reply_sampler import ReplySampler
 from .state_keeper import StateKeeper
 from .tool_reply import ToolReply
 from .vision import Vision, evaluation_runs, is_image_position
+from .window_checkpoints import WindowCheckpoints
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class Engine(Backend):
         self._piece_buffer = ctypes.create_string_buffer(64)
         self._pieces: dict[tuple[int, bool], bytes] = {}  # (token, as text) -> its bytes: _piece
         self.last_draft_stats: DraftStats | None = None  # the last reply's drafting (None: it did not draft)
+        self._checkpoints = WindowCheckpoints(self._llm)
         self._keeper = StateKeeper(self._llm, states, self._prefix, self.info.path, self.device.gpu_layers,
                                    self._evaluate_prompt, Path(options.mmproj) if options.mmproj else None)
 
@@ -126,8 +128,7 @@ class Engine(Backend):
                 progress(fraction)
             return not (cancel is not None and cancel.is_set())
 
-        # verbose=True: verbose=False makes llama-cpp-python os.dup() stdout, which does not
-        # exist in a windowed app. Its Python-side prints go to the log instead of stderr.
+        # verbose=True: verbose=False os.dup()s stdout, which a windowed app lacks; prints go to the log.
         chatter = llama_log.LogWriter(logging.getLogger("llama_cpp.python"))
         try:
             flash_attn = flash_attention_for(options, offloaded)
@@ -140,7 +141,7 @@ class Engine(Backend):
                     n_gpu_layers=n_gpu_layers,
                     n_threads=generate_threads,
                     n_threads_batch=options.n_threads or threads.prompt,
-                    swa_full=True,  # keep the whole sliding-window cache, or Gemma 3 can't reuse prefixes
+                    swa_full=WHOLE_WINDOW_CACHE,
                     verbose=True,
                     **load_params.llama_arguments(options),
                 )
@@ -414,6 +415,8 @@ class Engine(Backend):
                     break
                 if len(reply_tokens) == max_tokens:
                     break  # no token follows it to read its logits: the next prompt evaluates it
+                if len(reply_tokens) == 1:  # the cache holds the prompt: keep its window
+                    self._checkpoints.take(prompt)
                 index = verifier.advance(token, max_tokens - len(reply_tokens))
             tail = stops.flush(decoder.decode(b"", final=True)) if stats.stop_reason is not StopReason.STOP_STRING else ""
             if stats.stop_reason is not StopReason.STOP_STRING:
@@ -448,7 +451,7 @@ class Engine(Backend):
         common = min(common, len(prompt) - 1)  # re-decode at least one token for fresh logits
         while 0 < common < len(prompt) and is_image_position(prompt[common]) and prompt[common - 1] == prompt[common]:
             common -= 1  # an image is evaluated whole
-        # A restored sliding-window cache holds only the window: it can be cut back one token.
+        common = self._checkpoints.reusable(prompt, common)  # a sliding window's cache may not hold them all
         if common <= 0 or not kv_seq.can_reuse(llm, common) or not llm._ctx.kv_cache_seq_rm(-1, common, -1):
             llm.reset()
             common = 0
@@ -471,9 +474,9 @@ class Engine(Backend):
     def _drafts(self, params: SamplingParams) -> bool:
         """Whether this reply drafts: unless it is off, or the model's memory cannot forget the
         end of a rejected draft. A recurrent or hybrid model's state (Mamba, RWKV, Jamba) holds
-        no positions to remove, so it decodes one token at a time. Gemma 3's sliding-window
-        cache can: the engine keeps it whole (swa_full), and a draft only ever adds positions
-        after the last accepted one, which are removed again."""
+        no positions to remove, so it decodes one token at a time. Gemma 3's window-sized cache
+        can: a draft only adds positions after the last accepted one, and llama.cpp reuses only
+        cells the window had left before the batch (it holds window + ubatch positions)."""
         return params.draft is Drafting.LOOKUP and not (self._llm._is_recurrent or self._llm._is_hybrid)
 
     def _piece(self, token: int, shown: bool = False) -> bytes:

@@ -8,13 +8,15 @@ larger here) and a numpy copy of the logits buffer (n_batch x vocabulary: 537 MB
 262k vocabulary), over a second.
 
 Sliding-window models (Gemma 3, and any model llama.cpp gives an iSWA cache): llama.cpp saves
-only the cells of the SWA layers inside the window (the last n_swa positions), even though
-the engine keeps the whole window (swa_full). A restored state therefore extends exactly
-(greedy output byte-identical to a cold evaluation, measured) but cannot be cut back by more
-than one token: the re-evaluated tokens would miss the positions the window needs. Hence
-`can_reuse`, llama.cpp's own server check: the caller evaluates everything again where the
-cache no longer holds what the first new position attends to. Recurrent and hybrid models
-(llama.cpp's other memories) save their state the same way and fall back the same way.
+only the cells of the SWA layers inside the window (the last n_swa positions), and the
+engine's window-sized cache (memory_plan.WHOLE_WINDOW_CACHE) holds only the last window +
+ubatch. A restored state therefore extends exactly (greedy output byte-identical to a cold
+evaluation, measured) but cannot be cut back by more than one token: the re-evaluated tokens
+would miss the positions the window needs. Hence `can_reuse`, llama.cpp's own server check:
+where the cache no longer holds what the first new position attends to, the caller puts back
+a checkpoint's window (window_checkpoints.py) or evaluates everything again. Recurrent and
+hybrid models (llama.cpp's other memories) save their state the same way and fall back the
+same way.
 """
 
 from __future__ import annotations
