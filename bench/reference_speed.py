@@ -62,7 +62,7 @@ from lookup_decoding import COPY_PROMPT  # noqa: E402
 from serve_speed import BRIEF, paired, rate  # noqa: E402
 
 PROMPT = "Once upon a time, in a lighthouse on a rock far out at sea, there lived a keeper who"
-DEEP_PROMPT = "\n\n".join(f"Draft {n} of the notes. {BRIEF}" for n in range(1, 15)) + "\n\nThe final notes:"
+DEEP_PROMPT = "\n\n".join(f"Draft {n} of the notes. {BRIEF}" for n in range(1, 18)) + "\n\nThe final notes:"
 BALANCED = {"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": 7}
 GREEDY = {"temperature": 0.0}
 # Hearth's Auto resolves flash attention off on a CPU with an f16 cache (engine/load_checks.py);

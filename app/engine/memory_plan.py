@@ -86,7 +86,7 @@ from ..common.units import GIB, MIB, byte_size
 from .gguf.modelfile import ModelInfo
 from .gguf.projector import ProjectorInfo, inspect_projector
 from .gguf.reading import model_shape
-from .gguf.shape import ModelShape
+from .gguf.shape import NOT_SLIDING, ModelShape
 from .load_checks import flash_attention_for
 from .lookup import BATCH_COST
 from .options import DEFAULT_CONTEXT, FlashAttention, KvCacheType, LoadOptions, Word, context_for
@@ -101,7 +101,7 @@ DRAFT_ROWS = max(BATCH_COST)  # the most rows a drafted batch asks logits for
 # back further than the window (a Regenerate after a long reply), checkpoints of each prompt's
 # window give instead (llama/window_checkpoints.py): the last WINDOW_CHECKPOINTS, in RAM.
 WHOLE_WINDOW_CACHE = False
-WINDOW_CHECKPOINTS = 4
+WINDOW_CHECKPOINTS = 3  # a Regenerate, an edit of the last message, and of the one before it
 # The plan's measured accuracy (bench/memory_plan.py): within 15% of the resident growth. A
 # plan at most free / ACCURACY fits even if it is 15% short; up to free it is tight.
 ACCURACY = 1.15
@@ -309,6 +309,20 @@ def _row_bytes(kind: KvCacheType, width: int) -> int:
     return -(-width // block) * size
 
 
+def window_cells(cells: int, n_swa: int, n_ubatch: int, swa_full: bool) -> int:
+    """The cells llama.cpp gives each sliding-window layer (llama-kv-cache-iswa.cpp): the
+    window and a ubatch, padded, at most the context's; every cell with swa_full."""
+    return cells if swa_full else min(cells, _pad(n_swa + n_ubatch))
+
+
+def keeps_checkpoints(architecture: str, n_swa: int, cells: int, n_ubatch: int, swa_full: bool) -> bool:
+    """Whether the engine keeps window checkpoints (llama/window_checkpoints.py): for a causal
+    sliding window (not NOT_SLIDING's) in a cache smaller than the context, which is the only
+    kind positions ever leave."""
+    return (n_swa > 0 and architecture not in NOT_SLIDING
+            and window_cells(cells, n_swa, n_ubatch, swa_full) < cells)
+
+
 def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int, swa_full: bool,
            projector: ProjectorInfo | None = None) -> MemoryPlan:
     """Every figure of the plan but the verdict (free memory is the caller's)."""
@@ -321,7 +335,8 @@ def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int,
     cells = _pad(max(1, n_ctx))
     n_ubatch = min(max(1, n_ctx), MAX_UBATCH)
     flash_attn = flash_attention_for(options, gpu_layers) is not FlashAttention.OFF  # Auto left: llama.cpp's, on
-    swa_cells = cells if swa_full else min(cells, _pad(shape.n_swa + n_ubatch))
+    swa_cells = window_cells(cells, shape.n_swa, n_ubatch, swa_full)
+    checkpoints = keeps_checkpoints(shape.architecture, shape.n_swa, cells, n_ubatch, swa_full)
 
     # Weights.
     repack = repacked_types() if options.use_mmap else {}
@@ -355,7 +370,7 @@ def _sizes(shape: ModelShape, options: LoadOptions, n_ctx: int, gpu_layers: int,
         row = _row_bytes(options.kv_type_k, heads * shape.head_dim_k)
         row += _row_bytes(options.kv_type_v, v_width) if shape.head_dim_v else 0
         nbytes = (swa_cells if shape.swa_layers[il] else cells) * row
-        if shape.swa_layers[il] and not swa_full:  # a checkpoint holds the window's cells, in RAM
+        if shape.swa_layers[il] and checkpoints:  # a checkpoint holds the window's cells, in RAM
             checkpoints_ram += WINDOW_CHECKPOINTS * min(cells, shape.n_swa) * row
         if il >= first_gpu:
             kv_vram += nbytes

@@ -34,6 +34,7 @@ from app.engine.memory_plan import (
     Fit,
     auto_gpu_layers,
     gpu_layers_for,
+    keeps_checkpoints,
     largest_context,
     plan,
 )
@@ -122,16 +123,23 @@ def test_q8_0_cache_is_llama_cpp_s_at_32k(gemma_path):
 
 def test_window_checkpoints_are_planned_in_ram_for_sliding_layers_only(gemma_path, tmp_path):
     """Each checkpoint holds the 15 sliding layers' 512 window cells (llama/window_checkpoints.py),
-    wherever the layers are; a whole window cache needs none, a model without a window has none."""
+    wherever the layers are; a whole window cache needs none, a model without a window has none,
+    and neither has a window that does not slide (llama.cpp's chunked one: Llama 4)."""
     window = plan(gemma_path, options(4096), free_ram=FREE)
     assert window.checkpoints_ram == WINDOW_CHECKPOINTS * 15 * 512 * 1024
     assert window.total_ram == (window.weights_ram + window.kv_ram + window.checkpoints_ram + window.compute_ram
                                 + window.runtime_ram)
     assert plan(gemma_path, options(4096), free_ram=FREE, swa_full=True).checkpoints_ram == 0
-    assert plan(gemma_path, options(256), free_ram=FREE).checkpoints_ram == WINDOW_CHECKPOINTS * 15 * 256 * 1024
+    # A context the window-sized cache holds whole (1,024 cells here): nothing ever leaves it.
+    assert plan(gemma_path, options(1024), free_ram=FREE).checkpoints_ram == 0
+    assert plan(gemma_path, options(1280), free_ram=FREE).checkpoints_ram == WINDOW_CHECKPOINTS * 15 * 512 * 1024
     none_slide = damaged_copy(read_real_header(gemma_path), tmp_path / "flags.gguf",
                               {"gemma3.attention.sliding_window_pattern": array(BOOL, [False] * 18)})
     assert plan(none_slide, options(4096), free_ram=FREE).checkpoints_ram == 0
+    assert keeps_checkpoints("gemma3", 512, 4096, 512, swa_full=False)
+    assert not keeps_checkpoints("gemma3", 512, 4096, 512, swa_full=True)
+    assert not keeps_checkpoints("gemma3", 512, 1024, 512, swa_full=False)
+    assert not keeps_checkpoints("llama4", 8192, 32768, 512, swa_full=False)  # chunked: llama.cpp keeps the chunk
 
 
 def test_per_layer_kv_heads_and_the_window_pattern_come_from_the_header(gemma_path, tmp_path):
@@ -280,8 +288,8 @@ def test_largest_context_is_the_largest_that_fits(gemma_path):
 
 def test_summary_says_the_verdict_and_the_numbers(gemma_path):
     tight = plan(gemma_path, options(32768), free_ram=plan(gemma_path, options(32768), free_ram=FREE).total_ram)
-    assert tight.summary.startswith("Tight: 507 MiB of 507 MiB free RAM")
-    assert "KV cache 111 MiB for 32,768 tokens and 30 MiB of window checkpoints" in tight.summary
+    assert tight.summary.startswith("Tight: 500 MiB of 500 MiB free RAM")
+    assert "KV cache 111 MiB for 32,768 tokens and 22 MiB of window checkpoints" in tight.summary
     assert f"up to {tight.largest_context:,} tokens fit" in tight.summary
 
 

@@ -17,7 +17,7 @@ from llama_cpp import llama_cpp as llama_c
 from app.engine.kv.prefix_reuse import common_prefix
 from app.engine.llama import kv_seq
 from app.engine.llama.generator import Engine
-from app.engine.memory_plan import WINDOW_CHECKPOINTS
+from app.engine.memory_plan import WINDOW_CHECKPOINTS, plan
 from app.engine.sampling import SamplingParams
 from app.engine.types import LoadOptions, ReplyStats
 
@@ -73,17 +73,41 @@ def test_a_regenerate_after_a_long_reply_evaluates_one_token_and_replies_the_sam
     assert cold_stats.evaluated_prompt_tokens == prompt_tokens and cold_text == again
 
 
-def test_a_prompt_no_checkpoint_begins_is_evaluated_whole_and_right(engine, long_reply):
-    reply(engine, QUESTION, LONG)  # the window pushed out again
+def test_past_a_checkpoint_through_drafted_rejections_and_to_a_prompt_none_begins(engine, long_reply, gemma_path):
+    # The long reply again, drafted as users get it: rejected drafts are taken out of a cache
+    # whose cells llama.cpp reuses, and what stays is one run ending at the last token kept.
+    reply(engine, QUESTION, LONG.with_changes(draft="lookup"))
+    drafting = engine.last_draft_stats
+    assert drafting.drafted > drafting.accepted > 0 and drafting.batches > 10
+    llm = engine._llm
+    assert llama_c.llama_memory_seq_pos_max(llama_c.llama_get_memory(llm._ctx.ctx), 0) == llm.n_tokens - 1
+    assert kv_seq.can_reuse(llm, llm.n_tokens)
+
+    # A prompt that keeps the first words of that reply, then asks on: it runs past the
+    # checkpoint (N tokens), whose window is put back; evaluation starts at N, and the reply is
+    # a cold evaluation's.
+    edited = QUESTION + [{"role": "assistant", "content": long_reply[0][:60]}, {"role": "user", "content": "Go on."}]
+    prompt = engine.prompt_tokens(edited)
+    checkpoint = len(engine._checkpoints._kept[-1].tokens)
+    # Its size is what the memory plan gives one (a prompt past the window: 512 cells a layer).
+    planned = plan(gemma_path, LoadOptions(n_ctx=2048), free_ram=1 << 40).checkpoints_ram / WINDOW_CHECKPOINTS
+    assert engine._checkpoints._kept[-1].size == pytest.approx(planned, rel=0.002)  # 12 bytes a cell more
+    assert common_prefix(prompt, list(llm.input_ids[:llm.n_tokens])) > checkpoint + 5
+    text, stats = reply(engine, edited, SHORT)
+    assert stats.evaluated_prompt_tokens == stats.prompt_tokens - checkpoint
+    cold = Engine(gemma_path, LoadOptions(n_ctx=2048))
+    try:
+        assert reply(cold, edited, SHORT)[0] == text
+    finally:
+        cold.close()
+
+    # Another question: the cache holds the first one's window from position N - 512 on, so not
+    # even the turn markers the two share are kept, and no checkpoint begins it.
     shared = common_prefix(engine.prompt_tokens(OTHER), engine.prompt_tokens(QUESTION))
-    assert 0 < shared < 10  # the turn's opening markers
+    assert 0 < shared < 10
     text, stats = reply(engine, OTHER, SHORT)
-    assert stats.evaluated_prompt_tokens == stats.prompt_tokens  # not even the shared markers' window is held
+    assert stats.evaluated_prompt_tokens == stats.prompt_tokens
     assert len(text) > 40
-    # Back to the first question: the cache holds the other prompt and its short reply, all of
-    # it, so the shared markers are kept; the rest is evaluated, and the reply is as before.
-    again, back = reply(engine, QUESTION, SHORT)
-    assert back.evaluated_prompt_tokens == back.prompt_tokens - shared and long_reply[0].startswith(again)
 
 
 def test_checkpoints_are_kept_for_the_latest_prompts_that_begin_each_other(engine):
@@ -97,7 +121,7 @@ def test_checkpoints_are_kept_for_the_latest_prompts_that_begin_each_other(engin
     assert all(later.tokens[:len(earlier.tokens)] == earlier.tokens for earlier, later in zip(kept, kept[1:]))
     assert list(kept[-1].tokens) == engine.prompt_tokens(conversation[:-2])
     window = llama_c.llama_model_n_swa(engine._llm._model.model)
-    assert all(len(checkpoint.payload) > 0 for checkpoint in kept) and window == 512
+    assert all(checkpoint.size > 0 for checkpoint in kept) and window == 512
     # A prompt that begins with none of them drops them all at its own reply.
     reply(engine, OTHER, SHORT.with_changes(max_tokens=4))
     assert len(engine._checkpoints._kept) == 1

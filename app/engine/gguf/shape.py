@@ -34,6 +34,9 @@ SWA_PERIODS: dict[str, tuple[int, bool]] = {
     "llama4": (4, False), "afmoe": (4, False), "smallthinker": (4, True), "mellum": (4, False),
     "plamo3": (8, False), "exaone-moe": (4, False),
 }
+# Windows that do not slide causally: llama.cpp's LLAMA_SWA_TYPE_CHUNKED (models/llama4.cpp:
+# attention within fixed chunks) and LLAMA_SWA_TYPE_SYMMETRIC (the two embedding models).
+NOT_SLIDING = frozenset({"llama4", "gemma-embedding", "modern-bert"})
 _BLOCK = re.compile(rb"blk\.(\d+)\.")
 # Tensors llama.cpp keeps with the input layer (always on the CPU: get_rows, not a matmul).
 _INPUT = frozenset({b"token_embd.weight", b"token_embd_norm.weight", b"token_embd_norm.bias",

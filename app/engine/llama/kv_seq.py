@@ -88,12 +88,14 @@ def can_reuse(llm: Llama, n_past: int) -> bool:
 
     Without a sliding window that is every earlier position; with one of n_swa, those after
     n_past - n_swa (llama.cpp masks positions n_swa or more behind). A restored SWA state starts
-    at its last position - n_swa + 1.
+    at its last position - n_swa + 1, and a checkpoint's window ends at its prompt's end. The
+    positions held are one run (llama.cpp's apply_ubatch keeps [pos_min, pos_max] whole).
     """
     if n_past <= 0:
         return True
-    pos_min = llama_c.llama_memory_seq_pos_min(llama_c.llama_get_memory(llm._ctx.ctx), SEQ)
-    if pos_min < 0:
-        return False  # the sequence is empty
+    memory = llama_c.llama_get_memory(llm._ctx.ctx)
+    pos_min = llama_c.llama_memory_seq_pos_min(memory, SEQ)
+    if pos_min < 0 or llama_c.llama_memory_seq_pos_max(memory, SEQ) < n_past - 1:
+        return False  # the sequence is empty, or ends before the positions kept
     n_swa = llama_c.llama_model_n_swa(llm._model.model)
     return pos_min <= (max(0, n_past - n_swa + 1) if n_swa > 0 else 0)
