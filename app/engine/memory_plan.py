@@ -188,7 +188,8 @@ class MemoryPlan:
         """One line for a tooltip or the command line."""
         verdict = {Fit.FITS: "Fits", Fit.TIGHT: "Tight", Fit.DOES_NOT_FIT: "Does not fit"}[self.fit]
         line = (f"{verdict}: {_size(self.total_ram)} of {_size(self.free_ram)} free RAM "
-                f"(weights {_size(self.weights_ram)}, KV cache {_size(self.kv_ram)} for {self.n_ctx:,} tokens{self.checkpoint_words}, "
+                f"(weights {_size(self.weights_ram)}, KV cache {_size(self.kv_ram)} for {self.n_ctx:,} tokens"
+                f"{self.checkpoint_words}, "
                 f"buffers {_size(self.compute_ram + self.runtime_ram)}{self._projector_words(self.projector_ram)})")
         if self.gpu_layers:
             free = "unknown free" if self.free_vram is None else f"{_size(self.free_vram)} free"
@@ -207,8 +208,8 @@ class MemoryPlan:
             "fit": str(self.fit), "summary": self.summary, "n_ctx": self.n_ctx, "n_ubatch": self.n_ubatch,
             "gpu_layers": self.gpu_layers, "total_layers": self.total_layers, "flash_attn": self.flash_attn,
             "ram": {"weights": self.weights_ram, "kv_cache": self.kv_ram, "window_checkpoints": self.checkpoints_ram,
-                    "compute": self.compute_ram,
-                    "runtime": self.runtime_ram, "total": self.total_ram, "free": self.free_ram},
+                    "compute": self.compute_ram, "runtime": self.runtime_ram, "total": self.total_ram,
+                    "free": self.free_ram},
             "vram": {"weights": self.weights_vram, "kv_cache": self.kv_vram, "compute": self.compute_vram,
                      "total": self.total_vram, "free": self.free_vram},
             "largest_context": self.largest_context,
@@ -225,8 +226,9 @@ def plan(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions
     `gpu_layers`: how many llama.cpp offloads, already resolved (0 on a CPU build; the blocks
     and the output layer count, so n_layer + 1 is all); more than that is all of them.
     `swa_full`: whether sliding-window caches are whole (the engine's: WHOLE_WINDOW_CACHE);
-    False plans llama.cpp's default window-sized ones, and the engine's checkpoints of them. `projector`: the projector loaded with it (a vision
-    model's; library/projectors.py finds and checks it), or None.
+    False plans llama.cpp's default window-sized ones, and the engine's checkpoints of them.
+    `projector`: the projector loaded with it (a vision model's; library/projectors.py finds and
+    checks it), or None.
     """
     shape, projector = _shape(model), _projector(projector)
     n_ctx = context_for(options.n_ctx, shape.context_length)
@@ -238,8 +240,8 @@ def plan(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions
 
 
 def largest_context(model: ModelShape | ModelInfo | str | os.PathLike, options: LoadOptions = LoadOptions(), *,
-                    gpu_layers: int = 0, free_ram: int, free_vram: int | None = None, swa_full: bool = WHOLE_WINDOW_CACHE,
-                    projector: Projector = None) -> int:
+                    gpu_layers: int = 0, free_ram: int, free_vram: int | None = None,
+                    swa_full: bool = WHOLE_WINDOW_CACHE, projector: Projector = None) -> int:
     """The largest context (a multiple of 256 cells, at most the trained one) whose plan fits
     with room for its error (Fit.FITS); 0 when not even 256 does."""
     shape, projector = _shape(model), _projector(projector)

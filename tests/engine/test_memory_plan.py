@@ -74,8 +74,8 @@ def llama_cpp_says(gemma_path):
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        llm = Llama(str(gemma_path), n_ctx=1024, flash_attn=True, swa_full=WHOLE_WINDOW_CACHE, type_k=llama_c.GGML_TYPE_Q8_0,
-                    type_v=llama_c.GGML_TYPE_F16, verbose=True)
+        llm = Llama(str(gemma_path), n_ctx=1024, flash_attn=True, swa_full=WHOLE_WINDOW_CACHE,
+                    type_k=llama_c.GGML_TYPE_Q8_0, type_v=llama_c.GGML_TYPE_F16, verbose=True)
         llm.close()
     finally:
         logger.removeHandler(handler)

@@ -3,8 +3,8 @@ layers get llama.cpp's window-sized cache: 512 window + 512 ubatch = 1,024 cells
 
 A reply of 560 tokens after a prompt of about 810 pushes the prompt's window (its last 512
 positions) out of that cache, whose cells are reused from position 1,024 on, so without a
-checkpoint a Regenerate would evaluate the whole prompt again. With one it evaluates the one token the engine always decodes
-again, and the reply is the one a cold evaluation gives.
+checkpoint a Regenerate would evaluate the whole prompt again. With one it evaluates the one
+token the engine always decodes again, and the reply is the one a cold evaluation gives.
 """
 
 from __future__ import annotations
