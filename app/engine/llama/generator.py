@@ -452,7 +452,7 @@ class Engine(Backend):
         while 0 < common < len(prompt) and is_image_position(prompt[common]) and prompt[common - 1] == prompt[common]:
             common -= 1  # an image is evaluated whole
         common = self._checkpoints.reusable(prompt, common)  # a sliding window's cache may not hold them all
-        if common <= 0 or not kv_seq.can_reuse(llm, common) or not llm._ctx.kv_cache_seq_rm(-1, common, -1):
+        if common <= 0 or not llm._ctx.kv_cache_seq_rm(-1, common, -1):
             llm.reset()
             common = 0
         llm.n_tokens = common

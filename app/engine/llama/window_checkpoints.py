@@ -88,5 +88,6 @@ class WindowCheckpoints:
                 if read != kept.size:
                     self._kept.clear()
                     return 0  # llama.cpp cleared the window it could not read: evaluate it all
-                return min(common, n)  # not past the window's end (kv_seq.can_reuse checks it)
+                keep = min(common, n)  # not past the window's end
+                return keep if kv_seq.can_reuse(self._llm, keep) else 0
         return 0
