@@ -28,10 +28,10 @@ Auto has it on a CPU (off; FLASH_ATTN), and the two servers the same context len
 3. `hearth chat --draft none` (greedy, 128 tokens, its --stats json tokens/s) ÷ `llama-bench -n 128`
    (tg: decode alone, no sampling at all), taken in turns. Target ≥ 0.95. Twice: with the
    context llama-bench itself decodes in (tg128's 128 cells, padded to 256: BENCH_CONTEXT), and
-   with Hearth's default of 4,096, whose bigger cache costs llama.cpp itself about 1.5% here
+   with Hearth's default of 4,096, whose bigger cache costs llama.cpp itself a few percent here
    (without flash attention V is stored transposed, its rows a context apart, so the same
    attention touches more pages; a bare llama_decode loop measured 0.985 ÷ llama-bench at 256
-   cells, 0.971 at 4,096).
+   cells, 0.971 at 4,096, and this bench 2-4% between its two figures).
 4. The per-token budget, in process (the Engine of the window and the server), greedy and
    Balanced, drafting off: per token, the forward pass (llama_decode), sampling (ReplySampler.sample)
    and the rest of Python's loop (detokenizing, stop strings, bookkeeping), in µs; the signal hop
