@@ -166,11 +166,6 @@ class MemoryPlan:
     checkpoints_ram: int = 0  # the engine's window checkpoints of a sliding-window cache, at most
 
     @property
-    def checkpoint_words(self) -> str:
-        """What the KV cache figure leaves out, for the lines that show it."""
-        return f" and {_size(self.checkpoints_ram)} of window checkpoints" if self.checkpoints_ram else ""
-
-    @property
     def kv_bytes(self) -> int:
         return self.kv_ram + self.kv_vram
 
@@ -187,9 +182,10 @@ class MemoryPlan:
     def summary(self) -> str:
         """One line for a tooltip or the command line."""
         verdict = {Fit.FITS: "Fits", Fit.TIGHT: "Tight", Fit.DOES_NOT_FIT: "Does not fit"}[self.fit]
+        checkpoints = f" and {_size(self.checkpoints_ram)} of window checkpoints" if self.checkpoints_ram else ""
         line = (f"{verdict}: {_size(self.total_ram)} of {_size(self.free_ram)} free RAM "
                 f"(weights {_size(self.weights_ram)}, KV cache {_size(self.kv_ram)} for {self.n_ctx:,} tokens"
-                f"{self.checkpoint_words}, "
+                f"{checkpoints}, "
                 f"buffers {_size(self.compute_ram + self.runtime_ram)}{self._projector_words(self.projector_ram)})")
         if self.gpu_layers:
             free = "unknown free" if self.free_vram is None else f"{_size(self.free_vram)} free"

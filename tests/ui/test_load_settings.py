@@ -97,6 +97,7 @@ def test_the_plan_follows_the_context_length_the_user_types(panel, qtbot, monkey
     assert line.text() != before and line.text().endswith("does not fit")
     assert tone_of(line) is Tone.ERROR
     assert "KV cache" in line.toolTip() and "32,768 tokens" in line.toolTip()
+    assert "\n  window checkpoints 22 MiB\n" in line.toolTip()  # a line of its own, as the others
     assert not largest.isHidden()
     assert panel.n_ctx.accessibleDescription() == line.text()
 

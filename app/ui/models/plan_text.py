@@ -40,7 +40,8 @@ def details(plan: MemoryPlan) -> str:
     lines = [
         f"RAM: {memory(plan.total_ram)} of {memory(plan.free_ram)} free",
         f"  weights {memory(plan.weights_ram)}",
-        f"  KV cache {memory(plan.kv_ram)} for {plan.n_ctx:,} tokens{plan.checkpoint_words}",
+        f"  KV cache {memory(plan.kv_ram)} for {plan.n_ctx:,} tokens",
+        *([f"  window checkpoints {memory(plan.checkpoints_ram)}"] if plan.checkpoints_ram else []),
         f"  buffers {memory(plan.compute_ram + plan.runtime_ram)}",
     ]
     if plan.gpu_layers:
