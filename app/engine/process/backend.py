@@ -99,7 +99,8 @@ class ProcessBackend(Backend):
 
     def stream(self, messages: list[dict], params: SamplingParams, cancel: threading.Event,
                prompt_progress: PromptProgress | None = None, conversation_id: int | None = None,
-               tools: ToolUse = PLAIN, logprobs: int | None = None, text_interval_s: float = 0.0) -> Iterator[ReplyEvent]:
+               tools: ToolUse = PLAIN, logprobs: int | None = None,
+               text_interval_s: float = 0.0) -> Iterator[ReplyEvent]:
         # Paced in the child, so that only what the caller takes crosses the socket.
         request, images = StreamRequest.of(messages, params, conversation_id=conversation_id, tools=tools,
                                            logprobs=logprobs, text_interval_s=text_interval_s)

@@ -62,7 +62,8 @@ class RestartingBackend(Backend):
 
     def stream(self, messages: list[dict], params: SamplingParams, cancel: threading.Event,
                prompt_progress: PromptProgress | None = None, conversation_id: int | None = None,
-               tools: ToolUse = PLAIN, logprobs: int | None = None, text_interval_s: float = 0.0) -> Iterator[ReplyEvent]:
+               tools: ToolUse = PLAIN, logprobs: int | None = None,
+               text_interval_s: float = 0.0) -> Iterator[ReplyEvent]:
         return self._on_child(lambda child: child.stream(messages, params, cancel, prompt_progress, conversation_id,
                                                          tools, logprobs, text_interval_s))
 

@@ -2,10 +2,10 @@
 
 Its chunks are written as plain text about every FLUSH_INTERVAL_MS: a chunk that comes sooner
 after the last write waits for the rest of the interval, joined to any that follow, and one
-that comes later, or within FLUSH_SLACK_MS of the interval's end, is written at once (the engine worker hands text over at that pace, so
-each chunk is written as it comes, in the same wake of the GUI thread). Each Markdown block is
-rendered once, when it completes. The cost of an update therefore depends on the size of the
-chunk and of the block, not on the reply so far.
+that comes later, or within FLUSH_SLACK_MS of the interval's end, is written at once (the
+engine worker hands text over at that pace, so each chunk is written as it comes, in the same
+wake of the GUI thread). Each Markdown block is rendered once, when it completes. The cost of
+an update therefore depends on the size of the chunk and of the block, not on the reply so far.
 """
 
 from __future__ import annotations
